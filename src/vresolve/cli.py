@@ -1,0 +1,209 @@
+"""The command line: parse arguments, call the pure layers, print once.
+
+``main(argv) -> int`` catches only :class:`VresolveError` (printed, mapped to its exit
+code) and ``KeyboardInterrupt``; anything else is a bug and propagates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .errors import EXIT_OK, EXIT_USAGE, UsageError, VresolveError
+
+__all__ = ["main", "build_parser"]
+
+log = logging.getLogger("vresolve")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError (exit 2, one line) instead of printing usage and exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _common() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                   help="print one JSON object (schema vresolve.<command>/1) on stdout")
+    p.add_argument("--matrix", metavar="DIR", default=argparse.SUPPRESS,
+                   help="use the compatibility matrix in DIR (default: $VRESOLVE_MATRIX, else the packaged one)")
+    p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                   help="more detail on stderr (repeat for debug)")
+    p.add_argument("-q", "--quiet", action="count", default=argparse.SUPPRESS, help="less output")
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = _Parser(prog="vresolve", parents=[common],
+                     description="Resolve a working NVIDIA driver / CUDA / PyTorch / vLLM stack.")
+    parser.add_argument("--version", action="version", version=f"vresolve {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    mx = sub.add_parser("matrix", parents=[common], help="check, browse and update the compatibility matrix")
+    msub = mx.add_subparsers(dest="matrix_command", metavar="ACTION", parser_class=_Parser)
+    msub.add_parser("validate", parents=[common],
+                    help="check every row's schema and the cross-references; exit 2 on any problem")
+    show = msub.add_parser("show", parents=[common], help="print a table of the matrix, or a summary")
+    from .render import TABLES
+
+    show.add_argument("table", nargs="?", choices=TABLES, help="the table to print (default: a summary)")
+    ref = msub.add_parser("refresh", parents=[common],
+                          help="re-read wheel METADATA from the package index; print the diff")
+    ref.add_argument("--package", action="append", choices=("vllm", "torch", "torchvision", "torchaudio"),
+                     help="only this package (repeatable; default: all)")
+    ref.add_argument("--index-url", help="the simple-API URL to read (default: from your pip/uv configuration)")
+    ref.add_argument("--apply", action="store_true", help="write the changed files (atomically)")
+    ref.add_argument("--workers", type=int, default=8, help="parallel metadata reads (default 8)")
+    return parser
+
+
+def _opt(args: argparse.Namespace, name: str, default: Any = None) -> Any:
+    return getattr(args, name, default)
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    no_color = bool(os.environ.get("NO_COLOR"))
+    return Console(stderr=stderr, no_color=no_color, highlight=False, soft_wrap=not stderr)
+
+
+def _load(args: argparse.Namespace) -> Any:
+    from .matrix import load_matrix
+
+    return load_matrix(_opt(args, "matrix"))
+
+
+def _print_json(obj: dict[str, Any]) -> None:
+    from .render import to_json
+
+    sys.stdout.write(to_json(obj) + "\n")
+
+
+# --------------------------------------------------------------------------- matrix
+
+
+def _cmd_matrix_validate(args: argparse.Namespace) -> int:
+    m = _load(args)
+    from .render import envelope, matrix_summary_view
+
+    summary = matrix_summary_view(m)
+    if _opt(args, "json"):
+        _print_json(envelope("matrix", {"valid": True, **summary}))
+    else:
+        counts = ", ".join(f"{k} {v['rows']}" for k, v in summary["tables"].items())
+        print(f"matrix OK: {m.path} (revision {m.revision}): {counts}")
+    return EXIT_OK
+
+
+def _cmd_matrix_show(args: argparse.Namespace) -> int:
+    m = _load(args)
+    from .render import envelope, matrix_summary_view, matrix_table_human, matrix_table_view
+
+    table = _opt(args, "table")
+    if _opt(args, "json"):
+        body = ({"table": table, "rows": matrix_table_view(m, table)} if table
+                else matrix_summary_view(m))
+        _print_json(envelope("matrix", {"revision": m.revision, **body}))
+        return EXIT_OK
+    if table is None:
+        summary = matrix_summary_view(m)
+        print(f"matrix {summary['path']} (revision {summary['revision']})")
+        for name, t in summary["tables"].items():
+            extra = "".join(f", {k} {v}" for k, v in t.items() if k not in ("rows", "verified"))
+            levels = ", ".join(f"{k} {v}" for k, v in t["verified"].items())
+            print(f"  {name:7} {t['rows']:4} rows{extra}  (verified: {levels})")
+        return EXIT_OK
+    _console().print(matrix_table_human(m, table))
+    return EXIT_OK
+
+
+def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
+    from ._atomic import write_atomic
+    from .index import IndexClient, configured_index_url
+    from .matrix import default_matrix_path
+    from .refresh import PACKAGES, diff_files, generate, render_wheels_doc
+    from .render import envelope
+
+    root = Path(_opt(args, "matrix") or default_matrix_path())
+    url, origin = configured_index_url(args.index_url)
+    if args.workers < 1:
+        raise UsageError(f"--workers: expected a positive number, got {args.workers}")
+    client = IndexClient(url)
+    quiet = _opt(args, "json") or _opt(args, "quiet")
+    err = _console(stderr=True)
+    if not quiet:
+        err.print(f"reading {url} (from {origin})")
+    new: dict[str, str] = {}
+    for pkg in args.package or list(PACKAGES):
+        def progress(p: str, done: int, total: int) -> None:
+            if not quiet and (done == total or done % 25 == 0):
+                err.print(f"  {p}: {done}/{total} wheels")
+
+        new[f"wheels/{pkg}.yaml"] = render_wheels_doc(generate(client, pkg, workers=args.workers,
+                                                               progress=progress))
+    diffs = {}
+    for name, text in new.items():
+        path = root / name
+        old = path.read_text(encoding="utf-8") if path.exists() else ""
+        d = diff_files(old, text, name)
+        if d:
+            diffs[name] = d
+    if args.apply:
+        for name in diffs:
+            write_atomic(root / name, new[name])
+    if _opt(args, "json"):
+        _print_json(envelope("matrix", {"index": url, "requests": client.requests, "changes": diffs,
+                                        "applied": bool(args.apply)}))
+    else:
+        for d in diffs.values():
+            sys.stdout.write(d)
+        state = "written" if args.apply else "not written (use --apply)"
+        err.print(f"{len(diffs)} file(s) changed, {state}; {client.requests} HTTP requests")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _setup_logging(args: argparse.Namespace) -> None:
+    level = logging.WARNING - 10 * (_opt(args, "verbose", 0) or 0) + 10 * (_opt(args, "quiet", 0) or 0)
+    logging.basicConfig(level=max(logging.DEBUG, level), format="vresolve: %(message)s", stream=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    command = "cli"
+    try:
+        args = parser.parse_args(argv)
+        _setup_logging(args)
+        command = args.command or "cli"
+        if args.command == "matrix":
+            action = {"validate": _cmd_matrix_validate, "show": _cmd_matrix_show,
+                      "refresh": _cmd_matrix_refresh}.get(args.matrix_command)
+            if action is None:
+                raise UsageError("vresolve matrix: expected an action: validate, show or refresh")
+            return action(args)
+        parser.print_help()
+        return EXIT_USAGE
+    except VresolveError as e:
+        if "--json" in argv:
+            from .render import error_envelope
+
+            _print_json(error_envelope(command, e))
+        else:
+            print(f"vresolve: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("vresolve: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,216 @@
+"""Generate the index-derived part of the matrix (``compat_matrix/wheels/*.yaml``).
+
+For each package it lists the index's files, keeps the Linux wheels of the releases the
+matrix covers, reads each wheel's own METADATA (:mod:`vresolve.index`), and derives:
+``Requires-Python``; the ``Requires-Dist`` pins that matter for compatibility, with their
+markers evaluated for the wheel's platform; and, for torch, the CUDA version its
+``nvidia-*-cuXX`` / ``cuda-toolkit`` requirements name. The output is deterministic (sorted
+releases and wheels), so that re-running it on an unchanged index changes nothing.
+
+The whole-matrix ``vresolve matrix refresh`` builds on :func:`generate`; it prints a diff
+and, with ``--apply``, writes the files atomically.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.markers import Marker
+from packaging.metadata import Metadata
+from packaging.requirements import Requirement
+from packaging.utils import (
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_wheel_filename,
+)
+from packaging.version import Version
+
+from .index import IndexClient, IndexFile
+from .matrix import wheel_platform, dump_yaml
+
+__all__ = ["PACKAGES", "Progress", "generate", "derive_cuda", "pins_for_platform", "diff_files", "render_wheels_doc"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    first: Version  # oldest release the matrix covers
+    keep: tuple[str, ...]  # Requires-Dist names to record
+    one_per_platform: bool  # read one wheel per platform (torch*: one per Python tag otherwise)
+
+
+PACKAGES: dict[str, _Spec] = {
+    "vllm": _Spec(Version("0.4.0"), ("torch", "torchvision", "torchaudio", "xformers", "flashinfer-python",
+                                     "triton"), False),
+    "torch": _Spec(Version("2.0.0"), ("triton",), True),
+    "torchvision": _Spec(Version("0.15.0"), ("torch",), True),
+    "torchaudio": _Spec(Version("2.0.0"), ("torch",), True),
+}
+_LINUX = ("linux-x86_64", "linux-aarch64")
+_PYTHONS = tuple(f"3.{m}" for m in range(8, 16))
+
+Progress = Callable[[str, int, int], None]  # (package, done, total)
+
+
+def pins_for_platform(reqs: Iterable[Requirement], keep: tuple[str, ...], platform: str,
+                      pythons: Iterable[str]) -> dict[str, str]:
+    """The specifiers of the kept requirements that apply on ``platform`` for some Python.
+
+    Markers are evaluated for Linux on the platform's machine, for each Python in
+    ``pythons``; ``extra`` requirements are skipped.
+
+    >>> pins_for_platform([Requirement('xformers==0.0.28; platform_machine == "x86_64"'),
+    ...                    Requirement('torch==2.5.1')], ("torch", "xformers"), "linux-aarch64", ["3.12"])
+    {'torch': '==2.5.1'}
+    """
+    machine = platform.split("-", 1)[1]
+    envs = [{"platform_system": "Linux", "sys_platform": "linux", "os_name": "posix",
+             "platform_machine": machine, "python_version": py, "python_full_version": f"{py}.0",
+             "implementation_name": "cpython", "platform_python_implementation": "CPython", "extra": ""}
+            for py in pythons]
+    out: dict[str, str] = {}
+    for req in reqs:
+        name = canonicalize_name(req.name)
+        if name not in keep or name in out:
+            continue
+        if req.marker is None or any(_applies(req.marker, env) for env in envs):
+            out[name] = str(req.specifier)
+    return dict(sorted(out.items()))
+
+
+def _applies(marker: Marker, env: dict[str, str]) -> bool:
+    return marker.evaluate(env)  # type: ignore[arg-type]
+
+
+def derive_cuda(reqs: Iterable[Requirement]) -> str | None:
+    """The CUDA version a torch wheel was built for, from its CUDA runtime requirement.
+
+    ``nvidia-cuda-runtime-cu12==12.4.127`` -> ``12.4``; ``cuda-toolkit[cudart]==13.0.2`` or
+    ``nvidia-cuda-runtime==13.0.96`` -> ``13.0``; a CPU wheel has none -> None.
+    """
+    candidates = {}
+    for req in reqs:
+        name = canonicalize_name(req.name)
+        if name.startswith("nvidia-cuda-runtime") or name == "cuda-toolkit":
+            for spec in req.specifier:
+                if spec.operator in ("==", "===", "~=", ">="):
+                    v = Version(spec.version.rstrip(".*"))
+                    candidates[name] = f"{v.major}.{v.minor}"
+    for pref in ("nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime-cu13",
+                 "nvidia-cuda-runtime", "cuda-toolkit"):
+        if pref in candidates:
+            return candidates[pref]
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Pick:
+    version: Version
+    platform: str
+    file: IndexFile
+    pythons: tuple[str, ...]  # CPython versions with a wheel on this platform (torch*)
+
+
+def _select(files: list[IndexFile], spec: _Spec, versions: set[Version] | None) -> list[_Pick]:
+    """The wheels to read: every Linux wheel (vllm), or one per platform and release (torch*)."""
+    groups: dict[tuple[Version, str], list[tuple[IndexFile, str, str]]] = {}
+    for f in files:
+        try:
+            _, version, _build, tags = parse_wheel_filename(f.filename)
+        except InvalidWheelFilename:
+            continue  # sdists and oddities
+        if version.is_prerelease or version.is_devrelease or version < spec.first:
+            continue
+        if versions is not None and version not in versions:
+            continue
+        tag = next(iter(tags))
+        plat = wheel_platform(tag.platform)
+        if plat is None or plat[0] not in _LINUX:
+            continue
+        if version.local:  # local versions never come from the default index
+            continue
+        groups.setdefault((version, plat[0]), []).append((f, tag.interpreter, tag.abi))
+    picks = []
+    for (version, plat), items in sorted(groups.items()):
+        if not spec.one_per_platform:
+            picks += [_Pick(version, plat, f, ()) for f, _, _ in sorted(items, key=lambda x: x[0].filename)]
+            continue
+        cp = sorted({int(i[2:]) for _, i, abi in items if i.startswith("cp") and not abi.endswith("t")})
+        pythons = tuple(f"{str(n)[0]}.{str(n)[1:]}" for n in cp)  # 310 -> "3.10"
+        # read the newest CPython's wheel that is not free-threaded
+        best = max(items, key=lambda x: (not x[2].endswith("t"), int(x[1][2:]) if x[1][2:].isdigit() else 0,
+                                         x[0].filename))
+        picks.append(_Pick(version, plat, best[0], pythons))
+    return picks
+
+
+def _wheel_row(package: str, spec: _Spec, pick: _Pick, metadata: bytes) -> dict[str, Any]:
+    meta = Metadata.from_email(metadata, validate=False)
+    reqs = list(meta.requires_dist or [])
+    rp = meta.requires_python
+    pythons = [p for p in _PYTHONS if rp is None or rp.contains(p + ".0", prereleases=True)]
+    if pick.pythons:
+        pythons = [p for p in pythons if p in pick.pythons] or list(pick.pythons)
+    row: dict[str, Any] = {"filename": pick.file.filename}
+    if rp is not None:
+        row["requires_python"] = str(rp)
+    pins = pins_for_platform(reqs, spec.keep, pick.platform, pythons)
+    if pins:
+        row["requires"] = pins
+    if pick.pythons:
+        row["pythons"] = list(pick.pythons)
+    if package == "torch":
+        cuda = derive_cuda(reqs)
+        if cuda is not None:
+            row["cuda"] = cuda
+    if "sha256" in pick.file.hashes:
+        row["sha256"] = pick.file.hashes["sha256"]
+    if pick.file.yanked:
+        row["yanked"] = True
+    dist = f"{canonicalize_name(package).replace('-', '_')}-{pick.version}.dist-info/METADATA"
+    row["source"] = f"{pick.file.filename}:{dist}"
+    row["verified"] = "observed"
+    return row
+
+
+def generate(client: IndexClient, package: str, *, versions: set[Version] | None = None,
+             workers: int = 8, progress: Progress | None = None) -> dict[str, Any]:
+    """The ``wheels/<package>.yaml`` document for ``package``, read from the index."""
+    spec = PACKAGES[package]
+    picks = _select(client.project_files(package), spec, versions)
+    done = 0
+
+    def read(pick: _Pick) -> dict[str, Any]:
+        nonlocal done
+        data, _how = client.read_metadata(pick.file)
+        row = _wheel_row(package, spec, pick, data)
+        done += 1
+        if progress:
+            progress(package, done, len(picks))
+        return row
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        rows = list(pool.map(read, picks))
+    releases: dict[Version, list[dict[str, Any]]] = {}
+    for pick, row in zip(picks, rows):
+        releases.setdefault(pick.version, []).append(row)
+    return {"package": package, "releases": [
+        {"version": str(v), "wheels": sorted(ws, key=lambda w: w["filename"])}
+        for v, ws in sorted(releases.items())]}
+
+
+def diff_files(old: str, new: str, name: str) -> str:
+    """A unified diff a maintainer can review ('' when nothing changed)."""
+    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                        fromfile=f"a/{name}", tofile=f"b/{name}"))
+
+
+HEADER = ("# Generated by `vresolve matrix refresh --apply` from each wheel's own METADATA on the\n"
+          "# package index (see src/vresolve/refresh.py). Do not edit by hand: regenerate.\n")
+
+
+def render_wheels_doc(doc: dict[str, Any]) -> str:
+    return HEADER + dump_yaml(doc)

@@ -1,0 +1,191 @@
+"""Presentation: JSON envelopes and rich tables. Builds text and objects; ``cli`` prints them.
+
+The JSON views are plain dicts (``*_view`` functions, pure); the human views are rich
+renderables. Nothing here reads the machine or the network.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from rich.table import Table
+
+from .errors import VresolveError
+from .matrix import Matrix, Provenance, VllmRelease, Wheel
+
+__all__ = [
+    "TABLES",
+    "envelope",
+    "error_envelope",
+    "to_json",
+    "matrix_summary_view",
+    "matrix_table_view",
+    "matrix_table_human",
+]
+
+TABLES = ("cuda", "gpus", "torch", "vllm", "issues")
+
+
+def to_json(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False)
+
+
+def envelope(command: str, body: dict[str, Any]) -> dict[str, Any]:
+    return {"schema": f"vresolve.{command}/1", **body}
+
+
+def error_envelope(command: str, err: VresolveError) -> dict[str, Any]:
+    body: dict[str, Any] = {"code": err.code, "message": err.message}
+    problems = getattr(err, "problems", None)
+    if problems:
+        body["problems"] = [{"file": p.file, "row": p.row, "field": p.field, "message": p.message}
+                            for p in problems]
+    return envelope(command, {"error": body})
+
+
+def _prov(p: Provenance) -> dict[str, Any]:
+    d: dict[str, Any] = {"source": list(p.source), "verified": p.verified}
+    if p.note:
+        d["note"] = p.note
+    return d
+
+
+def _exact_or_spec(spec: Any) -> str:
+    text = str(spec)
+    return text[2:] if text.startswith("==") and "," not in text else text
+
+
+def _pins(w: Wheel) -> dict[str, str]:
+    return {k: _exact_or_spec(v) for k, v in w.requires.items()}
+
+
+def _vllm_row(r: VllmRelease) -> dict[str, Any]:
+    platforms = sorted({w.platform for w in r.wheels if not w.yanked})
+    by_platform = {}
+    for plat in platforms:
+        ws = r.wheels_for(plat)
+        w = ws[0]
+        by_platform[plat] = {
+            "pins": _pins(w), "manylinux": w.manylinux, "wheels": [x.filename for x in ws],
+            "python_tags": sorted({x.python_tag for x in ws}),
+        }
+    return {
+        "version": str(r.version),
+        "requires_python": str(r.requires_python) if r.requires_python else None,
+        "torch": {p: v["pins"].get("torch") for p, v in by_platform.items()},
+        "platforms": by_platform,
+        "cuda": str(r.cuda) if r.cuda else None,
+        "kernels": None if r.kernels is None else {
+            "sass": [str(c) for c in r.kernels.archs.sass], "ptx": [str(c) for c in r.kernels.archs.ptx],
+            "min_compute_capability": str(r.kernels.min_compute_capability)},
+        "variants": [{"variant": v.variant, "cuda": str(v.cuda) if v.cuda else None, "where": v.where,
+                      "platforms": list(v.platforms), **_prov(v.provenance)} for v in r.variants],
+        **_prov(r.provenance),
+    }
+
+
+def matrix_table_view(m: Matrix, table: str) -> list[dict[str, Any]]:
+    """The rows of one table as JSON-ready dicts (curated and generated facts merged)."""
+    if table == "cuda":
+        floors = {c.major: c for c in m.cuda_majors}
+        return [{
+            "version": str(t.version), "released": t.released.isoformat(),
+            "min_driver": {"linux": str(t.min_driver.linux),
+                           "windows": str(t.min_driver.windows) if t.min_driver.windows else None},
+            "minor_compat_driver": ({"linux": str(floors[t.version.major].minor_compat_driver.linux)}
+                                    if t.version.major in floors else None),
+            "updates": [{"version": str(u.version), "linux": str(u.min_driver.linux)} for u in t.updates],
+            "nvcc_archs": {"lowest": str(t.nvcc_lowest), "highest": str(t.nvcc_highest),
+                           "list": [str(c) for c in t.nvcc_list] if t.nvcc_list else None},
+            **_prov(t.provenance)} for t in m.toolkits]
+    if table == "gpus":
+        return [{"name": g.name, "names": list(g.names), "aliases": list(g.aliases),
+                 "compute_capability": str(g.compute_capability), "family": g.family, "segment": g.segment,
+                 "memory_gib": g.memory_gib, **_prov(g.provenance)} for g in m.gpus]
+    if table == "torch":
+        return [{
+            "version": str(t.version), "python": [str(p) for p in t.python],
+            "companions": {k: str(v) for k, v in t.companions.items()},
+            "pypi": {w.platform: {"cuda": str(w.cuda) if w.cuda else None, "requires_python":
+                                  str(w.requires_python) if w.requires_python else None,
+                                  "pins": _pins(w), "manylinux": w.manylinux} for w in t.wheels},
+            "variants": [{"variant": v.variant, "cuda": str(v.cuda) if v.cuda else None,
+                          "pypi_default": sorted(v.pypi_default),
+                          "archs": {p: {"sass": [str(c) for c in a.sass], "ptx": [str(c) for c in a.ptx]}
+                                    for p, a in v.archs.items()}, **_prov(v.provenance)} for v in t.variants],
+            **_prov(t.provenance)} for t in m.torch]
+    if table == "vllm":
+        return [_vllm_row(r) for r in m.vllm]
+    if table == "issues":
+        return [{"id": k.id, "cause": k.cause, "severity": k.severity, "title": k.title,
+                 "signatures": [s.pattern for s in k.signatures], "explanation": k.explanation,
+                 "fix": k.fix, **_prov(k.provenance)} for k in m.known_issues]
+    raise ValueError(table)
+
+
+def _verified(items: Iterable[Provenance]) -> dict[str, int]:
+    return dict(sorted(Counter(p.verified for p in items).items()))
+
+
+def matrix_summary_view(m: Matrix) -> dict[str, Any]:
+    """Row counts and verification levels of every table."""
+    torch_variants = [v for t in m.torch for v in t.variants]
+    vllm_wheels = [w for r in m.vllm for w in r.wheels]
+    return {"path": m.path, "revision": m.revision, "tables": {
+        "cuda": {"rows": len(m.toolkits), "verified": _verified(t.provenance for t in m.toolkits)},
+        "gpus": {"rows": len(m.gpus), "verified": _verified(g.provenance for g in m.gpus)},
+        "torch": {"rows": len(m.torch), "variants": len(torch_variants),
+                  "verified": _verified(v.provenance for v in torch_variants)},
+        "vllm": {"rows": len(m.vllm), "wheels": len(vllm_wheels),
+                 "verified": _verified(r.provenance for r in m.vllm)},
+        "issues": {"rows": len(m.known_issues), "verified": _verified(k.provenance for k in m.known_issues)},
+    }}
+
+
+def _source_cell(p: Provenance) -> str:
+    return p.verified + ("" if len(p.source) == 1 else f" ({len(p.source)} sources)")
+
+
+def matrix_table_human(m: Matrix, table: str) -> Table:
+    """A rich table of one matrix table, one line per row."""
+    t = Table(title=f"{table} ({m.path}, revision {m.revision})", show_lines=False)
+    if table == "cuda":
+        for col in ("CUDA", "released", "min driver (Linux)", "minor-compat floor", "nvcc archs", "verified"):
+            t.add_column(col)
+        floors = {c.major: c.minor_compat_driver.linux for c in m.cuda_majors}
+        for tk in m.toolkits:
+            t.add_row(str(tk.version), tk.released.isoformat(), str(tk.min_driver.linux),
+                      str(floors.get(tk.version.major, "?")), f"{tk.nvcc_lowest}..{tk.nvcc_highest}",
+                      _source_cell(tk.provenance))
+    elif table == "gpus":
+        for col in ("GPU", "aliases", "CC", "family", "segment", "verified"):
+            t.add_column(col)
+        for g in m.gpus:
+            t.add_row(g.name, ", ".join(g.aliases), str(g.compute_capability), g.family, g.segment,
+                      _source_cell(g.provenance))
+    elif table == "torch":
+        for col in ("torch", "python", "PyPI CUDA", "variants", "vision/audio/triton"):
+            t.add_column(col)
+        for r in m.torch:
+            pypi = ", ".join(f"{w.platform.split('-')[1]}:{w.cuda or 'cpu'}" for w in r.wheels)
+            comps = "/".join(str(r.companions.get(k, "-")) for k in ("torchvision", "torchaudio", "triton"))
+            t.add_row(str(r.version), f"{r.python[0]}..{r.python[-1]}" if r.python else "",
+                      pypi, " ".join(v.variant for v in r.variants), comps)
+    elif table == "vllm":
+        for col in ("vLLM", "python", "torch pin (x86_64 / aarch64)", "CUDA", "kernels", "variants", "verified"):
+            t.add_column(col)
+        for r in m.vllm:
+            pins = [str(r.pins(p).get("torch", "-")).removeprefix("==") if r.wheels_for(p) else "-"
+                    for p in ("linux-x86_64", "linux-aarch64")]
+            t.add_row(str(r.version), str(r.requires_python or ""), " / ".join(pins), str(r.cuda or "-"),
+                      str(r.kernels.archs) if r.kernels else "-", " ".join(v.variant for v in r.variants),
+                      _source_cell(r.provenance))
+    elif table == "issues":
+        for col in ("id", "cause", "severity", "title"):
+            t.add_column(col)
+        for k in m.known_issues:
+            t.add_row(k.id, k.cause, k.severity, k.title)
+    return t

@@ -1,0 +1,138 @@
+"""Small value types shared by every layer: compute capabilities, arch lists, variants.
+
+Pure; parse at the boundary (``Capability.parse``, ``parse_variant``) and pass real
+types around afterwards.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from packaging.version import Version
+
+__all__ = [
+    "PLATFORMS",
+    "VERIFIED_LEVELS",
+    "Capability",
+    "ArchList",
+    "parse_variant",
+    "variant_for_cuda",
+]
+
+PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64")
+VERIFIED_LEVELS = ("primary", "observed", "secondary", "unverified")
+Verified = Literal["primary", "observed", "secondary", "unverified"]
+
+_CC_RE = re.compile(
+    r"""^\s*(?:
+        (?P<maj>\d{1,2})\.(?P<min>\d)          # 8.6, 12.0
+      | (?:sm_|compute_)?(?P<packed>\d{2,3})   # sm_86, compute_90, 120
+    )(?P<suffix>[af]?)\s*$""",
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Capability:
+    """A CUDA compute capability such as 8.6 or 9.0a (arch-specific suffix ``a``/``f``).
+
+    >>> Capability.parse("sm_90a")
+    Capability(major=9, minor=0, suffix='a')
+    >>> str(Capability.parse("12.0"))
+    '12.0'
+    """
+
+    major: int
+    minor: int
+    suffix: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> Capability:
+        """Parse ``8.6``, ``sm_86``, ``compute_86``, ``86`` or ``9.0a``; ValueError otherwise."""
+        m = _CC_RE.match(str(text))
+        if not m:
+            raise ValueError(
+                f"invalid compute capability {text!r} (expected MAJOR.MINOR such as '8.6', or 'sm_86')"
+            )
+        if m["packed"]:
+            packed = m["packed"]
+            major, minor = int(packed[:-1]), int(packed[-1])
+        else:
+            major, minor = int(m["maj"]), int(m["min"])
+        return cls(major, minor, m["suffix"].lower())
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}{self.suffix}"
+
+    @property
+    def sm(self) -> str:
+        """The nvcc spelling, ``sm_90a``."""
+        return f"sm_{self.major}{self.minor}{self.suffix}"
+
+    @property
+    def base(self) -> Capability:
+        """The capability without its arch-specific suffix."""
+        return Capability(self.major, self.minor) if self.suffix else self
+
+
+@dataclass(frozen=True, slots=True)
+class ArchList:
+    """What a CUDA build contains: SASS (cubins) and PTX, as compute capabilities.
+
+    A GPU of capability ``cc`` runs the build when there is SASS of the same major whose
+    minor is not above the GPU's (``sm_80`` runs on 8.6), or PTX for a capability not
+    above the GPU's (which the driver JIT-compiles). Arch-specific cubins (``sm_90a``)
+    run only on exactly that capability.
+    """
+
+    sass: tuple[Capability, ...] = ()
+    ptx: tuple[Capability, ...] = ()
+
+    def sass_for(self, cc: Capability) -> Capability | None:
+        """The best SASS in the build that runs on ``cc``, or None."""
+        fits = [
+            s
+            for s in self.sass
+            if s.major == cc.major
+            and (s.minor <= cc.minor if not s.suffix else s.base == cc.base)
+        ]
+        return max(fits, default=None)
+
+    def ptx_for(self, cc: Capability) -> Capability | None:
+        """The newest PTX in the build that the driver can JIT for ``cc``, or None."""
+        fits = [p for p in self.ptx if not p.suffix and p <= cc.base]
+        return max(fits, default=None)
+
+    def covers(self, cc: Capability) -> bool:
+        return self.sass_for(cc) is not None or self.ptx_for(cc) is not None
+
+    @property
+    def lowest(self) -> Capability | None:
+        return min((*self.sass, *self.ptx), default=None)
+
+    def __str__(self) -> str:
+        parts = [str(s) for s in self.sass] + [f"{p}+PTX" for p in self.ptx]
+        return ";".join(parts) if parts else "(none)"
+
+
+_VARIANT_RE = re.compile(r"^cu(?P<major>1\d)(?P<minor>\d)$")
+
+
+def parse_variant(text: str) -> Version | None:
+    """The CUDA version a variant name stands for: ``cu128`` -> 12.8, ``cpu`` -> None.
+
+    Raises ValueError on anything else.
+    """
+    if text == "cpu":
+        return None
+    m = _VARIANT_RE.match(text)
+    if not m:
+        raise ValueError(f"invalid variant {text!r} (expected 'cpu' or 'cuXYZ' such as 'cu128')")
+    return Version(f"{m['major']}.{m['minor']}")
+
+
+def variant_for_cuda(cuda: Version) -> str:
+    """The variant name of a CUDA version: 12.8 -> ``cu128``."""
+    return f"cu{cuda.major}{cuda.minor}"
