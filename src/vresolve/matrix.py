@@ -422,7 +422,7 @@ class _Rows:
                 return None
             try:
                 out.append(parse(item))
-            except (InvalidVersion, ValueError) as e:
+            except (InvalidVersion, ValueError, re.error) as e:
                 self.problem(row, f"{fld}[{i}]", f"invalid {what} {item!r}" + (f": {e}" if what == "regular expression" else ""))
                 return None
         return tuple(out)
@@ -824,8 +824,20 @@ def _read_wheel(wd: dict[str, Any], row: str, fld: str, r: _Rows, package: str,
 # --------------------------------------------------------------------------- cross references
 
 
+def _named_versions(doc: dict[str, Any] | None, table: str, major_minor: bool = False) -> set[Version]:
+    """Versions a table names, including rows dropped for other problems (no knock-on errors)."""
+    out = set()
+    for row in (doc or {}).get(table) or ():
+        try:
+            v = Version(row["version"])
+        except (TypeError, KeyError, InvalidVersion):
+            continue
+        out.add(Version(f"{v.major}.{v.minor}") if major_minor else v)
+    return out
+
+
 def _cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ...]]],
-                 problems: list[MatrixProblem]) -> None:
+                 docs: Mapping[str, dict[str, Any] | None], problems: list[MatrixProblem]) -> None:
     def p(file: str, row: str, fld: str, msg: str) -> None:
         problems.append(MatrixProblem(file, row, fld, msg))
 
@@ -843,8 +855,10 @@ def _cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, .
             if (u.version.major, u.version.minor) != (t.version.major, t.version.minor):
                 p("cuda.yaml", row, "updates", f"update {u.version} is not an update of {t.version}")
 
+    toolkits_named = _named_versions(docs["cuda.yaml"], "toolkits", major_minor=True)
+
     def need_cuda(file: str, row: str, fld: str, cuda: Version | None) -> None:
-        if cuda is not None and m.toolkit(cuda) is None:
+        if docs["cuda.yaml"] is not None and cuda is not None and Version(f"{cuda.major}.{cuda.minor}") not in toolkits_named:
             p(file, row, fld, f"CUDA {cuda} is not in cuda.yaml's toolkits")
 
     # gpus.yaml
@@ -894,7 +908,7 @@ def _cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, .
             if pins and f"=={t.version}" not in pins:
                 p("torch.yaml", row, f"companions.{comp}",
                   f"{comp} {cv}'s wheels pin torch {', '.join(sorted(pins))}, not =={t.version}")
-    torch_versions = {t.version for t in m.torch}
+    torch_versions = _named_versions(docs["torch.yaml"], "releases")
 
     # vllm.yaml
     seen_v: set[Version] = set()
@@ -1011,7 +1025,7 @@ def load_matrix(path: str | os.PathLike[str] | None = None) -> Matrix:
         vllm=vllm, known_issues=issues,
         extra_wheels={"torchvision": wheels["torchvision"], "torchaudio": wheels["torchaudio"]},
     )
-    _cross_check(m, wheels, problems)
+    _cross_check(m, wheels, docs, problems)
     if problems:
         raise MatrixError(problems)
     return m

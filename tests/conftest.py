@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+DATA = Path(__file__).parent / "data"
+TINY = DATA / "matrix" / "tiny"
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "compat_matrix"
+
+Edit = Callable[[dict[str, Any]], None]
+
+
+@pytest.fixture
+def tiny_copy(tmp_path: Path) -> Callable[..., Path]:
+    """A copy of the tiny matrix with edits applied: ``tiny_copy({"gpus.yaml": fn, ...})``."""
+
+    def make(edits: dict[str, Edit | str | None] | None = None) -> Path:
+        dest = tmp_path / "matrix"
+        shutil.copytree(TINY, dest)
+        for name, edit in (edits or {}).items():
+            f = dest / name
+            if edit is None:
+                f.unlink()
+            elif isinstance(edit, str):
+                f.write_text(edit)
+            else:
+                doc = yaml.safe_load(f.read_text())
+                edit(doc)
+                f.write_text(yaml.safe_dump(doc, sort_keys=False))
+        return dest
+
+    return make
