@@ -36,3 +36,9 @@ def tiny_copy(tmp_path: Path) -> Callable[..., Path]:
         return dest
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets its own matrix cache, so no test depends on another's or on ~/.cache."""
+    monkeypatch.setenv("VRESOLVE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))

@@ -184,3 +184,25 @@ def test_all_errors_at_once(tiny_copy: Callable[..., Path]) -> None:
         "(expected one of: datacenter, workstation, consumer, jetson, superchip)",
         "gpus.yaml: gpus[1] 'NVIDIA A100-SXM4-80GB': verified: missing",
     ]
+
+
+def test_validated_matrix_is_cached_by_content(tiny_copy: Callable[..., Path], tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "c"
+    monkeypatch.setenv("VRESOLVE_CACHE_DIR", str(cache))
+    path = tiny_copy()
+    first = load_matrix(path)
+    (entry,) = cache.iterdir()
+    again = load_matrix(path)
+    assert again == first and again.revision == first.revision
+    # an edited file misses the cache and is validated again
+    (path / "gpus.yaml").write_text((path / "gpus.yaml").read_text().replace('"9.0"\n    family: hopper',
+                                                                             '"9.x"\n    family: hopper', 1))
+    with pytest.raises(MatrixError, match="invalid compute capability '9.x'"):
+        load_matrix(path)
+    # a corrupt cache entry is only a miss
+    entry.write_bytes(b"not a pickle")
+    monkeypatch.setenv("VRESOLVE_CACHE_DIR", str(cache))
+    assert load_matrix(TINY) == first
+    # the same content at another path answers with that path
+    assert load_matrix(TINY).path == str(TINY)

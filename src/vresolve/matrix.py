@@ -12,9 +12,11 @@ expressions are parsed here, once; nothing after this module sees a raw version 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import hashlib
 import os
+import pickle
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -961,26 +963,84 @@ def _exact(spec: SpecifierSet | None) -> Version | None:
 # --------------------------------------------------------------------------- entry points
 
 
-def load_matrix(path: str | os.PathLike[str] | None = None) -> Matrix:
+_CACHE_FORMAT = 1
+
+
+def _cache_dir() -> Path | None:
+    """``$VRESOLVE_CACHE_DIR``, else ``$XDG_CACHE_HOME/vresolve``, else ``~/.cache/vresolve``;
+    ``VRESOLVE_CACHE_DIR=""`` turns the cache off."""
+    env = os.environ.get("VRESOLVE_CACHE_DIR")
+    if env is not None:
+        return Path(env) if env else None
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "vresolve"
+
+
+def _cache_key(revision: str) -> str:
+    import sys
+
+    from packaging import __version__ as packaging_version
+
+    from . import __version__
+
+    raw = f"{_CACHE_FORMAT}|{revision}|{__version__}|{packaging_version}|{sys.version}"
+    return hashlib.sha256(raw.encode()).hexdigest()[:24]
+
+
+def load_matrix(path: str | os.PathLike[str] | None = None, *, cache: bool = True) -> Matrix:
     """Load and validate the matrix in directory ``path`` (default: :func:`default_matrix_path`).
 
     Raises UsageError when the directory is missing, MatrixError listing every problem.
+
+    Parsing and validating the YAML costs tens of milliseconds, so a matrix that validated
+    is kept, pickled, in the user's cache directory under a key made of the files' bytes
+    (the revision), vresolve's, packaging's and Python's versions: an edited file, or a
+    new vresolve, misses the cache and is validated again. A cache that cannot be read
+    or written is ignored.
     """
     root = Path(path) if path is not None else default_matrix_path()
     if not root.is_dir():
         raise UsageError(f"matrix directory {str(root)!r} does not exist (expected a compat_matrix/ directory)")
-    problems: list[MatrixProblem] = []
+    raw: dict[str, bytes | None] = {}
     digest = hashlib.sha256()
+    for name in FILES:
+        try:
+            raw[name] = (root / name).read_bytes()
+        except FileNotFoundError:
+            raw[name] = None
+            continue
+        digest.update(name.encode() + b"\0" + raw[name] + b"\0")
+    revision = digest.hexdigest()[:16]
+    cdir = _cache_dir() if cache else None
+    cfile = cdir / f"matrix-{_cache_key(revision)}.pickle" if cdir else None
+    if cfile is not None:
+        try:
+            with open(cfile, "rb") as fh:
+                m = pickle.load(fh)
+            if isinstance(m, Matrix) and m.revision == revision:
+                return m if m.path == str(root) else dataclasses.replace(m, path=str(root))
+        except Exception:  # noqa: BLE001 - a missing, stale or corrupt cache is only a miss
+            pass
+    m = _parse_matrix(root, raw, revision)
+    if cfile is not None:
+        try:
+            from ._atomic import write_bytes_atomic
+
+            write_bytes_atomic(cfile, pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL))
+        except OSError:
+            pass
+    return m
+
+
+def _parse_matrix(root: Path, raw: Mapping[str, bytes | None], revision: str) -> Matrix:
+    problems: list[MatrixProblem] = []
     docs: dict[str, dict[str, Any] | None] = {}
     for name, tables in FILES.items():
-        f = root / name
-        try:
-            data = f.read_bytes()
-        except FileNotFoundError:
+        data = raw[name]
+        if data is None:
             problems.append(MatrixProblem(name, "", "", "file missing"))
             docs[name] = None
             continue
-        digest.update(name.encode() + b"\0" + data + b"\0")
         try:
             doc = yaml.load(data, Loader=_YamlLoader)
         except yaml.YAMLError as e:
@@ -1017,7 +1077,7 @@ def load_matrix(path: str | os.PathLike[str] | None = None) -> Matrix:
 
     missing_prov = Provenance(source=("",), verified="unverified")
     m = Matrix(
-        path=str(root), revision=digest.hexdigest()[:16],
+        path=str(root), revision=revision,
         cuda_majors=majors, toolkits=toolkits, architectures=archs, gpus=gpus,
         torch_index=torch_index[0] if torch_index else "", torch_index_provenance=torch_index[1] if torch_index else missing_prov,
         torch=torch,
