@@ -177,7 +177,7 @@ def test_all_errors_at_once(tiny_copy: Callable[..., Path]) -> None:
 
     found = problems(tiny_copy({"gpus.yaml": many, "cuda.yaml": _set("toolkits.0.released", "Jan 2025")}))
     assert found == [
-        "cuda.yaml: toolkits[0] '12.8': released: invalid date 'Jan 2025' (expected YYYY-MM-DD)",
+        "cuda.yaml: toolkits[0] '12.8': released: invalid date 'Jan 2025' (expected YYYY-MM-DD or YYYY-MM)",
         "gpus.yaml: gpus[0] 'NVIDIA H200': compute_capability: invalid compute capability '9.x' "
         "(expected MAJOR.MINOR such as '8.6')",
         "gpus.yaml: gpus[1] 'NVIDIA A100-SXM4-80GB': segment: invalid value 'gaming' "

@@ -119,7 +119,9 @@ class Provenance:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class DriverFloor:
-    linux: Version
+    """Minimum driver versions; None where NVIDIA publishes none (written as ``null``)."""
+
+    linux: Version | None
     windows: Version | None = None
 
 
@@ -139,7 +141,7 @@ class ToolkitUpdate:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CudaToolkit:
     version: Version  # major.minor
-    released: _dt.date
+    released: str  # "2025-01-23", or "2020-07" where only the month is sourced
     min_driver: DriverFloor
     updates: tuple[ToolkitUpdate, ...]
     nvcc_lowest: Capability
@@ -405,11 +407,9 @@ class _Rows:
         return self._parsed(d, key, row, Capability.parse, "compute capability",
                             "MAJOR.MINOR such as '8.6'", **kw)
 
-    def date(self, d: dict[str, Any], key: str, row: str) -> _dt.date | None:
-        value = d.get(key)
-        if isinstance(value, _dt.date):
-            return value
-        return self._parsed(d, key, row, _dt.date.fromisoformat, "date", "YYYY-MM-DD")
+    def date(self, d: dict[str, Any], key: str, row: str) -> str | None:
+        """An ISO date, to the day or to the month (``2025-01-23`` or ``2020-07``)."""
+        return self._parsed(d, key, row, _iso_date, "date", "YYYY-MM-DD or YYYY-MM")
 
     def list_of(self, d: dict[str, Any], key: str, row: str, parse: Callable[[str], Any], what: str,
                 *, required: bool = True, fld: str | None = None) -> tuple[Any, ...] | None:
@@ -464,9 +464,19 @@ class _Rows:
         if m is None:
             return None
         self.known(m, row, ("linux", "windows"), prefix=f"{key}.")
-        linux = self.version(m, "linux", row, fld=f"{key}.linux")
+        # an explicit null is allowed (NVIDIA prints "N/A"); a missing key is not
+        linux = self.version(m, "linux", row, required="linux" not in m, fld=f"{key}.linux")
         windows = self.version(m, "windows", row, required=False, fld=f"{key}.windows")
-        return None if linux is None else DriverFloor(linux=linux, windows=windows)
+        if linux is None and m.get("linux") is not None:
+            return None
+        return DriverFloor(linux=linux, windows=windows)
+
+
+def _iso_date(text: str) -> str:
+    if not re.fullmatch(r"\d{4}-\d{2}(-\d{2})?", text):
+        raise ValueError(text)
+    _dt.date.fromisoformat(text if len(text) == 10 else text + "-01")
+    return text
 
 
 def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
@@ -1101,8 +1111,8 @@ def _prov(p: Provenance) -> dict[str, Any]:
     return d
 
 
-def _floor(f: DriverFloor) -> dict[str, str]:
-    d = {"linux": str(f.linux)}
+def _floor(f: DriverFloor) -> dict[str, str | None]:
+    d: dict[str, str | None] = {"linux": str(f.linux) if f.linux is not None else None}
     if f.windows is not None:
         d["windows"] = str(f.windows)
     return d
@@ -1148,7 +1158,7 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
         "majors": [{"major": c.major, "minor_compat_driver": _floor(c.minor_compat_driver), **_prov(c.provenance)}
                    for c in m.cuda_majors],
         "toolkits": [{
-            "version": str(t.version), "released": t.released.isoformat(), "min_driver": _floor(t.min_driver),
+            "version": str(t.version), "released": t.released, "min_driver": _floor(t.min_driver),
             **({"updates": [{"version": str(u.version), **_floor(u.min_driver)} for u in t.updates]}
                if t.updates else {}),
             "nvcc_archs": {"lowest": str(t.nvcc_lowest), "highest": str(t.nvcc_highest),

@@ -92,8 +92,8 @@ def matrix_table_view(m: Matrix, table: str) -> list[dict[str, Any]]:
     if table == "cuda":
         floors = {c.major: c for c in m.cuda_majors}
         return [{
-            "version": str(t.version), "released": t.released.isoformat(),
-            "min_driver": {"linux": str(t.min_driver.linux),
+            "version": str(t.version), "released": t.released,
+            "min_driver": {"linux": str(t.min_driver.linux) if t.min_driver.linux else None,
                            "windows": str(t.min_driver.windows) if t.min_driver.windows else None},
             "minor_compat_driver": ({"linux": str(floors[t.version.major].minor_compat_driver.linux)}
                                     if t.version.major in floors else None),
@@ -157,7 +157,7 @@ def matrix_table_human(m: Matrix, table: str) -> Table:
             t.add_column(col)
         floors = {c.major: c.minor_compat_driver.linux for c in m.cuda_majors}
         for tk in m.toolkits:
-            t.add_row(str(tk.version), tk.released.isoformat(), str(tk.min_driver.linux),
+            t.add_row(str(tk.version), tk.released, str(tk.min_driver.linux or "unknown"),
                       str(floors.get(tk.version.major, "?")), f"{tk.nvcc_lowest}..{tk.nvcc_highest}",
                       _source_cell(tk.provenance))
     elif table == "gpus":

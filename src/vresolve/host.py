@@ -1,0 +1,182 @@
+"""Facts about a machine: frozen values, built by ``detect`` or by hand (tests, ``--gpu``).
+
+Pure: nothing here probes anything. ``Host.to_dict()`` / ``Host.from_dict()`` round-trip
+through JSON (for ``--json`` and for the machine assumptions recorded in lockfiles).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from packaging.version import Version
+
+from .values import Capability
+
+__all__ = ["DriverInfo", "HostGpu", "Toolkit", "InstalledDist", "PlatformInfo", "Host"]
+
+
+def _v(text: str | None) -> Version | None:
+    return None if text is None else Version(text)
+
+
+def _s(value: object | None) -> str | None:
+    return None if value is None else str(value)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DriverInfo:
+    """The NVIDIA driver: its version, the newest CUDA it serves, and who said so."""
+
+    version: Version | None = None
+    cuda: Version | None = None  # the CUDA version the driver supports (nvidia-smi's "CUDA Version")
+    source: str | None = None  # which probe gave the version
+    cuda_source: str | None = None
+    kernel_module: str | None = None  # "open" | "proprietary" (from /proc/driver/nvidia/version)
+    nvml_library_mismatch: bool = False  # "Failed to initialize NVML: Driver/library version mismatch"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": _s(self.version), "cuda": _s(self.cuda), "source": self.source,
+                "cuda_source": self.cuda_source, "kernel_module": self.kernel_module,
+                "nvml_library_mismatch": self.nvml_library_mismatch}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DriverInfo:
+        return cls(version=_v(d.get("version")), cuda=_v(d.get("cuda")), source=d.get("source"),
+                   cuda_source=d.get("cuda_source"), kernel_module=d.get("kernel_module"),
+                   nvml_library_mismatch=bool(d.get("nvml_library_mismatch")))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HostGpu:
+    index: int
+    name: str
+    compute_capability: Capability | None = None
+    memory_mib: int | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    source: str | None = None  # which probe found the GPU
+    cc_source: str | None = None  # which probe (or "matrix") gave the compute capability
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "name": self.name, "compute_capability": _s(self.compute_capability),
+                "memory_mib": self.memory_mib, "uuid": self.uuid, "pci_bus_id": self.pci_bus_id,
+                "source": self.source, "cc_source": self.cc_source}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> HostGpu:
+        cc = d.get("compute_capability")
+        return cls(index=int(d["index"]), name=str(d["name"]),
+                   compute_capability=Capability.parse(cc) if cc else None, memory_mib=d.get("memory_mib"),
+                   uuid=d.get("uuid"), pci_bus_id=d.get("pci_bus_id"), source=d.get("source"),
+                   cc_source=d.get("cc_source"))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Toolkit:
+    """A CUDA toolkit found on the machine."""
+
+    version: Version
+    path: str
+    source: str  # "PATH", "CUDA_HOME", "/usr/local/cuda*", ...
+    nvcc: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": str(self.version), "path": self.path, "source": self.source, "nvcc": self.nvcc}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Toolkit:
+        return cls(version=Version(d["version"]), path=d["path"], source=d["source"], nvcc=d.get("nvcc"))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InstalledDist:
+    """An installed distribution that matters to the stack (torch, vllm, ...)."""
+
+    name: str
+    version: str  # as installed, local tag included ("2.11.0+cu130")
+    location: str | None = None
+    cuda: str | None = None  # torch: torch/version.py's ``cuda`` (None for a CPU build)
+
+    @property
+    def local(self) -> str | None:
+        return Version(self.version).local if self.version else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "local": self.local, "location": self.location,
+                "cuda": self.cuda}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> InstalledDist:
+        return cls(name=d["name"], version=d["version"], location=d.get("location"), cuda=d.get("cuda"))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PlatformInfo:
+    os: str = "linux"  # "linux" | "windows" | "darwin"
+    machine: str = "x86_64"  # "x86_64" | "aarch64"
+    glibc: Version | None = None
+    wsl: bool = False
+    container: str | None = None  # "docker", "podman", "kubernetes", "containerd", ... or None
+    jetson: str | None = None  # the board model, when this is a Jetson
+
+    @property
+    def tag(self) -> str:
+        return f"{self.os}-{self.machine}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"os": self.os, "machine": self.machine, "tag": self.tag, "glibc": _s(self.glibc),
+                "wsl": self.wsl, "container": self.container, "jetson": self.jetson}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PlatformInfo:
+        return cls(os=d.get("os", "linux"), machine=d.get("machine", "x86_64"), glibc=_v(d.get("glibc")),
+                   wsl=bool(d.get("wsl")), container=d.get("container"), jetson=d.get("jetson"))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Host:
+    """Everything vresolve knows about one machine, and what it could not learn (``problems``)."""
+
+    driver: DriverInfo = field(default_factory=DriverInfo)
+    gpus: tuple[HostGpu, ...] = ()
+    python: Version = field(default_factory=lambda: Version("3.12"))  # major.minor.micro
+    python_executable: str | None = None
+    platform: PlatformInfo = field(default_factory=PlatformInfo)
+    cpu_count: int | None = None
+    memory_mib: int | None = None  # physical memory, or the cgroup's limit when lower
+    toolkits: tuple[Toolkit, ...] = ()
+    installed: tuple[InstalledDist, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()  # CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, CUDA_HOME, ...
+    problems: tuple[str, ...] = ()  # "nvidia-smi: timed out after 10 s", ...
+
+    @property
+    def python_minor(self) -> Version:
+        return Version(f"{self.python.major}.{self.python.minor}")
+
+    def installed_dist(self, name: str) -> InstalledDist | None:
+        return next((d for d in self.installed if d.name == name), None)
+
+    def with_gpus(self, gpus: tuple[HostGpu, ...]) -> Host:
+        return replace(self, gpus=gpus)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "driver": self.driver.to_dict(), "gpus": [g.to_dict() for g in self.gpus],
+            "python": str(self.python), "python_executable": self.python_executable,
+            "platform": self.platform.to_dict(), "cpu_count": self.cpu_count, "memory_mib": self.memory_mib,
+            "toolkits": [t.to_dict() for t in self.toolkits], "installed": [d.to_dict() for d in self.installed],
+            "env": dict(self.env), "problems": list(self.problems),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Host:
+        return cls(
+            driver=DriverInfo.from_dict(d.get("driver") or {}),
+            gpus=tuple(HostGpu.from_dict(g) for g in d.get("gpus") or ()),
+            python=Version(d.get("python") or "3.12"), python_executable=d.get("python_executable"),
+            platform=PlatformInfo.from_dict(d.get("platform") or {}), cpu_count=d.get("cpu_count"),
+            memory_mib=d.get("memory_mib"), toolkits=tuple(Toolkit.from_dict(t) for t in d.get("toolkits") or ()),
+            installed=tuple(InstalledDist.from_dict(x) for x in d.get("installed") or ()),
+            env=tuple(sorted((d.get("env") or {}).items())), problems=tuple(d.get("problems") or ()),
+        )
