@@ -99,8 +99,8 @@ BROKEN = [
                   "names, aliases, compute_capability, family, segment, memory_gib, source, verified, note)"],
                  id="unknown-field"),
     pytest.param({"cuda.yaml": _set("toolkits.1.min_driver.linux", "580.x")},
-                 ["cuda.yaml: toolkits[1] '13.0': min_driver.linux: invalid version '580.x' "
-                  "(expected a version such as '12.8')"], id="bad-driver"),
+                 ["cuda.yaml: toolkits[1] '13.0': min_driver.linux: invalid driver version '580.x' "
+                  "(expected a version such as '580.65.06')"], id="bad-driver"),
     pytest.param({"cuda.yaml": _set("toolkits.0.nvcc_archs.lowest", "12.1")},
                  ["cuda.yaml: toolkits[0] '12.8': nvcc_archs: lowest 12.1 is above highest 12.0"],
                  id="nvcc-range"),

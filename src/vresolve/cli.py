@@ -48,6 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"vresolve {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
+    det = sub.add_parser("detect", parents=[common], help="what this machine has, and which source answered each fact")
+    det.add_argument("--torch", action="store_true",
+                     help="also ask torch itself (import torch in a subprocess: its CUDA and arch list)")
+    det.add_argument("--nvidia-smi", metavar="PATH", help="the nvidia-smi to run (default: the one on PATH)")
+    det.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for nvidia-smi (default 10)")
+    det.add_argument("--require-gpu", action="store_true", help="exit 3 when no NVIDIA GPU is found")
+
     mx = sub.add_parser("matrix", parents=[common], help="check, browse and update the compatibility matrix")
     msub = mx.add_subparsers(dest="matrix_command", metavar="ACTION", parser_class=_Parser)
     msub.add_parser("validate", parents=[common],
@@ -87,6 +94,33 @@ def _print_json(obj: dict[str, Any]) -> None:
     from .render import to_json
 
     sys.stdout.write(to_json(obj) + "\n")
+
+
+# --------------------------------------------------------------------------- detect
+
+
+def _cmd_detect(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from .detect import Overrides, detect_host, fill_capabilities, probe_torch
+    from .errors import EXIT_DETECTION
+    from .render import detect_human, envelope
+
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")
+    o = Overrides.from_env()
+    o = replace(o, smi_timeout=args.timeout, nvidia_smi=args.nvidia_smi or o.nvidia_smi)
+    host = fill_capabilities(detect_host(o), _load(args))
+    if args.torch:
+        host = replace(host, torch_runtime=probe_torch(host.python_executable))
+    if _opt(args, "json"):
+        _print_json(envelope("detect", {"host": host.to_dict()}))
+    else:
+        _console().print(detect_human(host))
+    if args.require_gpu and not host.gpus:
+        print("vresolve: error: no NVIDIA GPU found (--require-gpu)", file=sys.stderr)
+        return EXIT_DETECTION
+    return EXIT_OK
 
 
 # --------------------------------------------------------------------------- matrix
@@ -188,6 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         _setup_logging(args)
         command = args.command or "cli"
+        if args.command == "detect":
+            return _cmd_detect(args)
         if args.command == "matrix":
             action = {"validate": _cmd_matrix_validate, "show": _cmd_matrix_show,
                       "refresh": _cmd_matrix_refresh}.get(args.matrix_command)

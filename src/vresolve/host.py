@@ -11,9 +11,9 @@ from typing import Any
 
 from packaging.version import Version
 
-from .values import Capability
+from .values import Capability, DriverVersion
 
-__all__ = ["DriverInfo", "HostGpu", "Toolkit", "InstalledDist", "PlatformInfo", "Host"]
+__all__ = ["DriverInfo", "HostGpu", "Toolkit", "InstalledDist", "TorchRuntime", "PlatformInfo", "Host"]
 
 
 def _v(text: str | None) -> Version | None:
@@ -28,7 +28,7 @@ def _s(value: object | None) -> str | None:
 class DriverInfo:
     """The NVIDIA driver: its version, the newest CUDA it serves, and who said so."""
 
-    version: Version | None = None
+    version: DriverVersion | None = None
     cuda: Version | None = None  # the CUDA version the driver supports (nvidia-smi's "CUDA Version")
     source: str | None = None  # which probe gave the version
     cuda_source: str | None = None
@@ -42,7 +42,9 @@ class DriverInfo:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DriverInfo:
-        return cls(version=_v(d.get("version")), cuda=_v(d.get("cuda")), source=d.get("source"),
+        version = d.get("version")
+        return cls(version=DriverVersion.parse(version) if version else None, cuda=_v(d.get("cuda")),
+                   source=d.get("source"),
                    cuda_source=d.get("cuda_source"), kernel_module=d.get("kernel_module"),
                    nvml_library_mismatch=bool(d.get("nvml_library_mismatch")))
 
@@ -112,6 +114,29 @@ class InstalledDist:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class TorchRuntime:
+    """torch's own view of the machine, from ``import torch`` in a subprocess (opt-in)."""
+
+    version: str | None = None
+    cuda: str | None = None  # torch.version.cuda
+    available: bool = False  # torch.cuda.is_available()
+    arch_list: tuple[str, ...] = ()  # torch.cuda.get_arch_list(): "sm_90", "compute_90"
+    device_capabilities: tuple[str, ...] = ()  # torch.cuda.get_device_capability(i) for each visible GPU
+    error: str | None = None  # why the probe failed (import error, timeout)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": self.version, "cuda": self.cuda, "available": self.available,
+                "arch_list": list(self.arch_list), "device_capabilities": list(self.device_capabilities),
+                "error": self.error}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TorchRuntime:
+        return cls(version=d.get("version"), cuda=d.get("cuda"), available=bool(d.get("available")),
+                   arch_list=tuple(d.get("arch_list") or ()),
+                   device_capabilities=tuple(d.get("device_capabilities") or ()), error=d.get("error"))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class PlatformInfo:
     os: str = "linux"  # "linux" | "windows" | "darwin"
     machine: str = "x86_64"  # "x86_64" | "aarch64"
@@ -148,6 +173,7 @@ class Host:
     toolkits: tuple[Toolkit, ...] = ()
     installed: tuple[InstalledDist, ...] = ()
     env: tuple[tuple[str, str], ...] = ()  # CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, CUDA_HOME, ...
+    torch_runtime: TorchRuntime | None = None  # only when asked for (it imports torch)
     problems: tuple[str, ...] = ()  # "nvidia-smi: timed out after 10 s", ...
 
     @property
@@ -167,6 +193,7 @@ class Host:
             "platform": self.platform.to_dict(), "cpu_count": self.cpu_count, "memory_mib": self.memory_mib,
             "toolkits": [t.to_dict() for t in self.toolkits], "installed": [d.to_dict() for d in self.installed],
             "env": dict(self.env), "problems": list(self.problems),
+            "torch_runtime": self.torch_runtime.to_dict() if self.torch_runtime else None,
         }
 
     @classmethod
@@ -179,4 +206,5 @@ class Host:
             memory_mib=d.get("memory_mib"), toolkits=tuple(Toolkit.from_dict(t) for t in d.get("toolkits") or ()),
             installed=tuple(InstalledDist.from_dict(x) for x in d.get("installed") or ()),
             env=tuple(sorted((d.get("env") or {}).items())), problems=tuple(d.get("problems") or ()),
+            torch_runtime=TorchRuntime.from_dict(d["torch_runtime"]) if d.get("torch_runtime") else None,
         )

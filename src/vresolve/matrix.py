@@ -30,7 +30,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from .errors import MatrixError, MatrixProblem, UsageError
-from .values import PLATFORMS, VERIFIED_LEVELS, ArchList, Capability, parse_variant
+from .values import PLATFORMS, VERIFIED_LEVELS, ArchList, Capability, DriverVersion, parse_variant
 
 __all__ = [
     "CAUSE_CODES",
@@ -121,8 +121,8 @@ class Provenance:
 class DriverFloor:
     """Minimum driver versions; None where NVIDIA publishes none (written as ``null``)."""
 
-    linux: Version | None
-    windows: Version | None = None
+    linux: DriverVersion | None
+    windows: DriverVersion | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -400,6 +400,9 @@ class _Rows:
     def version(self, d: dict[str, Any], key: str, row: str, **kw: Any) -> Version | None:
         return self._parsed(d, key, row, Version, "version", "a version such as '12.8'", **kw)
 
+    def driver(self, d: dict[str, Any], key: str, row: str, **kw: Any) -> DriverVersion | None:
+        return self._parsed(d, key, row, DriverVersion.parse, "driver version", "a version such as '580.65.06'", **kw)
+
     def spec(self, d: dict[str, Any], key: str, row: str, **kw: Any) -> SpecifierSet | None:
         return self._parsed(d, key, row, SpecifierSet, "specifier", "a specifier such as '>=3.9,<3.13'", **kw)
 
@@ -465,8 +468,8 @@ class _Rows:
             return None
         self.known(m, row, ("linux", "windows"), prefix=f"{key}.")
         # an explicit null is allowed (NVIDIA prints "N/A"); a missing key is not
-        linux = self.version(m, "linux", row, required="linux" not in m, fld=f"{key}.linux")
-        windows = self.version(m, "windows", row, required=False, fld=f"{key}.windows")
+        linux = self.driver(m, "linux", row, required="linux" not in m, fld=f"{key}.linux")
+        windows = self.driver(m, "windows", row, required=False, fld=f"{key}.windows")
         if linux is None and m.get("linux") is not None:
             return None
         return DriverFloor(linux=linux, windows=windows)
@@ -516,9 +519,9 @@ def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tu
                 continue
             r.known(u, row, ("version", "linux", "windows"), prefix=fld + ".")
             uv = r.version(u, "version", row, fld=f"{fld}.version")
-            ul = r.version(u, "linux", row, fld=f"{fld}.linux")
-            uw = r.version(u, "windows", row, required=False, fld=f"{fld}.windows")
-            if uv is not None and ul is not None:
+            ul = r.driver(u, "linux", row, required="linux" not in u, fld=f"{fld}.linux")
+            uw = r.driver(u, "windows", row, required=False, fld=f"{fld}.windows")
+            if uv is not None:
                 updates.append(ToolkitUpdate(version=uv, min_driver=DriverFloor(linux=ul, windows=uw)))
         nvcc = r.get(d, "nvcc_archs", row, dict)
         lowest = highest = None

@@ -14,6 +14,7 @@ from typing import Any
 from rich.table import Table
 
 from .errors import VresolveError
+from .host import Host
 from .matrix import Matrix, Provenance, VllmRelease, Wheel
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "matrix_summary_view",
     "matrix_table_view",
     "matrix_table_human",
+    "detect_human",
 ]
 
 TABLES = ("cuda", "gpus", "torch", "vllm", "issues")
@@ -188,4 +190,55 @@ def matrix_table_human(m: Matrix, table: str) -> Table:
             t.add_column(col)
         for k in m.known_issues:
             t.add_row(k.id, k.cause, k.severity, k.title)
+    return t
+
+
+def detect_human(h: Host) -> Table:
+    """The detected machine, one fact per line, with the source that answered it."""
+    t = Table(title="this machine", show_header=True)
+    t.add_column("fact")
+    t.add_column("value")
+    t.add_column("from")
+    d = h.driver
+    if d.version is not None:
+        t.add_row("NVIDIA driver", f"{d.version}" + (f" ({d.kernel_module} kernel module)" if d.kernel_module else ""),
+                  d.source or "")
+        t.add_row("CUDA (driver)", str(d.cuda or "unknown"), d.cuda_source or "")
+    else:
+        t.add_row("NVIDIA driver", "none found", "")
+    if d.nvml_library_mismatch:
+        t.add_row("NVML", "driver/library version mismatch", "")
+    if not h.gpus:
+        t.add_row("GPUs", "none", "")
+    for g in h.gpus:
+        mem = f", {g.memory_mib / 1024:.0f} GiB" if g.memory_mib else ""
+        cc = f"sm_{g.compute_capability.major}{g.compute_capability.minor}" if g.compute_capability else "sm_?"
+        src = g.source or ""
+        if g.cc_source and g.cc_source != g.source:
+            src += f" (capability: {g.cc_source})"
+        t.add_row(f"GPU {g.index}", f"{g.name} ({cc}{mem})", src)
+    p = h.platform
+    hints = [x for x in ("WSL" if p.wsl else "", f"container: {p.container}" if p.container else "",
+                         f"Jetson: {p.jetson}" if p.jetson else "") if x]
+    t.add_row("platform", p.tag + (f", glibc {p.glibc}" if p.glibc else "") + (f" ({', '.join(hints)})" if hints else ""),
+              "")
+    t.add_row("Python", str(h.python), h.python_executable or "")
+    if h.cpu_count or h.memory_mib:
+        t.add_row("CPU / memory", f"{h.cpu_count} cores, {(h.memory_mib or 0) / 1024:.1f} GiB", "")
+    for tk in h.toolkits:
+        t.add_row("CUDA toolkit", f"{tk.version} at {tk.path}", tk.source)
+    for dist in h.installed:
+        extra = f" (CUDA {dist.cuda})" if dist.cuda else ""
+        t.add_row(dist.name, dist.version + extra, dist.location or "")
+    if h.torch_runtime is not None:
+        tr = h.torch_runtime
+        if tr.error:
+            t.add_row("torch (runtime)", tr.error, "import torch")
+        else:
+            t.add_row("torch (runtime)", f"{tr.version}, CUDA {tr.cuda}, available={tr.available}, "
+                      f"archs {' '.join(tr.arch_list) or '-'}", "import torch")
+    for k, v in h.env:
+        t.add_row(k, v, "environment")
+    for problem in h.problems:
+        t.add_row("[dim]not learned[/dim]", problem, "")
     return t

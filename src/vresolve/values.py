@@ -6,6 +6,7 @@ types around afterwards.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -13,6 +14,7 @@ from typing import Literal
 from packaging.version import Version
 
 __all__ = [
+    "DriverVersion",
     "PLATFORMS",
     "VERIFIED_LEVELS",
     "Capability",
@@ -115,6 +117,60 @@ class ArchList:
     def __str__(self) -> str:
         parts = [str(s) for s in self.sass] + [f"{p}+PTX" for p in self.ptx]
         return ";".join(parts) if parts else "(none)"
+
+
+_DRIVER_RE = re.compile(r"^\s*(\d+(?:\.\d+){0,3})\s*$")
+
+
+@functools.total_ordering
+class DriverVersion:
+    """An NVIDIA driver version, compared numerically but printed as NVIDIA prints it.
+
+    ``packaging.version.Version("580.159.04")`` prints ``580.159.4``; this keeps ``580.159.04``.
+
+    >>> DriverVersion.parse("580.159.04") > DriverVersion.parse("580.65.06")
+    True
+    >>> str(DriverVersion.parse("580.159.04"))
+    '580.159.04'
+    """
+
+    __slots__ = ("text", "key")
+
+    def __init__(self, text: str, key: tuple[int, ...]) -> None:
+        self.text = text
+        self.key = key
+
+    @classmethod
+    def parse(cls, text: str) -> DriverVersion:
+        m = _DRIVER_RE.match(str(text))
+        if not m:
+            raise ValueError(f"invalid driver version {text!r} (expected a version such as '580.65.06')")
+        return cls(m[1], tuple(int(p) for p in m[1].split(".")))
+
+    def __reduce__(self) -> tuple[type, tuple[str, tuple[int, ...]]]:
+        return (DriverVersion, (self.text, self.key))
+
+    def _padded(self) -> tuple[int, ...]:
+        return self.key + (0,) * (4 - len(self.key))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DriverVersion) and self._padded() == other._padded()
+
+    def __lt__(self, other: DriverVersion) -> bool:
+        return self._padded() < other._padded()
+
+    def __hash__(self) -> int:
+        return hash(self._padded())
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"DriverVersion({self.text!r})"
+
+    @property
+    def major(self) -> int:
+        return self.key[0]
 
 
 _VARIANT_RE = re.compile(r"^cu(?P<major>1\d)(?P<minor>\d)$")

@@ -1,0 +1,655 @@
+"""Detection: THE ONLY MODULE THAT PROBES THE MACHINE.
+
+``detect_host(overrides)`` returns a :class:`~vresolve.host.Host` and never raises on an
+odd machine: what it could not learn goes into ``Host.problems`` with the reason.
+
+Query order for the driver and the GPUs, first answer wins, overrides first:
+
+1. explicit overrides: flags, then ``VRESOLVE_DRIVER``, ``VRESOLVE_CUDA_DRIVER``,
+   ``VRESOLVE_GPUS`` (names or ``sm_XY``, comma-separated), ``VRESOLVE_PYTHON``,
+   ``VRESOLVE_PLATFORM``;
+2. NVML through nvidia-ml-py, when ``libnvidia-ml.so.1`` loads (one initialisation gives the
+   driver, the driver's CUDA version and every GPU with its compute capability);
+3. ``/sys/module/nvidia/version`` and ``/proc/driver/nvidia/version`` for the driver, and
+   ``/proc/driver/nvidia/gpus/*/information`` for the GPUs (names only: the matrix supplies
+   their compute capability, see :func:`fill_capabilities`); ``cuDriverGetVersion`` from
+   ``libcuda.so.1`` for the driver's CUDA version;
+4. ``nvidia-smi --query-gpu=...`` with a timeout (and its banner for the CUDA version).
+
+Raw-output parsers are pure functions named ``parse_*``; each docstring shows the input.
+"""
+
+from __future__ import annotations
+
+import csv
+import ctypes
+import io
+import json
+import logging
+import os
+import platform as _platform
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from packaging.version import InvalidVersion, Version
+
+from .host import DriverInfo, Host, HostGpu, InstalledDist, PlatformInfo, Toolkit, TorchRuntime
+from .values import Capability, DriverVersion
+
+if TYPE_CHECKING:
+    from .matrix import Matrix
+
+__all__ = [
+    "Overrides",
+    "detect_host",
+    "fill_capabilities",
+    "probe_torch",
+    "parse_proc_driver_version",
+    "parse_proc_gpu_information",
+    "parse_smi_banner",
+    "parse_smi_query",
+    "parse_nvcc_version",
+    "NVML_MISMATCH",
+]
+
+log = logging.getLogger("vresolve.detect")
+
+NVML_MISMATCH = "Failed to initialize NVML: Driver/library version mismatch"
+SMI_FIELDS = ("index", "name", "uuid", "compute_cap", "driver_version", "memory.total", "pci.bus_id")
+STACK_DISTS = ("torch", "torchvision", "torchaudio", "vllm", "flashinfer-python", "flashinfer", "xformers",
+               "triton", "flash-attn")
+ENV_VARS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
+            "TORCH_CUDA_ARCH_LIST")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Overrides:
+    """Facts the user states instead of letting vresolve probe them."""
+
+    driver: str | None = None
+    cuda_driver: str | None = None
+    gpus: tuple[str, ...] | None = None  # names or sm_XY, resolved against the matrix by the caller
+    python: str | None = None
+    platform: str | None = None
+    nvidia_smi: str = "nvidia-smi"
+    smi_timeout: float = 10.0
+    use_nvml: bool = True
+    root: str = "/"  # where /proc, /sys, /usr/local/cuda live (tests point it at a captured tree)
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **flags: object) -> Overrides:
+        """Flags first (those not None), then the ``VRESOLVE_*`` variables."""
+        env = dict(os.environ if environ is None else environ)
+        gpus = flags.get("gpus")
+        if gpus is None and env.get("VRESOLVE_GPUS"):
+            gpus = tuple(g.strip() for g in env["VRESOLVE_GPUS"].split(",") if g.strip())
+        values = {
+            "driver": flags.get("driver") or env.get("VRESOLVE_DRIVER") or None,
+            "cuda_driver": flags.get("cuda_driver") or env.get("VRESOLVE_CUDA_DRIVER") or None,
+            "python": flags.get("python") or env.get("VRESOLVE_PYTHON") or None,
+            "platform": flags.get("platform") or env.get("VRESOLVE_PLATFORM") or None,
+            "nvidia_smi": env.get("VRESOLVE_NVIDIA_SMI") or "nvidia-smi",
+            "use_nvml": env.get("VRESOLVE_NO_NVML", "") in ("", "0"),
+        }
+        return cls(gpus=gpus, environ=env, **values)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- parsers
+
+
+_PROC_VERSION_RE = re.compile(
+    r"NVRM version: NVIDIA (?P<kind>UNIX(?: Open)? Kernel Module|.*?Kernel Module)[^\d]*?"
+    r"(?:for \S+\s+)?(?P<version>\d+\.\d+(?:\.\d+)?)")
+
+
+def parse_proc_driver_version(text: str) -> tuple[DriverVersion, str] | None:
+    """``/proc/driver/nvidia/version`` -> (driver version, "open" | "proprietary").
+
+    Input::
+
+        NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)
+        GCC version:  gcc version 15.3.0 (GCC)
+
+    or, for the proprietary module, ``NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14  Thu ...``.
+    """
+    m = _PROC_VERSION_RE.search(text)
+    if not m:
+        return None
+    return DriverVersion.parse(m["version"]), "open" if "Open" in m["kind"] else "proprietary"
+
+
+def parse_proc_gpu_information(text: str) -> dict[str, str]:
+    """``/proc/driver/nvidia/gpus/<bus>/information`` -> its fields.
+
+    Input::
+
+        Model: 		 NVIDIA H200
+        IRQ:   		 41
+        GPU UUID: 	 GPU-283bb333-7717-fb40-df5e-3812f333d4f7
+        Bus Location: 	 0000:00:06.0
+        Device Minor: 	 0
+    """
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+_BANNER_RE = {
+    "driver": re.compile(r"(?:Driver Version|KMD Version)\s*:\s*(\d+\.\d+(?:\.\d+)?)", re.IGNORECASE),
+    "cuda": re.compile(r"CUDA (?:UMD )?Version\s*:\s*(\d+\.\d+)", re.IGNORECASE),
+}
+
+
+def parse_smi_banner(text: str) -> tuple[DriverVersion | None, Version | None]:
+    """The driver and CUDA versions in ``nvidia-smi``'s banner or ``nvidia-smi --version``.
+
+    Input (drivers before R610)::
+
+        | NVIDIA-SMI 580.159.04             Driver Version: 580.159.04     CUDA Version: 13.0     |
+
+    R610 and newer print ``KMD Version: 610.43.02`` and ``CUDA UMD Version: 13.3`` instead.
+    """
+    d = _BANNER_RE["driver"].search(text)
+    c = _BANNER_RE["cuda"].search(text)
+    return (DriverVersion.parse(d[1]) if d else None), (Version(c[1]) if c else None)
+
+
+def parse_smi_query(text: str, fields: tuple[str, ...] = SMI_FIELDS) -> list[dict[str, str]]:
+    """``nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits`` -> one dict per GPU.
+
+    Input::
+
+        0, NVIDIA H200, GPU-283bb333-7717-fb40-df5e-3812f333d4f7, 9.0, 580.159.04, 143771, 00000000:00:06.0
+
+    Raises ValueError on anything that is not such a table (a message, garbage).
+    """
+    rows = []
+    for rec in csv.reader(io.StringIO(text.strip()), skipinitialspace=True):
+        if not rec:
+            continue
+        if len(rec) != len(fields):
+            raise ValueError(f"expected {len(fields)} comma-separated fields, got {len(rec)}: {', '.join(rec)[:120]!r}")
+        row = {k: v.strip() for k, v in zip(fields, rec)}
+        if not row["index"].isdigit():
+            raise ValueError(f"not a GPU index: {row['index']!r}")
+        rows.append(row)
+    return rows
+
+
+_NVCC_RE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
+
+
+def parse_nvcc_version(text: str) -> Version | None:
+    """``nvcc --version`` -> the toolkit version (``13.0.88``).
+
+    Input::
+
+        Cuda compilation tools, release 13.0, V13.0.88
+    """
+    m = _NVCC_RE.search(text)
+    return Version(m[2]) if m else None
+
+
+def _version_or_none(text: str | None) -> Version | None:
+    try:
+        return Version(text.strip()) if text and text.strip() else None
+    except InvalidVersion:
+        return None
+
+
+def _driver_or_none(text: str | None) -> DriverVersion | None:
+    try:
+        return DriverVersion.parse(text) if text and text.strip() else None
+    except ValueError:
+        return None
+
+
+# --------------------------------------------------------------------------- probes
+
+
+@dataclass
+class _Found:
+    driver: DriverInfo = field(default_factory=DriverInfo)
+    gpus: list[HostGpu] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _path(o: Overrides, p: str) -> Path:
+    return Path(o.root) / p.lstrip("/")
+
+
+def _read(o: Overrides, p: str) -> str | None:
+    try:
+        return _path(o, p).read_text(errors="replace")
+    except OSError:
+        return None
+
+
+def _probe_nvml(o: Overrides, found: _Found) -> bool:
+    """Driver, CUDA and GPUs through NVML. False when NVML is not usable here."""
+    try:
+        import pynvml  # nvidia-ml-py
+    except ImportError:
+        found.problems.append("NVML: nvidia-ml-py is not installed")
+        return False
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as e:
+        text = str(e)
+        if isinstance(e, getattr(pynvml, "NVMLError_LibRmVersionMismatch", ())) or "mismatch" in text.lower():
+            found.driver = replace(found.driver, nvml_library_mismatch=True)
+            found.problems.append(f"NVML: {NVML_MISMATCH} (the loaded kernel module and the user-space "
+                                  "library differ: reboot, or reload the nvidia module)")
+        elif isinstance(e, getattr(pynvml, "NVMLError_LibraryNotFound", ())):
+            found.problems.append("NVML: libnvidia-ml.so.1 not found (no NVIDIA driver user-space library)")
+        else:
+            found.problems.append(f"NVML: {text}")
+        return False
+    try:
+        version = _driver_or_none(_text(pynvml.nvmlSystemGetDriverVersion()))
+        cuda = None
+        try:
+            raw = pynvml.nvmlSystemGetCudaDriverVersion_v2()
+            cuda = Version(f"{raw // 1000}.{raw % 1000 // 10}")
+        except pynvml.NVMLError as e:
+            found.problems.append(f"NVML: no CUDA driver version ({e})")
+        found.driver = replace(found.driver, version=version, cuda=cuda, source="nvml",
+                               cuda_source="nvml" if cuda else None)
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            try:
+                h = pynvml.nvmlDeviceGetHandleByIndex(i)
+                name = _text(pynvml.nvmlDeviceGetName(h))
+                major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
+                mem = pynvml.nvmlDeviceGetMemoryInfo(h).total // (1024 * 1024)
+                uuid = _text(pynvml.nvmlDeviceGetUUID(h))
+                bus = _text(pynvml.nvmlDeviceGetPciInfo(h).busId)
+            except pynvml.NVMLError as e:
+                found.problems.append(f"NVML: GPU {i}: {e}")
+                continue
+            found.gpus.append(HostGpu(index=i, name=name, compute_capability=Capability(int(major), int(minor)),
+                                      memory_mib=int(mem), uuid=uuid, pci_bus_id=bus, source="nvml",
+                                      cc_source="nvml"))
+        return True
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pass
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _probe_proc(o: Overrides, found: _Found) -> None:
+    """Driver from /sys and /proc; GPU names from /proc (no compute capability there)."""
+    if found.driver.version is None:
+        sys_version = _driver_or_none(_read(o, "/sys/module/nvidia/version"))
+        if sys_version is not None:
+            found.driver = replace(found.driver, version=sys_version, source="/sys/module/nvidia/version")
+    proc = _read(o, "/proc/driver/nvidia/version")
+    if proc is not None:
+        parsed = parse_proc_driver_version(proc)
+        if parsed is None:
+            found.problems.append("/proc/driver/nvidia/version: not in the expected format")
+        else:
+            version, kind = parsed
+            found.driver = replace(found.driver, kernel_module=kind)
+            if found.driver.version is None:
+                found.driver = replace(found.driver, version=version, source="/proc/driver/nvidia/version")
+    if found.gpus:
+        return
+    gpu_dir = _path(o, "/proc/driver/nvidia/gpus")
+    try:
+        entries = sorted(gpu_dir.iterdir())
+    except OSError:
+        return
+    gpus = []
+    for entry in entries:
+        try:
+            info = parse_proc_gpu_information((entry / "information").read_text(errors="replace"))
+        except OSError:
+            continue
+        if not info.get("Model"):
+            continue
+        minor = info.get("Device Minor", "")
+        gpus.append((int(minor) if minor.isdigit() else len(gpus), info))
+    for n, (minor, info) in enumerate(sorted(gpus, key=lambda x: x[0])):
+        found.gpus.append(HostGpu(index=n, name=info["Model"], uuid=info.get("GPU UUID"),
+                                  pci_bus_id=info.get("Bus Location"), source="/proc/driver/nvidia/gpus"))
+
+
+def _probe_libcuda(o: Overrides, found: _Found) -> None:
+    """The driver's CUDA version from ``cuDriverGetVersion`` (needs no GPU context)."""
+    if o.root != "/":
+        return  # a captured tree has no library to load
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        found.problems.append("libcuda.so.1: not found (no CUDA driver library)")
+        return
+    value = ctypes.c_int(0)
+    if lib.cuDriverGetVersion(ctypes.byref(value)) == 0 and value.value > 0:
+        found.driver = replace(found.driver, cuda=Version(f"{value.value // 1000}.{value.value % 1000 // 10}"),
+                               cuda_source="libcuda cuDriverGetVersion")
+
+
+def _run(o: Overrides, argv: list[str]) -> tuple[int, str] | str:
+    """Run a probe; (exit code, output) or a one-line reason it could not run."""
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=o.smi_timeout, errors="replace",
+                           env={**o.environ, "LC_ALL": "C"})
+    except FileNotFoundError:
+        return f"{argv[0]}: not found on PATH"
+    except subprocess.TimeoutExpired:
+        return f"{argv[0]}: timed out after {o.smi_timeout:g} s"
+    except OSError as e:
+        return f"{argv[0]}: could not run ({e.strerror or e})"
+    return p.returncode, (p.stdout + p.stderr)
+
+
+def _probe_smi(o: Overrides, found: _Found, need_gpus: bool) -> None:
+    """GPUs (with compute capability) and the driver from ``nvidia-smi --query-gpu``; CUDA from its banner."""
+    smi = o.nvidia_smi
+    if need_gpus or found.driver.version is None:
+        fields = SMI_FIELDS
+        res = _run(o, [smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"])
+        if isinstance(res, tuple) and res[0] != 0 and "compute_cap" in res[1]:
+            # drivers before ~510 do not know the compute_cap field: ask without it
+            fields = tuple(f for f in SMI_FIELDS if f != "compute_cap")
+            res = _run(o, [smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"])
+        if isinstance(res, str):
+            found.problems.append(res)
+            return
+        code, out = res
+        if NVML_MISMATCH in out:
+            found.driver = replace(found.driver, nvml_library_mismatch=True)
+            found.problems.append(f"nvidia-smi: {NVML_MISMATCH} (the loaded kernel module and the user-space "
+                                  "library differ: reboot, or reload the nvidia module)")
+            return
+        if code != 0:
+            found.problems.append(f"nvidia-smi: exit code {code}: {_first_line(out)}")
+            return
+        try:
+            rows = parse_smi_query(out, fields)
+        except ValueError as e:
+            found.problems.append(f"nvidia-smi: unexpected output ({e})")
+            return
+        for row in rows:
+            if found.driver.version is None:
+                v = _driver_or_none(row.get("driver_version"))
+                if v:
+                    found.driver = replace(found.driver, version=v, source="nvidia-smi")
+        if need_gpus:
+            for row in rows:
+                cc = row.get("compute_cap")
+                try:
+                    cap = Capability.parse(cc) if cc and cc not in ("[N/A]", "N/A") else None
+                except ValueError:
+                    cap = None
+                mem = row.get("memory.total", "")
+                found.gpus.append(HostGpu(index=int(row["index"]), name=row["name"], compute_capability=cap,
+                                          memory_mib=int(mem) if mem.isdigit() else None, uuid=row.get("uuid"),
+                                          pci_bus_id=row.get("pci.bus_id"), source="nvidia-smi",
+                                          cc_source="nvidia-smi" if cap else None))
+    if found.driver.cuda is None and found.driver.version is not None:
+        res = _run(o, [smi])
+        if isinstance(res, tuple):
+            driver, cuda = parse_smi_banner(res[1])
+            if cuda is not None:
+                found.driver = replace(found.driver, cuda=cuda, cuda_source="nvidia-smi banner")
+            if found.driver.version is None and driver is not None:
+                found.driver = replace(found.driver, version=driver, source="nvidia-smi banner")
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "(no output)")[:200]
+
+
+def _probe_platform(o: Overrides, problems: list[str]) -> PlatformInfo:
+    machine = _platform.machine().lower()
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+    osname = {"linux": "linux", "win32": "windows", "darwin": "darwin"}.get(sys.platform, sys.platform)
+    glibc = None
+    if osname == "linux":
+        try:
+            glibc = _version_or_none(os.confstr("CS_GNU_LIBC_VERSION").split()[-1])  # "glibc 2.39"
+        except (ValueError, OSError, AttributeError, IndexError):
+            problems.append("glibc: version unknown (not glibc, or confstr unavailable)")
+    osrelease = (_read(o, "/proc/sys/kernel/osrelease") or "").lower()
+    wsl = "microsoft" in osrelease or _path(o, "/dev/dxg").exists()
+    container = None
+    if _path(o, "/.dockerenv").exists():
+        container = "docker"
+    elif _path(o, "/run/.containerenv").exists():
+        container = "podman"
+    elif o.environ.get("KUBERNETES_SERVICE_HOST"):
+        container = "kubernetes"
+    else:
+        cgroup = _read(o, "/proc/1/cgroup") or ""
+        for marker in ("kubepods", "docker", "containerd", "lxc"):
+            if marker in cgroup:
+                container = "kubernetes" if marker == "kubepods" else marker
+                break
+    jetson = None
+    if _path(o, "/etc/nv_tegra_release").exists():
+        model = (_read(o, "/proc/device-tree/model") or "").strip("\x00 \n")
+        jetson = model or "Jetson (model unknown)"
+    info = PlatformInfo(os=osname, machine=machine, glibc=glibc, wsl=wsl, container=container, jetson=jetson)
+    if o.platform:
+        plat_os, _, plat_machine = o.platform.partition("-")
+        info = replace(info, os=plat_os, machine=plat_machine)
+    return info
+
+
+def _probe_memory(o: Overrides) -> int | None:
+    """Physical memory in MiB, or the cgroup's memory limit when that is lower."""
+    total = None
+    for line in (_read(o, "/proc/meminfo") or "").splitlines():
+        if line.startswith("MemTotal:"):
+            total = int(line.split()[1]) // 1024
+    limit_text = (_read(o, "/sys/fs/cgroup/memory.max") or _read(o, "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+                  or "").strip()
+    if limit_text.isdigit():
+        limit = int(limit_text) // (1024 * 1024)
+        if total is None or limit < total:
+            return limit
+    return total
+
+
+def _probe_toolkits(o: Overrides, problems: list[str]) -> tuple[Toolkit, ...]:
+    """CUDA toolkits: nvcc on PATH, $CUDA_HOME / $CUDA_PATH, /usr/local/cuda*.
+
+    The version comes from the toolkit's ``version.json`` (no process), else ``nvcc --version``.
+    """
+    candidates: list[tuple[Path, str]] = []
+    nvcc = shutil.which("nvcc", path=o.environ.get("PATH")) if o.root == "/" else None
+    if nvcc:
+        root = Path(nvcc).resolve().parent.parent
+        if not (root / "version.json").exists() and not (root / "include" / "cuda.h").exists():
+            # a wrapper script (``exec /usr/local/cuda-13.0/bin/nvcc "$@"``): ask nvcc where it lives
+            res = _run(o, [nvcc, "--dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull])
+            top = re.search(r"^#\$ TOP=(.+)$", res[1], re.MULTILINE) if isinstance(res, tuple) else None
+            if top:
+                root = Path(top[1].strip())
+        candidates.append((root, "PATH"))
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if o.environ.get(var):
+            candidates.append((Path(o.environ[var]), var))
+    local = _path(o, "/usr/local")
+    try:
+        for d in sorted(local.glob("cuda*")):
+            candidates.append((d, "/usr/local/cuda*"))
+    except OSError:
+        pass
+    seen: set[Path] = set()
+    out = []
+    for root, source in candidates:
+        try:
+            real = root.resolve()
+        except OSError:
+            continue
+        if real in seen or not real.is_dir():
+            continue
+        seen.add(real)
+        nvcc_path = real / "bin" / "nvcc"
+        version = None
+        try:
+            doc = json.loads((real / "version.json").read_text())
+            version = _version_or_none(doc.get("cuda", {}).get("version") or doc.get("cuda_nvcc", {}).get("version"))
+        except (OSError, ValueError, AttributeError):
+            pass
+        if version is None and nvcc_path.exists():
+            res = _run(o, [str(nvcc_path), "--version"])
+            if isinstance(res, tuple):
+                version = parse_nvcc_version(res[1])
+        if version is None:
+            if nvcc_path.exists():
+                problems.append(f"{nvcc_path}: version unknown")
+            continue
+        display = str(root) if source != "PATH" else str(real)
+        out.append(Toolkit(version=version, path=display, source=source,
+                           nvcc=str(nvcc_path) if nvcc_path.exists() else None))
+    return tuple(out)
+
+
+_TORCH_CUDA_RE = re.compile(r"^cuda\s*(?::\s*[^=]+)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", re.MULTILINE)
+
+
+def _probe_installed() -> tuple[InstalledDist, ...]:
+    """The stack's distributions in this interpreter's environment, without importing them."""
+    out = []
+    for name in STACK_DISTS:
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        location = None
+        cuda = None
+        try:
+            location = str(dist.locate_file(""))
+        except (AttributeError, NotImplementedError):
+            pass
+        if name == "torch" and location:
+            text = ""
+            try:
+                text = (Path(location) / "torch" / "version.py").read_text()
+            except OSError:
+                pass
+            m = _TORCH_CUDA_RE.search(text)
+            if m:
+                cuda = m[1] or m[2]
+        out.append(InstalledDist(name=name, version=dist.version, location=location, cuda=cuda))
+    return tuple(out)
+
+
+_TORCH_SCRIPT = """
+import json, sys
+out = {}
+try:
+    import torch
+    out["version"] = torch.__version__
+    out["cuda"] = torch.version.cuda
+    out["available"] = bool(torch.cuda.is_available())
+    out["arch_list"] = list(torch.cuda.get_arch_list()) if out["available"] else []
+    out["device_capabilities"] = ["%d.%d" % torch.cuda.get_device_capability(i)
+                                  for i in range(torch.cuda.device_count())] if out["available"] else []
+except Exception as e:
+    out["error"] = "%s: %s" % (type(e).__name__, e)
+sys.stdout.write("\\n@@vresolve@@" + json.dumps(out) + "\\n")
+"""
+
+
+def probe_torch(python: str | None = None, timeout: float = 120.0) -> TorchRuntime:
+    """torch's view (version, CUDA, arch list, device capabilities), from ``import torch`` in a subprocess.
+
+    Never in-process: importing torch costs seconds and may crash on a broken install.
+    """
+    exe = python or sys.executable
+    try:
+        p = subprocess.run([exe, "-c", _TORCH_SCRIPT], capture_output=True, text=True, timeout=timeout,
+                           errors="replace")
+    except subprocess.TimeoutExpired:
+        return TorchRuntime(error=f"import torch timed out after {timeout:g} s")
+    except OSError as e:
+        return TorchRuntime(error=f"{exe}: could not run ({e.strerror or e})")
+    marker = p.stdout.rpartition("@@vresolve@@")[2].strip()
+    try:
+        d = json.loads(marker)
+    except ValueError:
+        tail = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return TorchRuntime(error=f"the probe died (exit code {p.returncode}): {tail[:200]}")
+    return TorchRuntime.from_dict(d)
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def detect_host(o: Overrides | None = None, *, probe_gpus: bool = True, installed: bool = True) -> Host:
+    """Everything this machine can tell, overrides first. Never raises on an odd machine."""
+    o = o or Overrides.from_env()
+    found = _Found()
+    if o.driver:
+        found.driver = DriverInfo(version=_driver_or_none(o.driver), source="override")
+    if o.cuda_driver:
+        found.driver = replace(found.driver, cuda=_version_or_none(o.cuda_driver), cuda_source="override")
+    if o.gpus is not None:
+        # named by the user: the caller resolves names against the matrix
+        found.gpus = [HostGpu(index=i, name=g, source="override") for i, g in enumerate(o.gpus)]
+        probe_gpus = False
+    if probe_gpus:
+        nvml_ok = o.use_nvml and o.root == "/" and _probe_nvml(o, found)
+        _probe_proc(o, found)
+        if not nvml_ok:
+            if found.driver.cuda is None and found.driver.version is not None:
+                _probe_libcuda(o, found)
+            need_gpus = not found.gpus or any(g.compute_capability is None for g in found.gpus)
+            if need_gpus or found.driver.version is None:
+                proc_gpus = list(found.gpus)
+                if need_gpus:
+                    found.gpus = []
+                _probe_smi(o, found, need_gpus)
+                if not found.gpus:
+                    found.gpus = proc_gpus
+        if found.driver.version is None and not found.gpus:
+            found.problems.append("no NVIDIA driver found (no NVML, no /proc/driver/nvidia, no nvidia-smi)")
+    problems = found.problems
+    plat = _probe_platform(o, problems)
+    python = Version(o.python) if o.python else Version(_platform.python_version())
+    env = tuple((k, o.environ[k]) for k in ENV_VARS if k in o.environ)
+    return Host(
+        driver=found.driver, gpus=tuple(found.gpus), python=python, python_executable=sys.executable,
+        platform=plat, cpu_count=os.cpu_count(), memory_mib=_probe_memory(o),
+        toolkits=_probe_toolkits(o, problems), installed=_probe_installed() if installed else (),
+        env=env, problems=tuple(problems),
+    )
+
+
+def fill_capabilities(host: Host, matrix: Matrix) -> Host:
+    """Give GPUs whose probe reported only a name the compute capability the matrix knows.
+
+    Pure: takes the Host and the Matrix, returns a new Host. GPUs the matrix does not know
+    keep ``compute_capability=None`` and a problem names them.
+    """
+    gpus = []
+    problems = list(host.problems)
+    for g in host.gpus:
+        if g.compute_capability is None:
+            known = matrix.find_gpu(g.name)
+            if known is not None:
+                g = replace(g, compute_capability=known.compute_capability, cc_source="matrix")
+            else:
+                problems.append(f"GPU {g.index} {g.name!r}: compute capability unknown (not in the matrix)")
+        gpus.append(g)
+    return replace(host, gpus=tuple(gpus), problems=tuple(problems))
