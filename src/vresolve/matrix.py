@@ -996,8 +996,13 @@ def _cache_key(revision: str) -> str:
 
     from . import __version__
 
-    raw = f"{_CACHE_FORMAT}|{revision}|{__version__}|{packaging_version}|{sys.version}"
-    return hashlib.sha256(raw.encode()).hexdigest()[:24]
+    from . import values
+
+    h = hashlib.sha256(f"{_CACHE_FORMAT}|{revision}|{__version__}|{packaging_version}|{sys.version}".encode())
+    for module in (__file__, values.__file__):  # the code that built the objects, so edits miss the cache
+        with open(module, "rb") as fh:
+            h.update(fh.read())
+    return h.hexdigest()[:24]
 
 
 def load_matrix(path: str | os.PathLike[str] | None = None, *, cache: bool = True) -> Matrix:
@@ -1007,8 +1012,8 @@ def load_matrix(path: str | os.PathLike[str] | None = None, *, cache: bool = Tru
 
     Parsing and validating the YAML costs tens of milliseconds, so a matrix that validated
     is kept, pickled, in the user's cache directory under a key made of the files' bytes
-    (the revision), vresolve's, packaging's and Python's versions: an edited file, or a
-    new vresolve, misses the cache and is validated again. A cache that cannot be read
+    (the revision), the code of this module and of ``values``, and vresolve's, packaging's
+    and Python's versions: an edited file, or new code, misses the cache and is validated again. A cache that cannot be read
     or written is ignored.
     """
     root = Path(path) if path is not None else default_matrix_path()

@@ -1,0 +1,633 @@
+"""The resolver: the newest vLLM stack that really works on a Host, on resolvelib.
+
+Design notes
+------------
+Two packages are resolved, ``vllm`` and ``torch``; the companions (torchvision,
+torchaudio, flashinfer, ...) follow from the chosen vLLM wheel's own pins. A **candidate**
+is a pinned build: :class:`VllmBuild` (a vLLM release x one of its wheel builds: the PyPI
+wheel or a CUDA variant from vLLM's index) or :class:`TorchBuild` (a torch release x
+variant x platform). A **requirement** is a name plus a constraint:
+:class:`VllmRequirement` (the user's ``--vllm`` range) and :class:`TorchRequirement`
+(the exact torch a vLLM wheel pins, on the same CUDA major as the vLLM build).
+
+The host's facts (driver, each GPU's compute capability, Python, platform) are fixed,
+so they are applied as *candidate filters* in ``find_matches``: a build that cannot run
+on this machine never reaches resolvelib, and the reason is recorded in hardware terms
+(:class:`Rejection`). That keeps a resolution to a few candidate visits (the sweep of
+every GPU x driver branch depends on it) and lets a failure be explained by what the
+machine lacks rather than by resolvelib's internal causes. ``ResolutionImpossible`` is
+caught in exactly one place, :func:`resolve`, and turned into :class:`NoCompatibleStack`.
+
+Preference (deterministic, :meth:`_Provider.get_preference` and the candidate order):
+the newest vLLM that meets the request; then the simplest install (PyPI wheels over
+other indexes); then the newest CUDA the driver serves; then trusted facts over
+``unverified`` ones.
+
+Driver policy (:func:`driver_floor`): ``minor-compat`` (default) needs the
+minor-version-compatibility floor of the build's CUDA major, or the toolkit's own floor
+where a GPU is covered only by PTX (a driver cannot JIT PTX newer than itself);
+``toolkit`` always needs the toolkit's own floor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
+
+from .errors import EXIT_NO_STACK, VresolveError
+from .host import Host, HostGpu
+from .matrix import Kernels, Matrix, Provenance, TorchRelease, TorchVariant, VllmRelease, Wheel
+from .values import ArchList, Capability, DriverVersion, variant_for_cuda
+
+__all__ = [
+    "POLICIES",
+    "Request",
+    "VllmBuild",
+    "TorchBuild",
+    "Rejection",
+    "Resolution",
+    "NoCompatibleStack",
+    "driver_floor",
+    "driver_serves",
+    "vllm_builds",
+    "resolve",
+]
+
+POLICIES = ("minor-compat", "toolkit")
+COMPANIONS = ("torchvision", "torchaudio", "xformers", "flashinfer-python", "triton")
+
+
+class NoCompatibleStack(VresolveError):
+    """No vLLM stack runs on this machine under the request; ``causes`` and ``hints`` say why.
+
+    >>> raise NoCompatibleStack("no vLLM wheel runs here", causes=["driver 470.82 ..."], hints=["install ..."])
+    """
+
+    code = "no-compatible-stack"
+    exit_code = EXIT_NO_STACK
+
+    def __init__(self, message: str, *, causes: Sequence[str] = (), hints: Sequence[str] = ()) -> None:
+        self.causes = tuple(causes)
+        self.hints = tuple(hints)
+        lines = [message]
+        if self.causes:
+            lines.append("The conflict is caused by:")
+            lines += [f"    {c}" for c in self.causes]
+        if self.hints:
+            lines.append("To fix this you could try to:")
+            lines += [f"    {i}. {h}" for i, h in enumerate(self.hints, 1)]
+        super().__init__("\n".join(lines))
+        self._headline = message
+
+    @property
+    def headline(self) -> str:
+        return self._headline
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Request:
+    """What the user asks for, beyond the machine's facts."""
+
+    vllm: SpecifierSet = field(default_factory=SpecifierSet)
+    torch: SpecifierSet = field(default_factory=SpecifierSet)
+    variant: str | None = None  # torch's variant, when the user names one (cuXYZ | cpu)
+    driver_policy: str = "minor-compat"
+    cpu: bool = False  # plan the CPU backend (--gpu none, or no GPU found)
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VllmBuild:
+    """A vLLM release x one wheel build of it (the PyPI wheel, or a CUDA variant)."""
+
+    release: VllmRelease
+    variant: str  # "cu130" | "cpu"
+    cuda: Version | None
+    where: str  # "pypi" | "vllm-index" | "release-assets"
+    kernels: Kernels | None
+    wheel: Wheel | None  # the PyPI wheel of this platform (whose METADATA gave the pins)
+    pins: Mapping[str, SpecifierSet]
+    provenance: Provenance
+    name: str = "vllm"
+
+    @property
+    def version(self) -> Version:
+        return self.release.version
+
+    def torch_pin(self) -> Version | None:
+        spec = self.pins.get("torch")
+        items = list(spec) if spec is not None else []
+        if len(items) == 1 and items[0].operator == "==":
+            return Version(items[0].version)
+        return None
+
+    def format_for_error(self) -> str:
+        return f"vLLM {self.version} ({self.variant}, {_where_text(self.where)})"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TorchBuild:
+    release: TorchRelease
+    variant: TorchVariant
+    platform: str
+    pypi: bool  # this is what PyPI's plain ``torch`` wheel is on this platform
+    name: str = "torch"
+
+    @property
+    def version(self) -> Version:
+        return self.release.version
+
+    @property
+    def cuda(self) -> Version | None:
+        return self.variant.cuda
+
+    @property
+    def archs(self) -> ArchList:
+        return self.variant.archs.get(self.platform, ArchList())
+
+    def format_for_error(self) -> str:
+        return f"torch {self.version}+{self.variant.variant}"
+
+
+def _where_text(where: str) -> str:
+    return {"pypi": "PyPI wheel", "vllm-index": "vLLM's wheel index", "release-assets": "GitHub release assets",
+            "pytorch": "PyTorch index"}.get(where, where)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VllmRequirement:
+    spec: SpecifierSet
+    name: str = "vllm"
+
+    def is_satisfied_by(self, c: VllmBuild) -> bool:
+        return self.spec.contains(c.version, prereleases=True)
+
+    def format_for_error(self) -> str:
+        return f"vllm{self.spec}" if str(self.spec) else "vllm"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TorchRequirement:
+    version: Version | None  # the exact pin; None: any (a build that pins nothing)
+    cuda_major: int | None  # None: the CPU build
+    user: SpecifierSet
+    variant: str | None
+    name: str = "torch"
+
+    def is_satisfied_by(self, c: TorchBuild) -> bool:
+        if self.version is not None and c.version != self.version:
+            return False
+        if not self.user.contains(c.version, prereleases=True):
+            return False
+        if self.variant is not None and c.variant.variant != self.variant:
+            return False
+        cuda = c.cuda
+        return (cuda is None) if self.cuda_major is None else (cuda is not None and cuda.major == self.cuda_major)
+
+    def format_for_error(self) -> str:
+        major = "CPU" if self.cuda_major is None else f"CUDA {self.cuda_major}.x"
+        pin = f"=={self.version}" if self.version else ""
+        return f"torch{pin} ({major}{', ' + self.variant if self.variant else ''})"
+
+
+Requirement = VllmRequirement | TorchRequirement
+Candidate = VllmBuild | TorchBuild
+
+
+# --------------------------------------------------------------------------- domain rules
+
+
+def driver_serves(matrix: Matrix, driver: DriverVersion, policy: str) -> Version | None:
+    """The newest CUDA the driver serves under the policy (for messages): 470.82 -> 11.4."""
+    best = None
+    for t in matrix.toolkits:
+        floor = t.min_driver.linux
+        if policy == "minor-compat":
+            major = matrix.cuda_major(t.version.major)
+            if major is not None and major.minor_compat_driver.linux is not None:
+                floor = min(filter(None, (floor, major.minor_compat_driver.linux)))
+        if floor is not None and floor <= driver and (best is None or t.version > best):
+            best = t.version
+    return best
+
+
+def driver_floor(matrix: Matrix, cuda: Version, policy: str, ptx_only: bool) -> DriverVersion | None:
+    """The minimum Linux driver for a build of CUDA ``cuda``; None when the matrix does not know.
+
+    ``ptx_only``: some GPU runs the build only through PTX JIT, which needs the toolkit's own floor.
+    """
+    tk = matrix.toolkit(cuda)
+    own = tk.min_driver.linux if tk is not None else None
+    if policy == "toolkit" or ptx_only:
+        return own
+    major = matrix.cuda_major(cuda.major)
+    compat = major.minor_compat_driver.linux if major is not None else None
+    floors = [f for f in (own, compat) if f is not None]
+    return min(floors) if floors else None
+
+
+def _coverage(archs: ArchList, gpus: Sequence[HostGpu]) -> tuple[list[HostGpu], list[HostGpu]]:
+    """(GPUs the build does not run on, GPUs it runs on only through PTX)."""
+    missing, ptx = [], []
+    for g in gpus:
+        cc = g.compute_capability
+        if cc is None:
+            continue
+        if archs.sass_for(cc) is not None:
+            continue
+        if archs.ptx_for(cc) is not None:
+            ptx.append(g)
+        else:
+            missing.append(g)
+    return missing, ptx
+
+
+def _gpu_list(gpus: Iterable[HostGpu]) -> str:
+    seen: dict[str, int] = {}
+    for g in gpus:
+        key = f"{g.name} (sm_{g.compute_capability.major}{g.compute_capability.minor})" if g.compute_capability else g.name
+        seen[key] = seen.get(key, 0) + 1
+    return ", ".join(k if n == 1 else f"{n}x {k}" for k, n in seen.items())
+
+
+def vllm_builds(matrix: Matrix, platform: str) -> list[VllmBuild]:
+    """Every vLLM build for the platform, newest release first; PyPI's wheel before variants."""
+    out = []
+    for r in sorted(matrix.vllm, key=lambda r: r.version, reverse=True):
+        wheels = r.wheels_for(platform)
+        pins = wheels[0].requires if wheels else {}
+        if wheels:
+            variant = "cpu" if r.cuda is None else variant_for_cuda(r.cuda)
+            out.append(VllmBuild(release=r, variant=variant, cuda=r.cuda, where="pypi", kernels=r.kernels,
+                                 wheel=wheels[0], pins=pins, provenance=r.provenance))
+        for v in r.variants:
+            if platform not in v.platforms or v.where == "pypi":
+                continue
+            # a variant wheel pins the same torch release as the PyPI wheel, from the PyTorch index
+            out.append(VllmBuild(release=r, variant=v.variant, cuda=v.cuda, where=v.where,
+                                 kernels=v.kernels or r.kernels, wheel=wheels[0] if wheels else None,
+                                 pins=pins, provenance=v.provenance))
+    return out
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Rejection:
+    """Why one candidate cannot run here, in hardware terms."""
+
+    candidate: str
+    kind: str  # "driver" | "gpu" | "python" | "platform" | "cpu" | "torch" | "request"
+    reason: str
+    needs_driver: DriverVersion | None = None  # for kind == "driver"
+
+
+# --------------------------------------------------------------------------- the provider
+
+
+class _Checker:
+    """The host's facts as candidate filters; remembers every rejection and its reason."""
+
+    def __init__(self, host: Host, matrix: Matrix, request: Request) -> None:
+        self.host, self.matrix, self.request = host, matrix, request
+        self.gpus = [g for g in host.gpus if g.compute_capability is not None]
+        self.platform = host.platform.tag
+        self.python = host.python_minor
+        self.driver = host.driver.version
+        self.rejections: list[Rejection] = []
+
+    def reject(self, c: Candidate, kind: str, reason: str, needs: DriverVersion | None = None) -> None:
+        self.rejections.append(Rejection(candidate=c.format_for_error(), kind=kind, reason=reason,
+                                         needs_driver=needs))
+
+    def _driver_ok(self, c: Candidate, cuda: Version | None, ptx: list[HostGpu]) -> bool:
+        if cuda is None:
+            return True
+        floor = driver_floor(self.matrix, cuda, self.request.driver_policy, bool(ptx))
+        if floor is None:
+            if self.host.driver.cuda is not None and self.host.driver.cuda >= cuda:
+                return True  # the driver itself says it serves this CUDA
+            self.reject(c, "driver", f"{c.format_for_error()} is built with CUDA {cuda}, whose minimum driver "
+                        "is not known to the matrix")
+            return False
+        if self.driver is None:
+            return True  # planning for another machine: the plan states the floor
+        if self.driver < floor:
+            why = (f"{_gpu_list(ptx)} run{'s' if len(ptx) == 1 else ''} it only through PTX, which needs the "
+                   f"toolkit's own floor" if ptx and self.request.driver_policy != "toolkit" else
+                   f"under the {self.request.driver_policy} policy")
+            served = driver_serves(self.matrix, self.driver, self.request.driver_policy)
+            self.reject(c, "driver", f"{c.format_for_error()} needs driver >= {floor} for CUDA {cuda} ({why}); "
+                        f"driver {self.driver} serves CUDA {served or 'none'} at most", floor)
+            return False
+        return True
+
+    def vllm_ok(self, c: VllmBuild) -> bool:
+        r = self.request
+        if r.cpu != (c.cuda is None):
+            return False  # the other backend: not a rejection worth reporting
+        if c.wheel is None and c.where == "pypi":
+            self.reject(c, "platform", f"{c.format_for_error()} has no wheel for {self.platform}")
+            return False
+        if not self._python_ok(c):
+            return False
+        if c.cuda is not None and self.gpus:
+            k = c.kernels
+            if k is None:
+                self.reject(c, "gpu", f"{c.format_for_error()}: its kernels' arch list is not in the matrix")
+                return False
+            too_old = [g for g in self.gpus if g.compute_capability < k.min_compute_capability]
+            if too_old:
+                self.reject(c, "gpu", f"{c.format_for_error()} needs compute capability >= "
+                            f"{k.min_compute_capability}; {_gpu_list(too_old)} is older")
+                return False
+            missing, ptx = _coverage(k.archs, self.gpus)
+            if missing:
+                self.reject(c, "gpu", f"{c.format_for_error()}'s kernels ({k.archs}) do not run on "
+                            f"{_gpu_list(missing)}")
+                return False
+            return self._driver_ok(c, c.cuda, ptx)
+        return self._driver_ok(c, c.cuda, [])
+
+    def _python_ok(self, c: VllmBuild) -> bool:
+        wheels = c.release.wheels_for(self.platform) if c.where == "pypi" else ()
+        if c.where == "pypi":
+            tag = f"cp{self.python.major}{self.python.minor}"
+            fits = [w for w in wheels if (w.python_tag.endswith("abi3") or w.python_tag.startswith(tag + "-"))
+                    and (w.requires_python is None or w.requires_python.contains(f"{self.python}.0", prereleases=True))]
+            if not fits:
+                rp = c.release.requires_python
+                self.reject(c, "python", f"{c.format_for_error()} has no wheel for Python {self.python}"
+                            + (f" (it requires Python {rp})" if rp else ""))
+                return False
+        else:
+            rp = c.release.requires_python
+            if rp is not None and not rp.contains(f"{self.python}.0", prereleases=True):
+                self.reject(c, "python", f"{c.format_for_error()} requires Python {rp}, not {self.python}")
+                return False
+        return True
+
+    def torch_ok(self, c: TorchBuild) -> bool:
+        if self.python not in c.release.python:
+            self.reject(c, "python", f"{c.format_for_error()} has no wheel for Python {self.python} "
+                        f"(it has {', '.join(map(str, c.release.python))})")
+            return False
+        if c.cuda is not None and self.gpus:
+            missing, ptx = _coverage(c.archs, self.gpus)
+            if missing:
+                self.reject(c, "gpu", f"{c.format_for_error()} ({c.archs}) does not run on {_gpu_list(missing)}")
+                return False
+            return self._driver_ok(c, c.cuda, ptx)
+        return self._driver_ok(c, c.cuda, [])
+
+
+def _torch_builds(matrix: Matrix, platform: str) -> dict[Version, list[TorchBuild]]:
+    out: dict[Version, list[TorchBuild]] = {}
+    for t in matrix.torch:
+        builds = [TorchBuild(release=t, variant=v, platform=platform, pypi=platform in v.pypi_default)
+                  for v in t.variants if platform in v.archs]
+        # PyPI's default first (the simplest install), then the newest CUDA, trusted facts first
+        builds.sort(key=lambda b: (not b.pypi, -(b.cuda.major * 100 + b.cuda.minor) if b.cuda else 0,
+                                   not b.variant.provenance.trusted))
+        out[t.version] = builds
+    return out
+
+
+class _Provider(AbstractProvider):  # type: ignore[type-arg]
+    """A thin adapter: requirements and candidates own the logic; the checker owns the host."""
+
+    def __init__(self, matrix: Matrix, checker: _Checker, request: Request) -> None:
+        self.checker = checker
+        self.request = request
+        self.vllm = vllm_builds(matrix, checker.platform)
+        self.torch = _torch_builds(matrix, checker.platform)
+        self._ok: dict[int, bool] = {}
+
+    def identify(self, requirement_or_candidate: Any) -> str:
+        return requirement_or_candidate.name
+
+    def get_preference(self, identifier: str, resolutions: Mapping[str, Any], candidates: Mapping[str, Any],
+                       information: Mapping[str, Any], backtrack_causes: Sequence[Any]) -> tuple[int, str]:
+        """vLLM first (it decides the torch pin), then torch; the identifier breaks ties."""
+        return (0 if identifier == "vllm" else 1, identifier)
+
+    def _usable(self, c: Candidate) -> bool:
+        key = id(c)
+        if key not in self._ok:
+            self._ok[key] = self.checker.vllm_ok(c) if isinstance(c, VllmBuild) else self.checker.torch_ok(c)
+        return self._ok[key]
+
+    def find_matches(self, identifier: str, requirements: Mapping[str, Iterator[Requirement]],
+                     incompatibilities: Mapping[str, Iterator[Candidate]]) -> list[Candidate]:
+        reqs = list(requirements[identifier])
+        bad = {id(c) for c in incompatibilities[identifier]}
+        if identifier == "vllm":
+            pool: Iterable[Candidate] = self.vllm
+        else:
+            pins = {r.version for r in reqs if isinstance(r, TorchRequirement)}
+            pool = [b for v in sorted(self.torch, reverse=True) if not pins or v in pins for b in self.torch[v]]
+        out = []
+        for c in pool:
+            if id(c) in bad or not all(r.is_satisfied_by(c) for r in reqs):
+                continue
+            if self._usable(c):
+                out.append(c)
+        return out
+
+    def is_satisfied_by(self, requirement: Requirement, candidate: Candidate) -> bool:
+        return requirement.is_satisfied_by(candidate)  # type: ignore[arg-type]
+
+    def get_dependencies(self, candidate: Candidate) -> list[Requirement]:
+        if isinstance(candidate, VllmBuild):
+            return [TorchRequirement(version=candidate.torch_pin(),
+                                     cuda_major=candidate.cuda.major if candidate.cuda else None,
+                                     user=self.request.torch, variant=self.request.variant)]
+        return []
+
+
+# --------------------------------------------------------------------------- the result
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Resolution:
+    host: Host
+    request: Request
+    vllm: VllmBuild
+    torch: TorchBuild
+    companions: Mapping[str, str]  # torchvision -> "0.29.0", ... (the vLLM wheel's own pins)
+    cuda: Version | None  # the newest CUDA in the stack: the one the driver must serve
+    min_driver: DriverVersion | None
+    ptx_gpus: tuple[HostGpu, ...]  # GPUs that run some part of the stack only through PTX JIT
+    reasons: tuple[str, ...]
+    warnings: tuple[str, ...]
+    rejections: tuple[Rejection, ...]
+
+
+def _min_driver(matrix: Matrix, res_vllm: VllmBuild, res_torch: TorchBuild, gpus: Sequence[HostGpu],
+                policy: str) -> tuple[DriverVersion | None, list[HostGpu]]:
+    floors: list[DriverVersion] = []
+    ptx_all: list[HostGpu] = []
+    for cuda, archs in ((res_vllm.cuda, res_vllm.kernels.archs if res_vllm.kernels else None),
+                        (res_torch.cuda, res_torch.archs)):
+        if cuda is None:
+            continue
+        ptx = _coverage(archs, gpus)[1] if archs is not None else []
+        ptx_all += [g for g in ptx if g not in ptx_all]
+        f = driver_floor(matrix, cuda, policy, bool(ptx))
+        if f is not None:
+            floors.append(f)
+    return (max(floors) if floors else None), ptx_all
+
+
+def _stack_warnings(host: Host, v: VllmBuild, t: TorchBuild) -> list[str]:
+    out = []
+    gpus = [g for g in host.gpus if g.compute_capability is not None]
+    families = {g.compute_capability.major for g in gpus}
+    ccs = {g.compute_capability for g in gpus}
+    if len(ccs) > 1:
+        out.append(f"this machine mixes GPU architectures ({_gpu_list(gpus)}): tensor parallelism across them "
+                   "runs at the speed of the slowest and may fail for kernels one of them lacks; set "
+                   "CUDA_VISIBLE_DEVICES to GPUs of one kind per vLLM instance")
+    old = [g for g in gpus if g.compute_capability < Capability(8, 0)]
+    if old:
+        out.append(f"{_gpu_list(old)}: compute capability below 8.0 has no bfloat16 and no FlashAttention 2; "
+                   "run models with --dtype float16")
+    if len(families) and any(c < Capability(7, 0) for c in ccs):
+        out.append("GPUs below compute capability 7.0 are not supported by vLLM's kernels")
+    for what, prov in (("vLLM build", v.provenance), ("torch build", t.variant.provenance)):
+        if not prov.trusted:
+            out.append(f"the matrix's facts about this {what} ({v.format_for_error() if what.startswith('vLLM') else t.format_for_error()}) "
+                       f"are unverified{': ' + prov.note if prov.note else ''}; run the verification step")
+    return out
+
+
+def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
+    """The best stack for ``host`` under ``request``, or NoCompatibleStack with causes and hints."""
+    if request.driver_policy not in POLICIES:
+        raise ValueError(request.driver_policy)
+    checker = _Checker(host, matrix, request)
+    provider = _Provider(matrix, checker, request)
+    resolver: Resolver[Any, Any, str] = Resolver(provider, BaseReporter())
+    try:
+        result = resolver.resolve([VllmRequirement(spec=request.vllm)], max_rounds=500)
+    except ResolutionImpossible:
+        raise _explain(host, matrix, request, checker, provider) from None
+    v: VllmBuild = result.mapping["vllm"]
+    t: TorchBuild = result.mapping["torch"]
+    gpus = checker.gpus
+    floor, ptx = _min_driver(matrix, v, t, gpus, request.driver_policy)
+    cudas = [c for c in (v.cuda, t.cuda) if c is not None]
+    companions = {k: _exact_text(s) for k, s in v.pins.items() if k in COMPANIONS}
+    reasons = [f"vLLM {v.version} is the newest release that meets the request"
+               + (f" ({request.vllm})" if str(request.vllm) else "") + " and runs on this machine"]
+    if v.where == "pypi":
+        reasons.append(f"its PyPI wheel is built with {'CUDA ' + str(v.cuda) if v.cuda else 'no CUDA (CPU)'} "
+                       f"and pins torch {t.version} (read from the wheel's METADATA)")
+    else:
+        reasons.append(f"its {v.variant} build from {_where_text(v.where)} is used: the PyPI wheel "
+                       "does not run here (see the rejected builds)")
+    reasons.append(f"torch {t.version}+{t.variant.variant} "
+                   + ("is PyPI's default build" if t.pypi else f"comes from the PyTorch index ({t.variant.variant})"))
+    if gpus:
+        reasons.append(f"both arch lists cover {_gpu_list(gpus)}: torch {t.archs}; vLLM kernels "
+                       f"{v.kernels.archs if v.kernels else '(none)'}")
+    if floor is not None:
+        served = f"driver {host.driver.version} serves it" if host.driver.version else "the driver is not known"
+        reasons.append(f"CUDA {max(cudas)} needs driver >= {floor} under the {request.driver_policy} policy; {served}")
+    warnings = _stack_warnings(host, v, t)
+    if ptx:
+        warnings.append(f"{_gpu_list(ptx)} run{'s' if len(ptx) == 1 else ''} part of the stack only through PTX: "
+                        "the first launch JIT-compiles kernels (slow once), and the driver must be at least the "
+                        "toolkit's own floor")
+    if host.driver.version is None and not request.cpu:
+        warnings.append(f"no driver given: the plan needs driver >= {floor}" if floor else
+                        "no driver given and the minimum driver is unknown")
+    return Resolution(host=host, request=request, vllm=v, torch=t, companions=companions,
+                      cuda=max(cudas) if cudas else None, min_driver=floor, ptx_gpus=tuple(ptx),
+                      reasons=tuple(reasons), warnings=tuple(warnings), rejections=tuple(checker.rejections))
+
+
+def _exact_text(spec: SpecifierSet) -> str:
+    items = list(spec)
+    if len(items) == 1 and items[0].operator == "==":
+        return items[0].version
+    return str(spec)
+
+
+def _explain(host: Host, matrix: Matrix, request: Request, checker: _Checker, provider: _Provider) -> NoCompatibleStack:
+    """Turn the rejections into a hardware-terms explanation and concrete hints."""
+    wanted = [b for b in provider.vllm if request.vllm.contains(b.version, prereleases=True)
+              and request.cpu == (b.cuda is None)]
+    rejections = checker.rejections
+    if not wanted:
+        what = f"vllm{request.vllm}" if str(request.vllm) else "vLLM"
+        backend = "CPU" if request.cpu else "CUDA"
+        return NoCompatibleStack(
+            f"the matrix has no {backend} build of {what} for {checker.platform}",
+            causes=[f"known vLLM releases: {provider.vllm[-1].version} .. {provider.vllm[0].version}"] if provider.vllm else [],
+            hints=["ask for a vLLM version the matrix knows (vresolve matrix show vllm)",
+                   "build vLLM from source (--source-build always)"])
+    newest = wanted[0].version
+    causes: list[str] = []
+    seen: set[str] = set()
+    for rj in rejections:
+        if rj.reason not in seen and (rj.candidate.startswith(f"vLLM {newest} ") or rj.kind != "driver"):
+            seen.add(rj.reason)
+            causes.append(rj.reason)
+        if len(causes) >= 6:
+            break
+    if not causes:
+        causes = [r.reason for r in rejections[:6]]
+    hints: list[str] = []
+    needs = [r.needs_driver for r in rejections if r.kind == "driver" and r.needs_driver is not None]
+    if needs and host.driver.version is not None:
+        # the smallest driver upgrade that lets the newest wanted release through
+        relaxed = _try(host, matrix, request, driver=None)
+        if relaxed is not None and relaxed.min_driver is not None:
+            hints.append(f"install NVIDIA driver >= {relaxed.min_driver} (it serves vLLM {relaxed.vllm.version} "
+                         f"with torch {relaxed.torch.version}+{relaxed.torch.variant.variant})")
+    if request.driver_policy == "toolkit" and needs:
+        alt = _try(host, matrix, request, policy="minor-compat")
+        if alt is not None:
+            hints.append(f"use --driver-policy minor-compat: vLLM {alt.vllm.version} runs on this driver under "
+                         "CUDA minor-version compatibility")
+    if str(request.vllm):
+        older = _try(host, matrix, Request(vllm=SpecifierSet(), torch=request.torch, variant=request.variant,
+                                             driver_policy=request.driver_policy, cpu=request.cpu))
+        if older is not None:
+            hints.append(f"drop the vLLM constraint ({request.vllm}): vLLM {older.vllm.version} runs here")
+    if any(r.kind == "gpu" for r in rejections):
+        hints.append("build vLLM from source for this GPU's architecture (--source-build always)")
+    if any(r.kind == "python" for r in rejections):
+        hints.append("use a Python version the release supports (--python X.Y; uv can install it)")
+    headline = (f"no build of vLLM {request.vllm or ''}".rstrip() + f" runs on this machine "
+                f"({_machine_text(host, request)})")
+    return NoCompatibleStack(headline, causes=causes, hints=hints)
+
+
+def _machine_text(host: Host, request: Request) -> str:
+    parts = []
+    if host.driver.version is not None:
+        parts.append(f"driver {host.driver.version}")
+    if not request.cpu and host.gpus:
+        parts.append(_gpu_list(host.gpus))
+    parts.append(f"Python {host.python_minor}")
+    parts.append(host.platform.tag)
+    return ", ".join(parts)
+
+
+def _try(host: Host, matrix: Matrix, request: Request, *, driver: Any = ..., policy: str | None = None
+         ) -> Resolution | None:
+    from dataclasses import replace
+
+    h = host if driver is ... else replace(host, driver=replace(host.driver, version=driver, cuda=None))
+    r = request if policy is None else replace(request, driver_policy=policy)
+    try:
+        return resolve(h, matrix, r)
+    except NoCompatibleStack:
+        return None
