@@ -48,6 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"vresolve {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
+    pl = sub.add_parser("plan", parents=[common], help="the newest vLLM stack that works on a machine, and how to install it")
+    _add_plan_flags(pl)
+    pl.add_argument("--shell", choices=("bash", "fish", "dotenv"), help="print only the environment exports")
+
     det = sub.add_parser("detect", parents=[common], help="what this machine has, and which source answered each fact")
     det.add_argument("--torch", action="store_true",
                      help="also ask torch itself (import torch in a subprocess: its CUDA and arch list)")
@@ -73,6 +77,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_plan_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gpu", default="auto", metavar="auto|none|NAME[,NAME...]|sm_XY",
+                   help="auto: detect this machine (default); none: the CPU backend; names or sm_XY: another machine")
+    p.add_argument("--driver", metavar="VER", help="the NVIDIA driver to plan for (default: detected, or unknown)")
+    p.add_argument("--python", metavar="X.Y", help="the Python to plan for (default: this interpreter's)")
+    p.add_argument("--platform", choices=("linux-x86_64", "linux-aarch64"), help="default: this machine's")
+    p.add_argument("--vllm", metavar="SPEC", help="a vLLM version or range: 0.10.1, '>=0.9,<0.11'")
+    p.add_argument("--torch", metavar="SPEC", help="a torch version or range")
+    p.add_argument("--variant", metavar="cuXYZ|cpu", help="torch's CUDA variant")
+    p.add_argument("--installer", choices=("uv", "pip", "conda"), default="uv", help="default: uv")
+    p.add_argument("--driver-policy", choices=("minor-compat", "toolkit"), default="minor-compat",
+                   help="minor-compat (default): CUDA minor-version compatibility with the PTX rule; "
+                        "toolkit: each CUDA's own minimum driver")
+    p.add_argument("--source-build", choices=("auto", "never"), default="auto",
+                   help="auto (default): wheels, and a source build named as a fix when none fits; never")
+    p.add_argument("--venv", metavar="DIR", help="the environment to create (default: .venv-vllm; conda: vllm-VERSION)")
+
+
 def _opt(args: argparse.Namespace, name: str, default: Any = None) -> Any:
     return getattr(args, name, default)
 
@@ -94,6 +116,99 @@ def _print_json(obj: dict[str, Any]) -> None:
     from .render import to_json
 
     sys.stdout.write(to_json(obj) + "\n")
+
+
+# --------------------------------------------------------------------------- plan
+
+
+def _spec(flag: str, text: str | None) -> Any:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    if not text:
+        return SpecifierSet()
+    raw = text.strip()
+    if raw[:1].isdigit():
+        raw = "==" + raw
+    try:
+        return SpecifierSet(raw)
+    except InvalidSpecifier:
+        raise UsageError(f"{flag}: invalid version or range {text!r} (expected e.g. '0.10.1' or '>=0.9,<0.11')") from None
+
+
+def _plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
+    """(matrix, host, request, detected_by) from the plan flags; detection only for --gpu auto."""
+    from dataclasses import replace
+
+    from .detect import Overrides, detect_host, fill_capabilities
+    from .plan import parse_driver, parse_platform, parse_python, target_host
+    from .resolve import Request
+    from .values import parse_variant
+
+    m = _load(args)
+    if args.variant:
+        try:
+            parse_variant(args.variant)
+        except ValueError as e:
+            raise UsageError(f"--variant: {e}") from None
+    if args.driver:
+        parse_driver(args.driver)
+    if args.python:
+        parse_python(args.python)
+    if args.platform:
+        parse_platform(args.platform)
+    request = Request(vllm=_spec("--vllm", args.vllm), torch=_spec("--torch", args.torch), variant=args.variant,
+                      driver_policy=args.driver_policy)
+    gpu = args.gpu.strip()
+    if gpu.lower() == "auto":
+        o = Overrides.from_env(driver=args.driver, python=args.python, platform=args.platform)
+        host = fill_capabilities(detect_host(o, installed=False), m)
+        if args.python:
+            host = replace(host, python=parse_python(args.python))
+        sources = sorted({g.source for g in host.gpus if g.source} | ({host.driver.source} if host.driver.source else set()))
+        detected_by = "detected: " + (", ".join(sources) if sources else "no NVIDIA GPU found")
+        if not host.gpus:
+            request = replace(request, cpu=True)
+            why = "; ".join(p for p in host.problems if "not found" in p or "no NVIDIA" in p) or "no GPU"
+            detected_by = f"no NVIDIA GPU found ({why}): planning the CPU backend"
+        elif any(g.compute_capability is None for g in host.gpus):
+            unknown = ", ".join(g.name for g in host.gpus if g.compute_capability is None)
+            raise UsageError(f"--gpu auto: the compute capability of {unknown} is unknown; name it: --gpu sm_XY")
+        return m, host, request, detected_by
+    base = detect_host(Overrides.from_env(), probe_gpus=False, installed=False)
+    host = target_host(m, gpus=gpu if gpu.lower() != "none" else "none", driver=args.driver, python=args.python,
+                       platform=args.platform, base=base)
+    if not host.gpus:
+        request = replace(request, cpu=True)
+        return m, host, request, "--gpu none: the CPU backend"
+    return m, host, request, "given on the command line"
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from .plan import build_plan, exports_text
+    from .render import envelope, error_human, plan_error_view, plan_human, plan_view
+    from .resolve import NoCompatibleStack, alternatives, resolve
+
+    m, host, request, detected_by = _plan_inputs(args)
+    try:
+        res = resolve(host, m, request)
+    except NoCompatibleStack as e:
+        if _opt(args, "json"):
+            _print_json(envelope("plan", plan_error_view(e)))
+        else:
+            print(error_human(e), file=sys.stderr)
+        return e.exit_code
+    plan = build_plan(m, res, installer=args.installer, env_dir=args.venv,
+                      alternatives=alternatives(host, m, request, res))
+    if args.shell:
+        sys.stdout.write(exports_text(plan.env, args.shell))
+        return EXIT_OK
+    if _opt(args, "json"):
+        _print_json(envelope("plan", plan_view(plan, detected_by)))
+        return EXIT_OK
+    console = _console()
+    for item in plan_human(plan, detected_by):
+        console.print(item)
+    return EXIT_OK
 
 
 # --------------------------------------------------------------------------- detect
@@ -222,6 +337,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         _setup_logging(args)
         command = args.command or "cli"
+        if args.command == "plan":
+            return _cmd_plan(args)
         if args.command == "detect":
             return _cmd_detect(args)
         if args.command == "matrix":

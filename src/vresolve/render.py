@@ -26,6 +26,11 @@ __all__ = [
     "matrix_table_view",
     "matrix_table_human",
     "detect_human",
+    "plan_view",
+    "plan_error_view",
+    "plan_human",
+    "stack_view",
+    "error_human",
 ]
 
 TABLES = ("cuda", "gpus", "torch", "vllm", "issues")
@@ -242,3 +247,119 @@ def detect_human(h: Host) -> Table:
     for problem in h.problems:
         t.add_row("[dim]not learned[/dim]", problem, "")
     return t
+
+
+# --------------------------------------------------------------------------- plan
+
+
+def _host_view(h: Host, detected_by: str) -> dict[str, Any]:
+    groups: dict[tuple[str, str | None], int] = {}
+    for g in h.gpus:
+        key = (g.name, str(g.compute_capability) if g.compute_capability else None)
+        groups[key] = groups.get(key, 0) + 1
+    return {"driver": str(h.driver.version) if h.driver.version else None,
+            "cuda_driver": str(h.driver.cuda) if h.driver.cuda else None,
+            "gpus": [{"name": n, "compute_capability": cc, "count": c} for (n, cc), c in groups.items()],
+            "python": str(h.python_minor), "platform": h.platform.tag, "detected_by": detected_by}
+
+
+def stack_view(r: Any) -> dict[str, Any]:
+    """The ``stack`` object of the plan JSON for a Resolution."""
+    return {
+        "vllm": str(r.vllm.version), "torch": str(r.torch.version),
+        "torchvision": r.companions.get("torchvision"), "torchaudio": r.companions.get("torchaudio"),
+        "companions": {k: v for k, v in r.companions.items() if k not in ("torchvision", "torchaudio")},
+        "variant": r.torch.variant.variant, "vllm_variant": r.vllm.variant,
+        "vllm_source": r.vllm.where, "torch_source": "pypi" if r.torch.pypi else "pytorch-index",
+        "cuda": str(r.cuda) if r.cuda else None, "python": str(r.host.python_minor), "install_kind": "wheel",
+    }
+
+
+def plan_view(p: Any, detected_by: str) -> dict[str, Any]:
+    """The ``vresolve.plan/1`` body of an InstallPlan (DESIGN.md fixes the field names)."""
+    from .plan import shell_line
+
+    r = p.resolution
+    return {
+        "host": _host_view(r.host, detected_by),
+        "stack": stack_view(r),
+        "requires": {"min_driver": str(r.min_driver) if r.min_driver else None,
+                     "driver_policy": r.request.driver_policy},
+        "installer": p.installer, "environment": p.env_dir,
+        "steps": [{"tool": s.tool, "argv": list(s.argv), "shell": shell_line(s.argv), "why": s.why} for s in p.steps],
+        "env": dict(p.env),
+        "verify": [{"name": c.name, "argv": list(c.argv), "expect": c.expect} for c in p.verify],
+        "reasons": list(r.reasons), "warnings": list(r.warnings),
+        "alternatives": [{"stack": stack_view(a), "min_driver": str(a.min_driver) if a.min_driver else None,
+                          "why_not_chosen": why} for a, why in p.alternatives],
+        "rejected": [{"candidate": x.candidate, "kind": x.kind, "reason": x.reason} for x in r.rejections[:50]],
+    }
+
+
+def plan_error_view(err: Any) -> dict[str, Any]:
+    return {"error": {"code": err.code, "message": err.headline, "causes": list(err.causes), "hints": list(err.hints)}}
+
+
+def plan_human(p: Any, detected_by: str) -> list[Any]:
+    """Renderables: the stack table, then why, then copy-pasteable commands."""
+    from rich.text import Text
+
+    from .plan import shell_line
+
+    r = p.resolution
+    out: list[Any] = []
+    t = Table(title=f"vLLM stack for {_machine_line(r.host)} ({detected_by})")
+    t.add_column("package")
+    t.add_column("version")
+    t.add_column("build / from")
+    t.add_row("vllm", str(r.vllm.version), f"{r.vllm.variant}, {r.vllm.where}")
+    t.add_row("torch", str(r.torch.version), f"{r.torch.variant.variant}, " + ("PyPI" if r.torch.pypi else "PyTorch index"))
+    for k, v in r.companions.items():
+        t.add_row(k, v, "pinned by the vLLM wheel")
+    floor = f"NVIDIA driver >= {r.min_driver}" if r.min_driver else "no NVIDIA driver"
+    t.add_row("[bold]needs[/bold]", floor, f"{r.request.driver_policy} policy" + (f", CUDA {r.cuda}" if r.cuda else ""))
+    out.append(t)
+    out.append(Text("Why:", style="bold"))
+    out += [Text(f"  - {x}") for x in r.reasons]
+    if r.warnings:
+        out.append(Text("Warnings:", style="bold yellow"))
+        out += [Text(f"  ! {x}") for x in r.warnings]
+    out.append(Text(f"Install ({p.installer}, into {p.env_dir}):", style="bold"))
+    for s in p.steps:
+        out.append(Text(f"  # {s.why}", style="dim"))
+        out.append(Text(f"  {shell_line(s.argv)}"))
+    if p.env:
+        out.append(Text("Environment:", style="bold"))
+        for (k, v), (_, why) in zip(p.env, p.env_reasons):
+            out.append(Text(f"  # {why}", style="dim"))
+            out.append(Text(f"  export {k}={v}"))
+    out.append(Text("Verify:", style="bold"))
+    for c in p.verify:
+        out.append(Text(f"  # {c.name}: expect {c.expect!r}", style="dim"))
+        out.append(Text(f"  {shell_line(c.argv)}"))
+    if p.alternatives:
+        out.append(Text("Alternatives:", style="bold"))
+        for a, why in p.alternatives:
+            out.append(Text(f"  - vLLM {a.vllm.version} + torch {a.torch.version}+{a.torch.variant.variant}: {why}"))
+    return out
+
+
+def _machine_line(h: Host) -> str:
+    groups: dict[str, int] = {}
+    for g in h.gpus:
+        groups[g.name] = groups.get(g.name, 0) + 1
+    gpus = ", ".join(n if c == 1 else f"{c}x {n}" for n, c in groups.items()) or "no GPU"
+    drv = f"driver {h.driver.version}" if h.driver.version else "driver not given"
+    return f"{gpus}, {drv}, Python {h.python_minor}, {h.platform.tag}"
+
+
+def error_human(err: Any) -> str:
+    """pip-style diagnostic text for NoCompatibleStack."""
+    lines = [f"error: {err.code}", f"  × {err.headline}"]
+    if err.causes:
+        lines.append("  ╰─> The conflict is caused by:")
+        lines += [f"        {c}" for c in err.causes]
+    if err.hints:
+        lines.append("  hint: To fix this you could try to:")
+        lines += [f"        {i}. {h}" for i, h in enumerate(err.hints, 1)]
+    return "\n".join(lines)

@@ -56,6 +56,7 @@ __all__ = [
     "driver_serves",
     "vllm_builds",
     "resolve",
+    "alternatives",
 ]
 
 POLICIES = ("minor-compat", "toolkit")
@@ -544,6 +545,12 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
         warnings.append(f"{_gpu_list(ptx)} run{'s' if len(ptx) == 1 else ''} part of the stack only through PTX: "
                         "the first launch JIT-compiles kernels (slow once), and the driver must be at least the "
                         "toolkit's own floor")
+    if host.driver.version is not None and request.driver_policy == "minor-compat" and cudas:
+        own = driver_floor(matrix, max(cudas), "toolkit", False)
+        if own is not None and host.driver.version < own:
+            warnings.append(f"this stack relies on CUDA minor-version compatibility: CUDA {max(cudas)}'s own "
+                            f"minimum driver is {own} (driver {host.driver.version} is older); PTX JIT and a few "
+                            "newer CUDA APIs are unavailable until the driver is upgraded")
     if host.driver.version is None and not request.cpu:
         warnings.append(f"no driver given: the plan needs driver >= {floor}" if floor else
                         "no driver given and the minimum driver is unknown")
@@ -631,3 +638,21 @@ def _try(host: Host, matrix: Matrix, request: Request, *, driver: Any = ..., pol
         return resolve(h, matrix, r)
     except NoCompatibleStack:
         return None
+
+
+def alternatives(host: Host, matrix: Matrix, request: Request, chosen: Resolution) -> list[tuple[Resolution, str]]:
+    """Stacks worth knowing about that were not chosen, each with the reason.
+
+    A newer vLLM that a driver upgrade would allow (naming the driver); the simplest
+    install (PyPI wheels only) when a variant was chosen and a driver upgrade allows it.
+    """
+    out: list[tuple[Resolution, str]] = []
+    if host.driver.version is None or request.cpu:
+        return out
+    free = _try(host, matrix, request, driver=None)
+    if free is not None and (free.vllm.version, free.vllm.where == "pypi") > (chosen.vllm.version,
+                                                                             chosen.vllm.where == "pypi"):
+        newer = free.vllm.version > chosen.vllm.version
+        what = "a newer vLLM" if newer else "the simpler PyPI install"
+        out.append((free, f"{what} needs NVIDIA driver >= {free.min_driver}; this machine has {host.driver.version}"))
+    return out
