@@ -132,8 +132,8 @@ BROKEN = [
                  ["wheels/vllm.yaml: releases[0] '0.33.0': vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl"
                   ".requires.torch: expected an exact pin, got '>=2.13'"], id="vllm-pin-not-exact"),
     pytest.param({"wheels/torchvision.yaml": _set("releases.0.wheels.0.requires.torch", "==2.13.0")},
-                 ["torch.yaml: releases[0] '2.14.0': companions.torchvision: torchvision 0.29.0's wheels pin "
-                  "torch ==2.13.0, not ==2.14.0"], id="companion-pin"),
+                 ["torch.yaml: releases[0] '2.14.0': companions.torchvision: torchvision 0.29.0's wheels require "
+                  "torch ==2.13.0, which excludes 2.14.0"], id="companion-pin"),
     pytest.param({"wheels/vllm.yaml": _set("releases.0.version", "0.32.0")},
                  ["wheels/vllm.yaml: releases[0] '0.32.0': wheels[0].filename: is not a wheel of vllm 0.32.0",
                   "vllm.yaml: releases[0] '0.33.0': version: no such release in wheels/vllm.yaml "

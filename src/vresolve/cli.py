@@ -139,7 +139,7 @@ def _plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
     """(matrix, host, request, detected_by) from the plan flags; detection only for --gpu auto."""
     from dataclasses import replace
 
-    from .detect import Overrides, detect_host, fill_capabilities
+    from .detect import Overrides, detect_host, detect_interpreter, fill_capabilities
     from .plan import parse_driver, parse_platform, parse_python, target_host
     from .resolve import Request
     from .values import parse_variant
@@ -174,7 +174,7 @@ def _plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
             unknown = ", ".join(g.name for g in host.gpus if g.compute_capability is None)
             raise UsageError(f"--gpu auto: the compute capability of {unknown} is unknown; name it: --gpu sm_XY")
         return m, host, request, detected_by
-    base = detect_host(Overrides.from_env(), probe_gpus=False, installed=False)
+    base = detect_interpreter()
     host = target_host(m, gpus=gpu if gpu.lower() != "none" else "none", driver=args.driver, python=args.python,
                        platform=args.platform, base=base)
     if not host.gpus:

@@ -50,6 +50,7 @@ __all__ = [
     "Overrides",
     "detect_host",
     "fill_capabilities",
+    "detect_interpreter",
     "probe_torch",
     "parse_proc_driver_version",
     "parse_proc_gpu_information",
@@ -634,6 +635,18 @@ def detect_host(o: Overrides | None = None, *, probe_gpus: bool = True, installe
         toolkits=_probe_toolkits(o, problems), installed=_probe_installed() if installed else (),
         env=env, problems=tuple(problems),
     )
+
+
+def detect_interpreter(o: Overrides | None = None) -> Host:
+    """Only this interpreter's Python and platform (no GPU, driver, toolkit or package probes).
+
+    For planning another machine, where the flags give the rest.
+    """
+    o = o or Overrides.from_env()
+    problems: list[str] = []
+    python = Version(o.python) if o.python else Version(_platform.python_version())
+    return Host(python=python, python_executable=sys.executable, platform=_probe_platform(o, problems),
+                problems=tuple(problems))
 
 
 def fill_capabilities(host: Host, matrix: Matrix) -> Host:

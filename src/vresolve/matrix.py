@@ -20,11 +20,9 @@ import pickle
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
@@ -56,10 +54,12 @@ __all__ = [
     "matrix_to_dicts",
 ]
 
-try:  # the C loader is ~10x faster; fall back quietly where libyaml is missing
-    _YamlLoader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on the PyYAML build
-    _YamlLoader = yaml.SafeLoader
+
+def _yaml_loader() -> Any:
+    """PyYAML's C loader (about 10x faster), or the pure-Python one where libyaml is missing."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 CAUSE_CODES = (
     "source-tree-shadowing",
@@ -322,6 +322,11 @@ def default_matrix_path() -> Path:
     env = os.environ.get("VRESOLVE_MATRIX")
     if env:
         return Path(env)
+    beside = Path(__file__).parent / "compat_matrix"  # where the wheel puts it: the package's own resource
+    if beside.is_dir():
+        return beside
+    from importlib import resources  # slower to import; for installs that are not plain directories
+
     packaged = resources.files("vresolve") / "compat_matrix"
     if packaged.is_dir():
         return Path(str(packaged))
@@ -658,6 +663,8 @@ def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel
         comps = r.get(d, "companions", row, dict)
         companions = {}
         for k, v in (comps or {}).items():
+            if v is None:
+                continue  # no release of that companion for this torch
             if k not in ("torchvision", "torchaudio", "triton"):
                 r.problem(row, f"companions.{k}", "unknown companion (expected torchvision, torchaudio, triton)")
                 continue
@@ -919,10 +926,11 @@ def _cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, .
             cv = t.companions.get(comp)
             if cv is None or cv not in table:
                 continue
-            pins = {str(w.requires.get("torch")) for w in table[cv] if w.platform.startswith("linux") and "torch" in w.requires}
-            if pins and f"=={t.version}" not in pins:
+            specs = [w.requires["torch"] for w in table[cv] if w.platform.startswith("linux") and "torch" in w.requires]
+            if specs and not any(s.contains(t.version, prereleases=True) for s in specs):
                 p("torch.yaml", row, f"companions.{comp}",
-                  f"{comp} {cv}'s wheels pin torch {', '.join(sorted(pins))}, not =={t.version}")
+                  f"{comp} {cv}'s wheels require torch {', '.join(sorted({str(s) for s in specs}))}, "
+                  f"which excludes {t.version}")
     torch_versions = _named_versions(docs["torch.yaml"], "releases")
 
     # vllm.yaml
@@ -1051,6 +1059,9 @@ def load_matrix(path: str | os.PathLike[str] | None = None, *, cache: bool = Tru
 
 
 def _parse_matrix(root: Path, raw: Mapping[str, bytes | None], revision: str) -> Matrix:
+    import yaml
+
+    loader = _yaml_loader()
     problems: list[MatrixProblem] = []
     docs: dict[str, dict[str, Any] | None] = {}
     for name, tables in FILES.items():
@@ -1060,7 +1071,7 @@ def _parse_matrix(root: Path, raw: Mapping[str, bytes | None], revision: str) ->
             docs[name] = None
             continue
         try:
-            doc = yaml.load(data, Loader=_YamlLoader)
+            doc = yaml.load(data, Loader=loader)
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             where = f"line {mark.line + 1}" if mark is not None else ""
@@ -1223,6 +1234,8 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
 
 def dump_yaml(doc: Any) -> str:
     """YAML text in the matrix's house style (block style, keys in insertion order)."""
+    import yaml
+
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     return yaml.dump(doc, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100,
                      default_flow_style=False)

@@ -85,14 +85,21 @@ def _applies(marker: Marker, env: dict[str, str]) -> bool:
     return marker.evaluate(env)  # type: ignore[arg-type]
 
 
-def derive_cuda(reqs: Iterable[Requirement]) -> str | None:
+def derive_cuda(reqs: Iterable[Requirement], platform: str = "linux-x86_64") -> str | None:
     """The CUDA version a torch wheel was built for, from its CUDA runtime requirement.
 
     ``nvidia-cuda-runtime-cu12==12.4.127`` -> ``12.4``; ``cuda-toolkit[cudart]==13.0.2`` or
-    ``nvidia-cuda-runtime==13.0.96`` -> ``13.0``; a CPU wheel has none -> None.
+    ``nvidia-cuda-runtime==13.0.96`` -> ``13.0``; a CPU wheel has none -> None. Requirements
+    whose marker is false on ``platform`` do not count (torch 2.1's aarch64 wheel lists the
+    x86_64-only CUDA packages).
     """
+    machine = platform.split("-", 1)[1]
+    env = {"platform_system": "Linux", "sys_platform": "linux", "platform_machine": machine, "extra": "",
+           "python_version": "3.12", "python_full_version": "3.12.0", "os_name": "posix"}
     candidates = {}
     for req in reqs:
+        if req.marker is not None and not _applies(req.marker, env):
+            continue
         name = canonicalize_name(req.name)
         if name.startswith("nvidia-cuda-runtime") or name == "cuda-toolkit":
             for spec in req.specifier:
@@ -163,7 +170,7 @@ def _wheel_row(package: str, spec: _Spec, pick: _Pick, metadata: bytes) -> dict[
     if pick.pythons:
         row["pythons"] = list(pick.pythons)
     if package == "torch":
-        cuda = derive_cuda(reqs)
+        cuda = derive_cuda(reqs, pick.platform)
         if cuda is not None:
             row["cuda"] = cuda
     if "sha256" in pick.file.hashes:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
-
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from .errors import VresolveError
 from .host import Host
 from .matrix import Matrix, Provenance, VllmRelease, Wheel
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 __all__ = [
     "TABLES",
@@ -158,6 +159,8 @@ def _source_cell(p: Provenance) -> str:
 
 def matrix_table_human(m: Matrix, table: str) -> Table:
     """A rich table of one matrix table, one line per row."""
+    from rich.table import Table
+
     t = Table(title=f"{table} ({m.path}, revision {m.revision})", show_lines=False)
     if table == "cuda":
         for col in ("CUDA", "released", "min driver (Linux)", "minor-compat floor", "nvcc archs", "verified"):
@@ -200,6 +203,8 @@ def matrix_table_human(m: Matrix, table: str) -> Table:
 
 def detect_human(h: Host) -> Table:
     """The detected machine, one fact per line, with the source that answered it."""
+    from rich.table import Table
+
     t = Table(title="this machine", show_header=True)
     t.add_column("fact")
     t.add_column("value")
@@ -302,6 +307,7 @@ def plan_error_view(err: Any) -> dict[str, Any]:
 
 def plan_human(p: Any, detected_by: str) -> list[Any]:
     """Renderables: the stack table, then why, then copy-pasteable commands."""
+    from rich.table import Table
     from rich.text import Text
 
     from .plan import shell_line

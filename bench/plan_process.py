@@ -1,0 +1,46 @@
+"""Time ``vresolve plan`` as a whole process against ``python -c pass`` on the same interpreter.
+
+    python bench/plan_process.py [--runs 15] [-- PLAN ARGS...]
+
+Default plan arguments: ``--gpu "NVIDIA H200" --driver 580.159.04`` (no probing, so the
+figure is the cost of vresolve itself). Each command runs once to warm the OS caches and
+vresolve's matrix cache, then ``--runs`` times; prints the medians and their ratio, for the
+human output and for ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+
+def _median_ms(argv: list[str], runs: int) -> float:
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("plan_args", nargs="*")
+    args = ap.parse_args()
+    if args.runs < 9:
+        ap.error("--runs: at least 9")
+    plan_args = args.plan_args or ["--gpu", "NVIDIA H200", "--driver", "580.159.04"]
+    base = _median_ms([sys.executable, "-c", "pass"], args.runs)
+    print(f"python -c pass: median {base:.1f} ms ({args.runs} runs, {sys.executable})")
+    for label, extra in (("human", []), ("--json", ["--json"])):
+        t = _median_ms([sys.executable, "-m", "vresolve", "plan", *plan_args, *extra], args.runs)
+        print(f"vresolve plan {' '.join(plan_args)} ({label}): median {t:.1f} ms, ratio {t / base:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
