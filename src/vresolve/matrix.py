@@ -987,16 +987,6 @@ def _exact(spec: SpecifierSet | None) -> Version | None:
 _CACHE_FORMAT = 1
 
 
-def _cache_dir() -> Path | None:
-    """``$VRESOLVE_CACHE_DIR``, else ``$XDG_CACHE_HOME/vresolve``, else ``~/.cache/vresolve``;
-    ``VRESOLVE_CACHE_DIR=""`` turns the cache off."""
-    env = os.environ.get("VRESOLVE_CACHE_DIR")
-    if env is not None:
-        return Path(env) if env else None
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "vresolve"
-
-
 def _cache_key(revision: str) -> str:
     import sys
 
@@ -1037,8 +1027,10 @@ def load_matrix(path: str | os.PathLike[str] | None = None, *, cache: bool = Tru
             continue
         digest.update(name.encode() + b"\0" + raw[name] + b"\0")
     revision = digest.hexdigest()[:16]
-    cdir = _cache_dir() if cache else None
-    cfile = cdir / f"matrix-{_cache_key(revision)}.pickle" if cdir else None
+    from ._cache import cache_dir
+
+    cdir = cache_dir() if cache else None
+    cfile = Path(cdir) / f"matrix-{_cache_key(revision)}.pickle" if cdir else None
     if cfile is not None:
         try:
             with open(cfile, "rb") as fh:

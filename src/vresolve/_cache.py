@@ -1,0 +1,121 @@
+"""vresolve's user cache: where it lives, and the output cache of ``vresolve plan``.
+
+Kept free of heavy imports on purpose: the output cache is consulted before anything else
+is imported, so that a repeated ``vresolve plan`` for the same target costs about as much
+as starting Python.
+
+The plan output cache answers only for plans that do not probe the machine (``--gpu``
+names GPUs, ``sm_XY`` or ``none``), and its key covers everything the output depends on:
+the arguments, every ``VRESOLVE_*`` variable and the terminal-related ones, the
+interpreter (its Python and platform are the defaults of a plan), whether stdout is a
+terminal, and the size and modification time of every file of the matrix and of
+vresolve's own code. ``VRESOLVE_CACHE_DIR=`` (empty) turns every cache off.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["cache_dir", "plan_output_key", "read_plan_output", "write_plan_output"]
+
+_TERMINAL_VARS = ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES", "TERM", "COLORTERM")
+
+
+def cache_dir() -> str | None:
+    """``$VRESOLVE_CACHE_DIR``, else ``$XDG_CACHE_HOME/vresolve``, else ``~/.cache/vresolve``;
+    ``VRESOLVE_CACHE_DIR=""`` turns the cache off."""
+    env = os.environ.get("VRESOLVE_CACHE_DIR")
+    if env is not None:
+        return env or None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "vresolve")
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(name + "="):
+            return a[len(name) + 1:]
+    return None
+
+
+def _stat_tree(root: str, out: list[str]) -> None:
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        out.append(f"{root}:missing")
+        return
+    for e in entries:
+        if e.is_dir():
+            if e.name != "__pycache__":
+                _stat_tree(e.path, out)
+        elif e.name.endswith((".py", ".yaml")):
+            st = e.stat()
+            out.append(f"{e.path}:{st.st_size}:{st.st_mtime_ns}")
+
+
+def plan_output_key(argv: list[str]) -> str | None:
+    """The cache key of ``vresolve <argv>`` (the full text of what the output depends on),
+    or None when its output must be computed."""
+    if not argv or argv[0] != "plan" or cache_dir() is None:
+        return None
+    gpu = _flag(argv, "--gpu")
+    if gpu is None or gpu.strip().lower() == "auto":
+        return None  # probes the machine: never from the cache
+    here = os.path.dirname(os.path.abspath(__file__))
+    matrix = _flag(argv, "--matrix") or os.environ.get("VRESOLVE_MATRIX")
+    if matrix is None:
+        beside = os.path.join(here, "compat_matrix")
+        matrix = beside if os.path.isdir(beside) else os.path.join(os.path.dirname(os.path.dirname(here)), "compat_matrix")
+    parts = ["plan-output/1", repr(argv), sys.executable, sys.version, os.uname().machine,
+             str(sys.stdout.isatty()), os.path.abspath(matrix)]
+    parts += sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("VRESOLVE_") or k in _TERMINAL_VARS)
+    _stat_tree(here, parts)
+    _stat_tree(os.path.abspath(matrix), parts)
+    return "\n".join(parts)
+
+
+def _file_name(key: str) -> str:
+    # a cheap name (zlib is already loaded); the full key is stored and compared on read
+    import zlib
+
+    data = key.encode("utf-8", "surrogateescape")
+    return f"plan-{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}.out"
+
+
+def read_plan_output(key: str) -> tuple[int, bytes, bytes] | None:
+    """(exit code, stdout, stderr) of an earlier identical plan, or None."""
+    d = cache_dir()
+    if d is None:
+        return None
+    try:
+        with open(os.path.join(d, _file_name(key)), "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    head, sep, rest = data.partition(b"\n")
+    try:
+        code, key_len, out_len = (int(x) for x in head.split(b" "))
+    except ValueError:
+        return None
+    stored_key, body = rest[:key_len], rest[key_len:]
+    if not sep or stored_key != key.encode("utf-8", "surrogateescape") or len(body) < out_len:
+        return None
+    return code, body[:out_len], body[out_len:]
+
+
+def write_plan_output(key: str, code: int, out: bytes, err: bytes) -> None:
+    d = cache_dir()
+    if d is None:
+        return
+    from pathlib import Path
+
+    from ._atomic import write_bytes_atomic
+
+    k = key.encode("utf-8", "surrogateescape")
+    try:
+        write_bytes_atomic(Path(d) / _file_name(key), f"{code} {len(k)} {len(out)}\n".encode() + k + out + err)
+    except OSError:
+        pass
