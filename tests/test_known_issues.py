@@ -42,7 +42,7 @@ def test_excerpt_is_classified_right(path: Path, issues) -> None:  # type: ignor
     (expected,) = head["expect"]
     allowed = {expected, *head.get("also", [])}
     assert head["source"][0].startswith("https://"), "every excerpt cites its thread"
-    matched = {k.cause for k in issues if any(sig.search(body) for sig in k.signatures)}
+    matched = {k.cause for k in issues if any(sig.search(body) for sig in k.patterns())}
     assert expected in matched, f"{path.name}: expected {expected}, matched {sorted(matched)}"
     assert matched <= allowed, f"{path.name}: also matched {sorted(matched - allowed)}"
 

@@ -34,7 +34,7 @@ def test_tiny_matrix_loads_into_typed_objects() -> None:
     t = m.torch_release(Version("2.14.0"))
     assert t.variant("cu130").pypi_default == frozenset({"linux-x86_64"})
     assert t.wheels[0].cuda == Version("13.0")
-    assert m.known_issues[0].signatures[0].search("ModuleNotFoundError: No module named 'vllm._C'")
+    assert m.known_issues[0].patterns()[0].search("ModuleNotFoundError: No module named 'vllm._C'")
 
 
 def _round_trip(path: Path, tmp_path: Path) -> None:

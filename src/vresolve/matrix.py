@@ -101,9 +101,12 @@ WHEEL_PACKAGES = ("torch", "torchvision", "torchaudio", "vllm")
 
 
 # --------------------------------------------------------------------------- objects
+# Frozen dataclasses without __slots__: the validated matrix is cached as a pickle, and
+# unpickling slotted dataclasses goes through a Python-level __setstate__ per object
+# (about three times slower for the matrix's ~5,000 objects).
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class Provenance:
     """Where a row's facts come from and how they were checked."""
 
@@ -117,7 +120,7 @@ class Provenance:
         return self.verified != "unverified"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class DriverFloor:
     """Minimum driver versions; None where NVIDIA publishes none (written as ``null``)."""
 
@@ -125,20 +128,20 @@ class DriverFloor:
     windows: DriverVersion | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class CudaMajor:
     major: int
     minor_compat_driver: DriverFloor
     provenance: Provenance
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class ToolkitUpdate:
     version: Version
     min_driver: DriverFloor
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class CudaToolkit:
     version: Version  # major.minor
     released: str  # "2025-01-23", or "2020-07" where only the month is sourced
@@ -156,14 +159,14 @@ class CudaToolkit:
         return self.nvcc_lowest <= cc.base <= self.nvcc_highest
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class Architecture:
     family: str
     compute_capabilities: tuple[Capability, ...]
     provenance: Provenance
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class Gpu:
     name: str
     names: tuple[str, ...]
@@ -175,7 +178,7 @@ class Gpu:
     provenance: Provenance
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class Wheel:
     """Facts read off one wheel's own METADATA (generated into ``wheels/*.yaml``)."""
 
@@ -193,7 +196,7 @@ class Wheel:
     provenance: Provenance
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class TorchVariant:
     variant: str  # "cu128" | "cpu"
     cuda: Version | None
@@ -206,7 +209,7 @@ class TorchVariant:
         return tuple(self.archs)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class TorchRelease:
     version: Version
     python: tuple[Version, ...]
@@ -219,13 +222,13 @@ class TorchRelease:
         return next((v for v in self.variants if v.variant == name), None)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class Kernels:
     archs: ArchList
     min_compute_capability: Capability
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class VllmVariant:
     variant: str
     cuda: Version | None
@@ -235,7 +238,7 @@ class VllmVariant:
     provenance: Provenance
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class VllmRelease:
     version: Version
     cuda: Version | None  # CUDA of the PyPI wheel
@@ -259,19 +262,24 @@ class VllmRelease:
         return next((w.requires_python for w in self.wheels if w.requires_python), None)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class KnownIssue:
+    """A log signature -> cause -> explanation and fix. ``patterns()`` compiles on first use."""
+
     id: str
     cause: str
     severity: str
     title: str
-    signatures: tuple[re.Pattern[str], ...]
+    signatures: tuple[str, ...]  # regular expressions, checked at load; see patterns()
     explanation: str
     fix: str
     provenance: Provenance
 
+    def patterns(self) -> tuple[re.Pattern[str], ...]:
+        return tuple(re.compile(s, re.MULTILINE) for s in self.signatures)  # re caches compiled patterns
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+
+@dataclass(frozen=True, kw_only=True)
 class Matrix:
     path: str = field(compare=False)
     revision: str = field(compare=False)  # sha256 of the files' bytes, first 16 hex digits
@@ -478,6 +486,11 @@ class _Rows:
         if linux is None and m.get("linux") is not None:
             return None
         return DriverFloor(linux=linux, windows=windows)
+
+
+def _checked_regex(text: str) -> str:
+    re.compile(text, re.MULTILINE)  # raises re.error, reported with the row
+    return text
 
 
 def _iso_date(text: str) -> str:
@@ -748,7 +761,7 @@ def _read_known_issues(doc: dict[str, Any], r: _Rows) -> tuple[KnownIssue, ...]:
         cause = r.choice(d, "cause", row, CAUSE_CODES)
         severity = r.choice(d, "severity", row, SEVERITIES)
         title = r.get(d, "title", row, str)
-        sigs = r.list_of(d, "signatures", row, lambda s: re.compile(s, re.MULTILINE), "regular expression")
+        sigs = r.list_of(d, "signatures", row, _checked_regex, "regular expression")
         if sigs == ():
             r.problem(row, "signatures", "expected at least one regular expression")
         explanation = r.get(d, "explanation", row, str)
@@ -1212,7 +1225,7 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
     }
     issues = {"issues": [{
         "id": k.id, "cause": k.cause, "severity": k.severity, "title": k.title,
-        "signatures": [s.pattern for s in k.signatures], "explanation": k.explanation, "fix": k.fix,
+        "signatures": list(k.signatures), "explanation": k.explanation, "fix": k.fix,
         **_prov(k.provenance)} for k in m.known_issues]}
     return {
         "cuda.yaml": cuda, "gpus.yaml": gpus, "torch.yaml": torch, "vllm.yaml": vllm,

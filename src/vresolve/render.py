@@ -129,7 +129,7 @@ def matrix_table_view(m: Matrix, table: str) -> list[dict[str, Any]]:
         return [_vllm_row(r) for r in m.vllm]
     if table == "issues":
         return [{"id": k.id, "cause": k.cause, "severity": k.severity, "title": k.title,
-                 "signatures": [s.pattern for s in k.signatures], "explanation": k.explanation,
+                 "signatures": list(k.signatures), "explanation": k.explanation,
                  "fix": k.fix, **_prov(k.provenance)} for k in m.known_issues]
     raise ValueError(table)
 
