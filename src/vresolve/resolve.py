@@ -259,15 +259,24 @@ def _gpu_list(gpus: Iterable[HostGpu]) -> str:
 
 
 def vllm_builds(matrix: Matrix, platform: str) -> list[VllmBuild]:
-    """Every vLLM build for the platform, newest release first; PyPI's wheel before variants."""
+    """Every vLLM build for the platform, in the resolver's order of preference.
+
+    Builds whose facts the matrix marks ``unverified`` come after every other build
+    (cautious: they may not exist as described); then the newest release first; then
+    PyPI's wheel before other indexes; then the newest CUDA.
+    """
     out = []
     for r in sorted(matrix.vllm, key=lambda r: r.version, reverse=True):
         wheels = r.wheels_for(platform)
         pins = wheels[0].requires if wheels else {}
         if wheels:
-            variant = "cpu" if r.cuda is None else variant_for_cuda(r.cuda)
-            out.append(VllmBuild(release=r, variant=variant, cuda=r.cuda, where="pypi", kernels=r.kernels,
-                                 wheel=wheels[0], pins=pins, provenance=r.provenance))
+            # the PyPI wheel of another platform can be a different build (0.10.2's aarch64 wheel: CUDA 12.9)
+            own = next((v for v in r.variants if v.where == "pypi" and platform in v.platforms), None)
+            cuda, kernels, prov = (own.cuda, own.kernels or r.kernels, own.provenance) if own else (
+                r.cuda, r.kernels, r.provenance)
+            variant = "cpu" if cuda is None else variant_for_cuda(cuda)
+            out.append(VllmBuild(release=r, variant=variant, cuda=cuda, where="pypi", kernels=kernels,
+                                 wheel=wheels[0], pins=pins, provenance=prov))
         for v in r.variants:
             if platform not in v.platforms or v.where == "pypi":
                 continue
@@ -275,7 +284,17 @@ def vllm_builds(matrix: Matrix, platform: str) -> list[VllmBuild]:
             out.append(VllmBuild(release=r, variant=v.variant, cuda=v.cuda, where=v.where,
                                  kernels=v.kernels or r.kernels, wheel=wheels[0] if wheels else None,
                                  pins=pins, provenance=v.provenance))
+    out.sort(key=lambda b: (not b.provenance.trusted, -_vkey(b.version), b.where != "pypi",
+                            -(b.cuda.major * 100 + b.cuda.minor) if b.cuda else 0))
     return out
+
+
+def _vkey(v: Version) -> float:
+    """A number that orders release versions (for a sort key that negates)."""
+    n = 0.0
+    for i, part in enumerate(v.release[:4]):
+        n += part * 1000.0 ** (3 - i)
+    return n
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -294,8 +313,9 @@ class Rejection:
 class _Checker:
     """The host's facts as candidate filters; remembers every rejection and its reason."""
 
-    def __init__(self, host: Host, matrix: Matrix, request: Request) -> None:
+    def __init__(self, host: Host, matrix: Matrix, request: Request, allow_unverified: bool) -> None:
         self.host, self.matrix, self.request = host, matrix, request
+        self.allow_unverified = allow_unverified
         self.gpus = [g for g in host.gpus if g.compute_capability is not None]
         self.platform = host.platform.tag
         self.python = host.python_minor
@@ -332,6 +352,8 @@ class _Checker:
         r = self.request
         if r.cpu != (c.cuda is None):
             return False  # the other backend: not a rejection worth reporting
+        if not self.allow_unverified and not c.provenance.trusted:
+            return False  # the first, cautious pass uses verified facts only
         if c.wheel is None and c.where == "pypi":
             self.reject(c, "platform", f"{c.format_for_error()} has no wheel for {self.platform}")
             return False
@@ -374,6 +396,8 @@ class _Checker:
         return True
 
     def torch_ok(self, c: TorchBuild) -> bool:
+        if not self.allow_unverified and not c.variant.provenance.trusted:
+            return False
         if self.python not in c.release.python:
             self.reject(c, "python", f"{c.format_for_error()} has no wheel for Python {self.python} "
                         f"(it has {', '.join(map(str, c.release.python))})")
@@ -393,8 +417,8 @@ def _torch_builds(matrix: Matrix, platform: str) -> dict[Version, list[TorchBuil
         builds = [TorchBuild(release=t, variant=v, platform=platform, pypi=platform in v.pypi_default)
                   for v in t.variants if platform in v.archs]
         # PyPI's default first (the simplest install), then the newest CUDA, trusted facts first
-        builds.sort(key=lambda b: (not b.pypi, -(b.cuda.major * 100 + b.cuda.minor) if b.cuda else 0,
-                                   not b.variant.provenance.trusted))
+        builds.sort(key=lambda b: (not b.pypi, not b.variant.provenance.trusted,
+                                   -(b.cuda.major * 100 + b.cuda.minor) if b.cuda else 0))
         out[t.version] = builds
     return out
 
@@ -511,13 +535,18 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
     """The best stack for ``host`` under ``request``, or NoCompatibleStack with causes and hints."""
     if request.driver_policy not in POLICIES:
         raise ValueError(request.driver_policy)
-    checker = _Checker(host, matrix, request)
-    provider = _Provider(matrix, checker, request)
-    resolver: Resolver[Any, Any, str] = Resolver(provider, BaseReporter())
-    try:
-        result = resolver.resolve([VllmRequirement(spec=request.vllm)], max_rounds=500)
-    except ResolutionImpossible:
-        raise _explain(host, matrix, request, checker, provider) from None
+    # Cautious about unverified facts: a first pass uses verified facts only; a stack that
+    # needs an unverified build is chosen only when nothing verified fits, and says so.
+    for allow_unverified in (False, True):
+        checker = _Checker(host, matrix, request, allow_unverified)
+        provider = _Provider(matrix, checker, request)
+        resolver: Resolver[Any, Any, str] = Resolver(provider, BaseReporter())
+        try:
+            result = resolver.resolve([VllmRequirement(spec=request.vllm)], max_rounds=500)
+            break
+        except ResolutionImpossible:
+            if allow_unverified:
+                raise _explain(host, matrix, request, checker, provider) from None
     v: VllmBuild = result.mapping["vllm"]
     t: TorchBuild = result.mapping["torch"]
     gpus = checker.gpus
@@ -581,15 +610,24 @@ def _explain(host: Host, matrix: Matrix, request: Request, checker: _Checker, pr
                    "build vLLM from source (--source-build always)"])
     newest = wanted[0].version
     causes: list[str] = []
-    seen: set[str] = set()
+    driver_rj = [r for r in rejections if r.kind == "driver" and r.needs_driver is not None]
+    if driver_rj and host.driver.version is not None:
+        served = driver_serves(matrix, host.driver.version, request.driver_policy)
+        least = min(driver_rj, key=lambda r: r.needs_driver)  # type: ignore[arg-type, return-value]
+        causes.append(f"driver {host.driver.version} serves CUDA {served or 'none'} at most under the "
+                      f"{request.driver_policy} policy; the least demanding build that fits otherwise, "
+                      f"{least.candidate}, needs {least.needs_driver}")
+    for kind in ("gpu", "python", "platform"):
+        of_kind = [r for r in rejections if r.kind == kind]
+        if of_kind:
+            causes.append(of_kind[0].reason)  # the newest release's reason
+            if of_kind[-1].reason != of_kind[0].reason:
+                causes.append(of_kind[-1].reason)  # the oldest release's: nothing between fits either
     for rj in rejections:
-        if rj.reason not in seen and (rj.candidate.startswith(f"vLLM {newest} ") or rj.kind != "driver"):
-            seen.add(rj.reason)
-            causes.append(rj.reason)
         if len(causes) >= 6:
             break
-    if not causes:
-        causes = [r.reason for r in rejections[:6]]
+        if rj.candidate.startswith(f"vLLM {newest} ") and rj.reason not in causes and rj.kind == "driver":
+            causes.append(rj.reason)
     hints: list[str] = []
     needs = [r.needs_driver for r in rejections if r.kind == "driver" and r.needs_driver is not None]
     if needs and host.driver.version is not None:
