@@ -235,6 +235,7 @@ class VllmVariant:
     where: str
     platforms: tuple[str, ...]
     kernels: Kernels | None  # None: the release's kernels
+    torch_pins: Mapping[str, Version]  # platform -> the torch this build pins, where not the PyPI wheel's
     provenance: Provenance
 
 
@@ -297,8 +298,12 @@ class Matrix:
     extra_wheels: Mapping[str, Mapping[Version, tuple[Wheel, ...]]]  # torchvision, torchaudio
 
     def toolkit(self, version: Version) -> CudaToolkit | None:
-        key = Version(f"{version.major}.{version.minor}")
-        return next((t for t in self.toolkits if t.version == key), None)
+        """The toolkit row of ``version``'s major.minor (12.8.1 -> the 12.8 row)."""
+        index = _INDEXES.get(("toolkits", self.revision))
+        if index is None:
+            index = _INDEXES[("toolkits", self.revision)] = {(t.version.major, t.version.minor): t
+                                                             for t in self.toolkits}
+        return index.get((version.major, version.minor))
 
     def cuda_major(self, major: int) -> CudaMajor | None:
         return next((m for m in self.cuda_majors if m.major == major), None)
@@ -316,6 +321,9 @@ class Matrix:
             (g for g in self.gpus if key in {_gpu_key(n) for n in (g.name, *g.names, *g.aliases)}),
             None,
         )
+
+
+_INDEXES: dict[tuple[str, str], Any] = {}  # lookup tables per matrix revision, built on first use
 
 
 def _gpu_key(text: str) -> str:
@@ -732,7 +740,8 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
             vd = r.mapping(vd, row, fld)
             if vd is None:
                 continue
-            r.known(vd, row, ("variant", "cuda", "where", "platforms", "kernels", *_PROV), prefix=fld + ".")
+            r.known(vd, row, ("variant", "cuda", "where", "platforms", "kernels", "torch_pins", *_PROV),
+                    prefix=fld + ".")
             vc = _read_variant_cuda(vd, row, r, fld)
             where = r.choice(vd, "where", row, VLLM_VARIANT_SOURCES, fld=f"{fld}.where")
             plats = r.strings(vd, "platforms", row, fld=f"{fld}.platforms")
@@ -741,10 +750,18 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
                     r.problem(row, f"{fld}.platforms", f"unknown platform {p!r}")
             vk = (_read_kernels(vd["kernels"], row, r, f"{fld}.kernels")
                   if vd.get("kernels") is not None else None)
+            torch_pins = {}
+            for plat, pin in (r.get(vd, "torch_pins", row, dict, required=False, fld=f"{fld}.torch_pins") or {}).items():
+                if plat not in (plats or ()):
+                    r.problem(row, f"{fld}.torch_pins.{plat}", "not one of the variant's platforms")
+                    continue
+                pv = r.version({plat: pin}, plat, row, fld=f"{fld}.torch_pins.{plat}")
+                if pv is not None:
+                    torch_pins[plat] = pv
             prov = r.provenance(vd, f"{row} {fld}")
             if None not in (vc, where, plats, prov):
                 variants.append(VllmVariant(variant=vc[0], cuda=vc[1], where=where, platforms=plats,
-                                            kernels=vk, provenance=prov))
+                                            kernels=vk, torch_pins=torch_pins, provenance=prov))
         prov = r.provenance(d, row)
         if None not in (version, prov):
             releases.append(VllmRelease(version=version, cuda=cuda, kernels=kernels,
@@ -956,6 +973,10 @@ def _cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, .
         need_cuda("vllm.yaml", row, "cuda", v.cuda)
         for var in v.variants:
             need_cuda("vllm.yaml", row, f"variants '{var.variant}'.cuda", var.cuda)
+            for plat, pin in var.torch_pins.items():
+                if torch_versions and Version(pin.public) not in torch_versions:
+                    p("vllm.yaml", row, f"variants '{var.variant}'.torch_pins.{plat}",
+                      f"torch {pin} is not in torch.yaml's releases")
         for w in v.wheels:
             pin = w.requires.get("torch")
             exact = _exact(pin)
@@ -1220,6 +1241,7 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
                 "variant": v.variant, **({"cuda": str(v.cuda)} if v.cuda is not None else {}),
                 "where": v.where, "platforms": list(v.platforms),
                 **({"kernels": _kernels(v.kernels)} if v.kernels is not None else {}),
+                **({"torch_pins": {k: str(x) for k, x in v.torch_pins.items()}} if v.torch_pins else {}),
                 **_prov(v.provenance)} for v in r.variants]} if r.variants else {}),
             **_prov(r.provenance)} for r in m.vllm],
     }

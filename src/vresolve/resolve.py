@@ -117,6 +117,8 @@ class VllmBuild:
     pins: Mapping[str, SpecifierSet]
     provenance: Provenance
     name: str = "vllm"
+    label: str = ""  # "vLLM 0.33.0 (cu130, PyPI wheel)", filled in by vllm_builds
+    trusted: bool = True  # False: the matrix marks this build's facts unverified
 
     @property
     def version(self) -> Version:
@@ -130,7 +132,7 @@ class VllmBuild:
         return None
 
     def format_for_error(self) -> str:
-        return f"vLLM {self.version} ({self.variant}, {_where_text(self.where)})"
+        return self.label or f"vLLM {self.version} ({self.variant}, {_where_text(self.where)})"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -140,6 +142,15 @@ class TorchBuild:
     platform: str
     pypi: bool  # this is what PyPI's plain ``torch`` wheel is on this platform
     name: str = "torch"
+    where: str = "pytorch"
+
+    @property
+    def trusted(self) -> bool:
+        return self.variant.provenance.trusted
+
+    @property
+    def label(self) -> str:
+        return f"torch {self.release.version}+{self.variant.variant}"
 
     @property
     def version(self) -> Version:
@@ -154,7 +165,7 @@ class TorchBuild:
         return self.variant.archs.get(self.platform, ArchList())
 
     def format_for_error(self) -> str:
-        return f"torch {self.version}+{self.variant.variant}"
+        return self.label
 
 
 def _where_text(where: str) -> str:
@@ -166,6 +177,10 @@ def _where_text(where: str) -> str:
 class VllmRequirement:
     spec: SpecifierSet
     name: str = "vllm"
+
+    @property
+    def trivial(self) -> bool:
+        return len(self.spec) == 0
 
     def is_satisfied_by(self, c: VllmBuild) -> bool:
         return self.spec.contains(c.version, prereleases=True)
@@ -181,6 +196,7 @@ class TorchRequirement:
     user: SpecifierSet
     variant: str | None
     name: str = "torch"
+    trivial: bool = False
 
     def is_satisfied_by(self, c: TorchBuild) -> bool:
         if self.version is not None and c.version != self.version:
@@ -276,14 +292,21 @@ def vllm_builds(matrix: Matrix, platform: str) -> list[VllmBuild]:
                 r.cuda, r.kernels, r.provenance)
             variant = "cpu" if cuda is None else variant_for_cuda(cuda)
             out.append(VllmBuild(release=r, variant=variant, cuda=cuda, where="pypi", kernels=kernels,
-                                 wheel=wheels[0], pins=pins, provenance=prov))
+                                 wheel=wheels[0], pins=pins, provenance=prov,
+                                 label=f"vLLM {r.version} ({variant}, {_where_text('pypi')})",
+                                 trusted=prov.trusted))
         for v in r.variants:
             if platform not in v.platforms or v.where == "pypi":
                 continue
-            # a variant wheel pins the same torch release as the PyPI wheel, from the PyTorch index
+            # a variant wheel pins the same torch release as the PyPI wheel (from the PyTorch index),
+            # unless the matrix records its own pin (CPU builds: requirements/cpu.txt)
+            own_pin = v.torch_pins.get(platform)
+            vpins = {"torch": SpecifierSet(f"=={own_pin.public}")} if own_pin is not None else pins
             out.append(VllmBuild(release=r, variant=v.variant, cuda=v.cuda, where=v.where,
                                  kernels=v.kernels or r.kernels, wheel=wheels[0] if wheels else None,
-                                 pins=pins, provenance=v.provenance))
+                                 pins=vpins, provenance=v.provenance,
+                                 label=f"vLLM {r.version} ({v.variant}, {_where_text(v.where)})",
+                                 trusted=v.provenance.trusted))
     out.sort(key=lambda b: (not b.provenance.trusted, -_vkey(b.version), b.where != "pypi",
                             -(b.cuda.major * 100 + b.cuda.minor) if b.cuda else 0))
     return out
@@ -297,21 +320,71 @@ def _vkey(v: Version) -> float:
     return n
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True, eq=False)
 class Rejection:
-    """Why one candidate cannot run here, in hardware terms."""
+    """Why one candidate cannot run here, in hardware terms.
 
-    candidate: str
-    kind: str  # "driver" | "gpu" | "python" | "platform" | "cpu" | "torch" | "request"
-    reason: str
+    A driver rejection keeps its parts and writes its sentence only when asked: a resolution
+    on an old driver rejects hundreds of builds, and most rejections are never shown.
+    """
+
+    build: Candidate
+    kind: str  # "driver" | "gpu" | "python" | "platform"
+    text: str | None = None  # the sentence, for kinds other than "driver"
     needs_driver: DriverVersion | None = None  # for kind == "driver"
+    driver: DriverVersion | None = None
+    served: Version | None = None
+    policy: str = ""
+    ptx: bool = False
+
+    @property
+    def candidate(self) -> str:
+        return self.build.label
+
+    @property
+    def reason(self) -> str:
+        if self.text is not None:
+            return self.text
+        why = ("a GPU runs it only through PTX, which needs the toolkit's own floor"
+               if self.ptx and self.policy != "toolkit" else f"under the {self.policy} policy")
+        return (f"{self.build.label} needs driver >= {self.needs_driver} for CUDA {self.build.cuda} ({why}); "
+                f"driver {self.driver} serves CUDA {self.served or 'none'} at most")
 
 
 # --------------------------------------------------------------------------- the provider
 
 
+# Memo tables shared by every resolution in this process, keyed by the matrix's revision
+# (its content): a sweep over many hosts re-asks the same questions about the same builds.
+_MEMO: dict[tuple[Any, ...], Any] = {}
+
+
+def _memo(key: tuple[Any, ...], compute: Any) -> Any:
+    try:
+        return _MEMO[key]
+    except KeyError:
+        value = _MEMO[key] = compute()
+        return value
+
+
+def _floor(matrix: Matrix, cuda: Version, policy: str, ptx: bool) -> DriverVersion | None:
+    return _memo(("floor", matrix.revision, cuda, policy, ptx), lambda: driver_floor(matrix, cuda, policy, ptx))
+
+
+def _served(matrix: Matrix, driver: DriverVersion, policy: str) -> Version | None:
+    return _memo(("served", matrix.revision, driver, policy), lambda: driver_serves(matrix, driver, policy))
+
+
+_Verdict = tuple[str, str]  # ("ok", "") | ("ptx", "") | (kind, reason)
+
+
+
 class _Checker:
-    """The host's facts as candidate filters; remembers every rejection and its reason."""
+    """The host's facts as candidate filters; remembers every rejection and its reason.
+
+    What does not depend on the driver (GPU coverage, Python, platform) is decided once per
+    build and host shape and memoised; the driver check is a comparison with a memoised floor.
+    """
 
     def __init__(self, host: Host, matrix: Matrix, request: Request, allow_unverified: bool) -> None:
         self.host, self.matrix, self.request = host, matrix, request
@@ -321,94 +394,106 @@ class _Checker:
         self.python = host.python_minor
         self.driver = host.driver.version
         self.rejections: list[Rejection] = []
+        self._served: Version | None | bool = False  # computed at the first driver rejection
+        self._shape = (matrix.revision, self.platform, self.python,
+                       tuple((g.name, g.compute_capability) for g in self.gpus))
 
-    def reject(self, c: Candidate, kind: str, reason: str, needs: DriverVersion | None = None) -> None:
-        self.rejections.append(Rejection(candidate=c.format_for_error(), kind=kind, reason=reason,
-                                         needs_driver=needs))
+    def reject(self, c: Candidate, kind: str, reason: str) -> None:
+        self.rejections.append(Rejection(build=c, kind=kind, text=reason))
 
-    def _driver_ok(self, c: Candidate, cuda: Version | None, ptx: list[HostGpu]) -> bool:
+    def pool(self, key: Any, builds: Sequence[Candidate]) -> list[tuple[Candidate, DriverVersion | None, bool]]:
+        """The builds that pass every driver-independent check, each with its driver floor.
+
+        Memoised per host shape (GPUs, Python, platform, backend, policy, pass): a sweep asks
+        the same question for every driver. The builds it drops are recorded as rejections.
+        """
+        entries, rejected = _memo(("pool", key, *self._shape, self.request.cpu, self.request.driver_policy,
+                                   self.allow_unverified), lambda: self._filter(builds))
+        self.rejections.extend(rejected)
+        return entries
+
+    def _filter(self, builds: Sequence[Candidate]) -> tuple[list[tuple[Candidate, DriverVersion | None, bool]],
+                                                            list[Rejection]]:
+        entries: list[tuple[Candidate, DriverVersion | None, bool]] = []
+        rejected: list[Rejection] = []
+        policy = self.request.driver_policy
+        for c in builds:
+            if isinstance(c, VllmBuild) and self.request.cpu != (c.cuda is None):
+                continue  # the other backend: not a rejection worth reporting
+            if not self.allow_unverified and not c.trusted:
+                continue  # the first, cautious pass uses verified facts only
+            kind, reason = self._verdict(c)
+            if kind != "ok" and kind != "ptx":
+                rejected.append(Rejection(build=c, kind=kind, text=reason))
+                continue
+            floor = _floor(self.matrix, c.cuda, policy, kind == "ptx") if c.cuda is not None else None
+            entries.append((c, floor, kind == "ptx"))
+        return entries, rejected
+
+    def driver_ok(self, c: Candidate, floor: DriverVersion | None, ptx: bool) -> bool:
+        """The one check that depends on the driver; records why not."""
+        cuda = c.cuda
         if cuda is None:
             return True
-        floor = driver_floor(self.matrix, cuda, self.request.driver_policy, bool(ptx))
         if floor is None:
             if self.host.driver.cuda is not None and self.host.driver.cuda >= cuda:
                 return True  # the driver itself says it serves this CUDA
-            self.reject(c, "driver", f"{c.format_for_error()} is built with CUDA {cuda}, whose minimum driver "
+            self.reject(c, "driver", f"{c.label} is built with CUDA {cuda}, whose minimum driver "
                         "is not known to the matrix")
             return False
-        if self.driver is None:
-            return True  # planning for another machine: the plan states the floor
-        if self.driver < floor:
-            why = (f"{_gpu_list(ptx)} run{'s' if len(ptx) == 1 else ''} it only through PTX, which needs the "
-                   f"toolkit's own floor" if ptx and self.request.driver_policy != "toolkit" else
-                   f"under the {self.request.driver_policy} policy")
-            served = driver_serves(self.matrix, self.driver, self.request.driver_policy)
-            self.reject(c, "driver", f"{c.format_for_error()} needs driver >= {floor} for CUDA {cuda} ({why}); "
-                        f"driver {self.driver} serves CUDA {served or 'none'} at most", floor)
-            return False
-        return True
+        if self.driver is None or not self.driver < floor:
+            return True  # no driver: planning for another machine, the plan states the floor
+        if self._served is False:
+            self._served = _served(self.matrix, self.driver, self.request.driver_policy)
+        self.rejections.append(Rejection(build=c, kind="driver", needs_driver=floor, driver=self.driver,
+                                         served=self._served, policy=self.request.driver_policy, ptx=ptx))
+        return False
 
-    def vllm_ok(self, c: VllmBuild) -> bool:
-        r = self.request
-        if r.cpu != (c.cuda is None):
-            return False  # the other backend: not a rejection worth reporting
-        if not self.allow_unverified and not c.provenance.trusted:
-            return False  # the first, cautious pass uses verified facts only
-        if c.wheel is None and c.where == "pypi":
-            self.reject(c, "platform", f"{c.format_for_error()} has no wheel for {self.platform}")
-            return False
-        if not self._python_ok(c):
-            return False
-        if c.cuda is not None and self.gpus:
+    def _verdict(self, c: Candidate) -> _Verdict:
+        """The driver-independent checks of one build on this host shape."""
+        if isinstance(c, VllmBuild):
+            if c.wheel is None and c.where == "pypi":
+                return "platform", f"{c.label} has no wheel for {self.platform}"
+            bad = self._python_reason(c)
+            if bad:
+                return "python", bad
+            if c.cuda is None or not self.gpus:
+                return "ok", ""
             k = c.kernels
             if k is None:
-                self.reject(c, "gpu", f"{c.format_for_error()}: its kernels' arch list is not in the matrix")
-                return False
+                return "gpu", f"{c.label}: its kernels' arch list is not in the matrix"
             too_old = [g for g in self.gpus if g.compute_capability < k.min_compute_capability]
             if too_old:
-                self.reject(c, "gpu", f"{c.format_for_error()} needs compute capability >= "
-                            f"{k.min_compute_capability}; {_gpu_list(too_old)} is older")
-                return False
+                return "gpu", (f"{c.label} needs compute capability >= {k.min_compute_capability}; "
+                               f"{_gpu_list(too_old)} is older")
             missing, ptx = _coverage(k.archs, self.gpus)
             if missing:
-                self.reject(c, "gpu", f"{c.format_for_error()}'s kernels ({k.archs}) do not run on "
-                            f"{_gpu_list(missing)}")
-                return False
-            return self._driver_ok(c, c.cuda, ptx)
-        return self._driver_ok(c, c.cuda, [])
-
-    def _python_ok(self, c: VllmBuild) -> bool:
-        wheels = c.release.wheels_for(self.platform) if c.where == "pypi" else ()
-        if c.where == "pypi":
-            tag = f"cp{self.python.major}{self.python.minor}"
-            fits = [w for w in wheels if (w.python_tag.endswith("abi3") or w.python_tag.startswith(tag + "-"))
-                    and (w.requires_python is None or w.requires_python.contains(f"{self.python}.0", prereleases=True))]
-            if not fits:
-                rp = c.release.requires_python
-                self.reject(c, "python", f"{c.format_for_error()} has no wheel for Python {self.python}"
-                            + (f" (it requires Python {rp})" if rp else ""))
-                return False
-        else:
-            rp = c.release.requires_python
-            if rp is not None and not rp.contains(f"{self.python}.0", prereleases=True):
-                self.reject(c, "python", f"{c.format_for_error()} requires Python {rp}, not {self.python}")
-                return False
-        return True
-
-    def torch_ok(self, c: TorchBuild) -> bool:
-        if not self.allow_unverified and not c.variant.provenance.trusted:
-            return False
+                return "gpu", f"{c.label}'s kernels ({k.archs}) do not run on {_gpu_list(missing)}"
+            return ("ptx" if ptx else "ok"), ""
         if self.python not in c.release.python:
-            self.reject(c, "python", f"{c.format_for_error()} has no wheel for Python {self.python} "
-                        f"(it has {', '.join(map(str, c.release.python))})")
-            return False
-        if c.cuda is not None and self.gpus:
-            missing, ptx = _coverage(c.archs, self.gpus)
-            if missing:
-                self.reject(c, "gpu", f"{c.format_for_error()} ({c.archs}) does not run on {_gpu_list(missing)}")
-                return False
-            return self._driver_ok(c, c.cuda, ptx)
-        return self._driver_ok(c, c.cuda, [])
+            return "python", (f"{c.label} has no wheel for Python {self.python} "
+                              f"(it has {', '.join(map(str, c.release.python))})")
+        if c.cuda is None or not self.gpus:
+            return "ok", ""
+        missing, ptx = _coverage(c.archs, self.gpus)
+        if missing:
+            return "gpu", f"{c.label} ({c.archs}) does not run on {_gpu_list(missing)}"
+        return ("ptx" if ptx else "ok"), ""
+
+    def _python_reason(self, c: VllmBuild) -> str | None:
+        py = f"{self.python}.0"
+        rp = c.release.requires_python
+        if c.where == "pypi":
+            tag = f"cp{self.python.major}{self.python.minor}-"
+            fits = [w for w in c.release.wheels_for(self.platform)
+                    if (w.python_tag.endswith("abi3") or w.python_tag.startswith(tag))
+                    and (w.requires_python is None or w.requires_python.contains(py, prereleases=True))]
+            if not fits:
+                return f"{c.label} has no wheel for Python {self.python}" + (
+                    f" (it requires Python {rp})" if rp else "")
+        elif rp is not None and not rp.contains(py, prereleases=True):
+            return f"{c.label} requires Python {rp}, not {self.python}"
+        return None
 
 
 def _torch_builds(matrix: Matrix, platform: str) -> dict[Version, list[TorchBuild]]:
@@ -429,9 +514,11 @@ class _Provider(AbstractProvider):  # type: ignore[type-arg]
     def __init__(self, matrix: Matrix, checker: _Checker, request: Request) -> None:
         self.checker = checker
         self.request = request
-        self.vllm = vllm_builds(matrix, checker.platform)
-        self.torch = _torch_builds(matrix, checker.platform)
-        self._ok: dict[int, bool] = {}
+        self.vllm = _memo(("vllm-builds", matrix.revision, checker.platform),
+                          lambda: vllm_builds(matrix, checker.platform))
+        self.torch = _memo(("torch-builds", matrix.revision, checker.platform),
+                           lambda: _torch_builds(matrix, checker.platform))
+        self.torch_versions = sorted(self.torch, reverse=True)
 
     def identify(self, requirement_or_candidate: Any) -> str:
         return requirement_or_candidate.name
@@ -441,28 +528,31 @@ class _Provider(AbstractProvider):  # type: ignore[type-arg]
         """vLLM first (it decides the torch pin), then torch; the identifier breaks ties."""
         return (0 if identifier == "vllm" else 1, identifier)
 
-    def _usable(self, c: Candidate) -> bool:
-        key = id(c)
-        if key not in self._ok:
-            self._ok[key] = self.checker.vllm_ok(c) if isinstance(c, VllmBuild) else self.checker.torch_ok(c)
-        return self._ok[key]
-
     def find_matches(self, identifier: str, requirements: Mapping[str, Iterator[Requirement]],
-                     incompatibilities: Mapping[str, Iterator[Candidate]]) -> list[Candidate]:
-        reqs = list(requirements[identifier])
+                     incompatibilities: Mapping[str, Iterator[Candidate]]) -> Any:
+        """A lazy view: the driver is checked only as the resolver reaches each build."""
+        reqs = [r for r in requirements[identifier] if not r.trivial]
         bad = {id(c) for c in incompatibilities[identifier]}
+        checker = self.checker
         if identifier == "vllm":
-            pool: Iterable[Candidate] = self.vllm
+            pool = checker.pool("vllm", self.vllm)
         else:
             pins = {r.version for r in reqs if isinstance(r, TorchRequirement)}
-            pool = [b for v in sorted(self.torch, reverse=True) if not pins or v in pins for b in self.torch[v]]
-        out = []
-        for c in pool:
-            if id(c) in bad or not all(r.is_satisfied_by(c) for r in reqs):
-                continue
-            if self._usable(c):
-                out.append(c)
-        return out
+            versions = [v for v in self.torch_versions if not pins or v in pins]
+            pool = [e for v in versions for e in checker.pool(("torch", v), self.torch[v])]
+        seen: dict[int, bool] = {}
+
+        def matches() -> Iterator[Candidate]:
+            for c, floor, ptx in pool:
+                if id(c) in bad or not all(r.is_satisfied_by(c) for r in reqs):
+                    continue
+                ok = seen.get(id(c))
+                if ok is None:
+                    ok = seen[id(c)] = checker.driver_ok(c, floor, ptx)
+                if ok:
+                    yield c
+
+        return matches
 
     def is_satisfied_by(self, requirement: Requirement, candidate: Candidate) -> bool:
         return requirement.is_satisfied_by(candidate)  # type: ignore[arg-type]
@@ -503,7 +593,7 @@ def _min_driver(matrix: Matrix, res_vllm: VllmBuild, res_torch: TorchBuild, gpus
             continue
         ptx = _coverage(archs, gpus)[1] if archs is not None else []
         ptx_all += [g for g in ptx if g not in ptx_all]
-        f = driver_floor(matrix, cuda, policy, bool(ptx))
+        f = _floor(matrix, cuda, policy, bool(ptx))
         if f is not None:
             floors.append(f)
     return (max(floors) if floors else None), ptx_all
@@ -575,7 +665,7 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
                         "the first launch JIT-compiles kernels (slow once), and the driver must be at least the "
                         "toolkit's own floor")
     if host.driver.version is not None and request.driver_policy == "minor-compat" and cudas:
-        own = driver_floor(matrix, max(cudas), "toolkit", False)
+        own = _floor(matrix, max(cudas), "toolkit", False)
         if own is not None and host.driver.version < own:
             warnings.append(f"this stack relies on CUDA minor-version compatibility: CUDA {max(cudas)}'s own "
                             f"minimum driver is {own} (driver {host.driver.version} is older); PTX JIT and a few "
@@ -597,8 +687,9 @@ def _exact_text(spec: SpecifierSet) -> str:
 
 def _explain(host: Host, matrix: Matrix, request: Request, checker: _Checker, provider: _Provider) -> NoCompatibleStack:
     """Turn the rejections into a hardware-terms explanation and concrete hints."""
-    wanted = [b for b in provider.vllm if request.vllm.contains(b.version, prereleases=True)
-              and request.cpu == (b.cuda is None)]
+    any_version = len(request.vllm) == 0
+    wanted = [b for b in provider.vllm if request.cpu == (b.cuda is None)
+              and (any_version or request.vllm.contains(b.version, prereleases=True))]
     rejections = checker.rejections
     if not wanted:
         what = f"vllm{request.vllm}" if str(request.vllm) else "vLLM"

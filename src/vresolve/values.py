@@ -134,11 +134,12 @@ class DriverVersion:
     '580.159.04'
     """
 
-    __slots__ = ("text", "key")
+    __slots__ = ("text", "key", "_cmp")
 
     def __init__(self, text: str, key: tuple[int, ...]) -> None:
         self.text = text
         self.key = key
+        self._cmp = key + (0,) * (4 - len(key))  # 580.65 == 580.65.0
 
     @classmethod
     def parse(cls, text: str) -> DriverVersion:
@@ -150,17 +151,14 @@ class DriverVersion:
     def __reduce__(self) -> tuple[type, tuple[str, tuple[int, ...]]]:
         return (DriverVersion, (self.text, self.key))
 
-    def _padded(self) -> tuple[int, ...]:
-        return self.key + (0,) * (4 - len(self.key))
-
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, DriverVersion) and self._padded() == other._padded()
+        return isinstance(other, DriverVersion) and self._cmp == other._cmp
 
     def __lt__(self, other: DriverVersion) -> bool:
-        return self._padded() < other._padded()
+        return self._cmp < other._cmp
 
     def __hash__(self) -> int:
-        return hash(self._padded())
+        return hash(self._cmp)
 
     def __str__(self) -> str:
         return self.text
