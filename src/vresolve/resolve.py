@@ -393,13 +393,14 @@ class _Checker:
         self.platform = host.platform.tag
         self.python = host.python_minor
         self.driver = host.driver.version
-        self.rejections: list[Rejection] = []
-        self._served: Version | None | bool = False  # computed at the first driver rejection
+        self._rejections: list[Rejection] = []
+        self._driver_rejections: list[tuple[Candidate, DriverVersion, bool]] = []
+        self.skipped_unverified = False  # the cautious pass left out some build
         self._shape = (matrix.revision, self.platform, self.python,
                        tuple((g.name, g.compute_capability) for g in self.gpus))
 
     def reject(self, c: Candidate, kind: str, reason: str) -> None:
-        self.rejections.append(Rejection(build=c, kind=kind, text=reason))
+        self._rejections.append(Rejection(build=c, kind=kind, text=reason))
 
     def pool(self, key: Any, builds: Sequence[Candidate]) -> list[tuple[Candidate, DriverVersion | None, bool]]:
         """The builds that pass every driver-independent check, each with its driver floor.
@@ -407,20 +408,24 @@ class _Checker:
         Memoised per host shape (GPUs, Python, platform, backend, policy, pass): a sweep asks
         the same question for every driver. The builds it drops are recorded as rejections.
         """
-        entries, rejected = _memo(("pool", key, *self._shape, self.request.cpu, self.request.driver_policy,
-                                   self.allow_unverified), lambda: self._filter(builds))
-        self.rejections.extend(rejected)
+        entries, rejected, skipped = _memo(("pool", key, *self._shape, self.request.cpu,
+                                            self.request.driver_policy, self.allow_unverified),
+                                           lambda: self._filter(builds))
+        self._rejections.extend(rejected)
+        self.skipped_unverified |= skipped
         return entries
 
     def _filter(self, builds: Sequence[Candidate]) -> tuple[list[tuple[Candidate, DriverVersion | None, bool]],
-                                                            list[Rejection]]:
+                                                            list[Rejection], bool]:
         entries: list[tuple[Candidate, DriverVersion | None, bool]] = []
         rejected: list[Rejection] = []
+        skipped = False
         policy = self.request.driver_policy
         for c in builds:
             if isinstance(c, VllmBuild) and self.request.cpu != (c.cuda is None):
                 continue  # the other backend: not a rejection worth reporting
             if not self.allow_unverified and not c.trusted:
+                skipped = True
                 continue  # the first, cautious pass uses verified facts only
             kind, reason = self._verdict(c)
             if kind != "ok" and kind != "ptx":
@@ -428,7 +433,7 @@ class _Checker:
                 continue
             floor = _floor(self.matrix, c.cuda, policy, kind == "ptx") if c.cuda is not None else None
             entries.append((c, floor, kind == "ptx"))
-        return entries, rejected
+        return entries, rejected, skipped
 
     def driver_ok(self, c: Candidate, floor: DriverVersion | None, ptx: bool) -> bool:
         """The one check that depends on the driver; records why not."""
@@ -443,11 +448,20 @@ class _Checker:
             return False
         if self.driver is None or not self.driver < floor:
             return True  # no driver: planning for another machine, the plan states the floor
-        if self._served is False:
-            self._served = _served(self.matrix, self.driver, self.request.driver_policy)
-        self.rejections.append(Rejection(build=c, kind="driver", needs_driver=floor, driver=self.driver,
-                                         served=self._served, policy=self.request.driver_policy, ptx=ptx))
+        self._driver_rejections.append((c, floor, ptx))  # made into Rejections only if asked for
         return False
+
+    @property
+    def rejections(self) -> list[Rejection]:
+        """Every rejection so far: the driver-independent ones, then the driver's."""
+        if self._driver_rejections:
+            served = _served(self.matrix, self.driver, self.request.driver_policy) if self.driver else None
+            policy = self.request.driver_policy
+            self._rejections += [Rejection(build=c, kind="driver", needs_driver=floor, driver=self.driver,
+                                           served=served, policy=policy, ptx=ptx)
+                                 for c, floor, ptx in self._driver_rejections]
+            self._driver_rejections = []
+        return self._rejections
 
     def _verdict(self, c: Candidate) -> _Verdict:
         """The driver-independent checks of one build on this host shape."""
@@ -580,7 +594,12 @@ class Resolution:
     ptx_gpus: tuple[HostGpu, ...]  # GPUs that run some part of the stack only through PTX JIT
     reasons: tuple[str, ...]
     warnings: tuple[str, ...]
-    rejections: tuple[Rejection, ...]
+    checker: Any = field(repr=False, compare=False)  # holds the rejections, made into text only if asked
+
+    @property
+    def rejections(self) -> tuple[Rejection, ...]:
+        """The builds the resolver turned down on the way, and why (newest first)."""
+        return tuple(self.checker.rejections)
 
 
 def _min_driver(matrix: Matrix, res_vllm: VllmBuild, res_torch: TorchBuild, gpus: Sequence[HostGpu],
@@ -635,7 +654,7 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
             result = resolver.resolve([VllmRequirement(spec=request.vllm)], max_rounds=500)
             break
         except ResolutionImpossible:
-            if allow_unverified:
+            if allow_unverified or not checker.skipped_unverified:  # a second pass would see the same
                 raise _explain(host, matrix, request, checker, provider) from None
     v: VllmBuild = result.mapping["vllm"]
     t: TorchBuild = result.mapping["torch"]
@@ -675,7 +694,7 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
                         "no driver given and the minimum driver is unknown")
     return Resolution(host=host, request=request, vllm=v, torch=t, companions=companions,
                       cuda=max(cudas) if cudas else None, min_driver=floor, ptx_gpus=tuple(ptx),
-                      reasons=tuple(reasons), warnings=tuple(warnings), rejections=tuple(checker.rejections))
+                      reasons=tuple(reasons), warnings=tuple(warnings), checker=checker)
 
 
 def _exact_text(spec: SpecifierSet) -> str:
@@ -703,31 +722,30 @@ def _explain(host: Host, matrix: Matrix, request: Request, checker: _Checker, pr
     causes: list[str] = []
     driver_rj = [r for r in rejections if r.kind == "driver" and r.needs_driver is not None]
     if driver_rj and host.driver.version is not None:
-        served = driver_serves(matrix, host.driver.version, request.driver_policy)
+        served = _served(matrix, host.driver.version, request.driver_policy)
         least = min(driver_rj, key=lambda r: r.needs_driver)  # type: ignore[arg-type, return-value]
         causes.append(f"driver {host.driver.version} serves CUDA {served or 'none'} at most under the "
                       f"{request.driver_policy} policy; the least demanding build that fits otherwise, "
                       f"{least.candidate}, needs {least.needs_driver}")
     for kind in ("gpu", "python", "platform"):
-        of_kind = [r for r in rejections if r.kind == kind]
+        of_kind = [r for r in rejections if r.kind == kind and r.text is not None]
         if of_kind:
             causes.append(of_kind[0].reason)  # the newest release's reason
             if of_kind[-1].reason != of_kind[0].reason:
                 causes.append(of_kind[-1].reason)  # the oldest release's: nothing between fits either
-    for rj in rejections:
+    for rj in driver_rj:  # the newest release's builds, one line each
         if len(causes) >= 6:
             break
-        if rj.candidate.startswith(f"vLLM {newest} ") and rj.reason not in causes and rj.kind == "driver":
+        if isinstance(rj.build, VllmBuild) and rj.build.version == newest and rj.reason not in causes:
             causes.append(rj.reason)
     hints: list[str] = []
-    needs = [r.needs_driver for r in rejections if r.kind == "driver" and r.needs_driver is not None]
-    if needs and host.driver.version is not None:
+    if driver_rj and host.driver.version is not None:
         # the smallest driver upgrade that lets the newest wanted release through
         relaxed = _try(host, matrix, request, driver=None)
         if relaxed is not None and relaxed.min_driver is not None:
             hints.append(f"install NVIDIA driver >= {relaxed.min_driver} (it serves vLLM {relaxed.vllm.version} "
                          f"with torch {relaxed.torch.version}+{relaxed.torch.variant.variant})")
-    if request.driver_policy == "toolkit" and needs:
+    if request.driver_policy == "toolkit" and driver_rj:
         alt = _try(host, matrix, request, policy="minor-compat")
         if alt is not None:
             hints.append(f"use --driver-policy minor-compat: vLLM {alt.vllm.version} runs on this driver under "
@@ -737,9 +755,10 @@ def _explain(host: Host, matrix: Matrix, request: Request, checker: _Checker, pr
                                              driver_policy=request.driver_policy, cpu=request.cpu))
         if older is not None:
             hints.append(f"drop the vLLM constraint ({request.vllm}): vLLM {older.vllm.version} runs here")
-    if any(r.kind == "gpu" for r in rejections):
+    kinds = {r.kind for r in rejections}
+    if "gpu" in kinds:
         hints.append("build vLLM from source for this GPU's architecture (--source-build always)")
-    if any(r.kind == "python" for r in rejections):
+    if "python" in kinds:
         hints.append("use a Python version the release supports (--python X.Y; uv can install it)")
     headline = (f"no build of vLLM {request.vllm or ''}".rstrip() + f" runs on this machine "
                 f"({_machine_text(host, request)})")
