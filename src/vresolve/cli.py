@@ -168,8 +168,7 @@ def _plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
         detected_by = "detected: " + (", ".join(sources) if sources else "no NVIDIA GPU found")
         if not host.gpus:
             request = replace(request, cpu=True)
-            why = "; ".join(p for p in host.problems if "not found" in p or "no NVIDIA" in p) or "no GPU"
-            detected_by = f"no NVIDIA GPU found ({why}): planning the CPU backend"
+            detected_by = "no NVIDIA GPU found: planning the CPU backend (vresolve detect says why)"
         elif any(g.compute_capability is None for g in host.gpus):
             unknown = ", ".join(g.name for g in host.gpus if g.compute_capability is None)
             raise UsageError(f"--gpu auto: the compute capability of {unknown} is unknown; name it: --gpu sm_XY")

@@ -322,8 +322,11 @@ def plan_human(p: Any, detected_by: str) -> list[Any]:
     t.add_row("torch", str(r.torch.version), f"{r.torch.variant.variant}, " + ("PyPI" if r.torch.pypi else "PyTorch index"))
     for k, v in r.companions.items():
         t.add_row(k, v, "pinned by the vLLM wheel")
-    floor = f"NVIDIA driver >= {r.min_driver}" if r.min_driver else "no NVIDIA driver"
-    t.add_row("[bold]needs[/bold]", floor, f"{r.request.driver_policy} policy" + (f", CUDA {r.cuda}" if r.cuda else ""))
+    if r.cuda is not None:
+        floor = f"NVIDIA driver >= {r.min_driver}" if r.min_driver else "a driver the matrix cannot name"
+        t.add_row("[bold]needs[/bold]", floor, f"CUDA {r.cuda}, {r.request.driver_policy} policy")
+    else:
+        t.add_row("[bold]needs[/bold]", "no GPU, no driver", "the CPU backend")
     out.append(t)
     out.append(Text("Why:", style="bold"))
     out += [Text(f"  - {x}") for x in r.reasons]

@@ -664,7 +664,10 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
     companions = {k: _exact_text(s) for k, s in v.pins.items() if k in COMPANIONS}
     reasons = [f"vLLM {v.version} is the newest release that meets the request"
                + (f" ({request.vllm})" if str(request.vllm) else "") + " and runs on this machine"]
-    if v.where == "pypi":
+    if v.cuda is None:
+        reasons.append(f"no NVIDIA GPU to plan for: vLLM's CPU build ({v.version}+cpu, from {_where_text(v.where)}) "
+                       f"with the CPU torch it pins ({t.version}+cpu)")
+    elif v.where == "pypi":
         reasons.append(f"its PyPI wheel is built with {'CUDA ' + str(v.cuda) if v.cuda else 'no CUDA (CPU)'} "
                        f"and pins torch {t.version} (read from the wheel's METADATA)")
     else:
@@ -679,6 +682,9 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
         served = f"driver {host.driver.version} serves it" if host.driver.version else "the driver is not known"
         reasons.append(f"CUDA {max(cudas)} needs driver >= {floor} under the {request.driver_policy} policy; {served}")
     warnings = _stack_warnings(host, v, t)
+    if v.cuda is None:
+        warnings.append("the CPU backend runs models far slower than a GPU; on a machine with NVIDIA GPUs run "
+                        "`vresolve plan --gpu auto` there, or plan for it here with --gpu NAME --driver VERSION")
     if ptx:
         warnings.append(f"{_gpu_list(ptx)} run{'s' if len(ptx) == 1 else ''} part of the stack only through PTX: "
                         "the first launch JIT-compiles kernels (slow once), and the driver must be at least the "

@@ -1,0 +1,157 @@
+"""The command line in-process: JSON contracts, exit codes, one-line input errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from vresolve import _entry
+from vresolve.cli import main
+
+from .conftest import TINY
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_plan_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["plan", "--gpu", "NVIDIA H200", "--driver", "580.159.04", "--python", "3.12", "--json"], capsys)
+    assert code == 0
+    assert out.index('"alternatives"') < out.index('"host"') < out.index('"schema"')  # sorted keys
+    d = json.loads(out)
+    assert d["schema"] == "vresolve.plan/1"
+    assert d["host"] == {"driver": "580.159.04", "cuda_driver": None, "python": "3.12", "platform": "linux-x86_64",
+                         "gpus": [{"name": "NVIDIA H200", "compute_capability": "9.0", "count": 1}],
+                         "detected_by": "given on the command line"}
+    assert {k: d["stack"][k] for k in ("vllm", "torch", "torchvision", "torchaudio", "variant", "vllm_variant",
+                                       "cuda", "python", "install_kind")} == {
+        "vllm": "0.33.0", "torch": "2.14.0", "torchvision": "0.29.0", "torchaudio": "2.11.0", "variant": "cu130",
+        "vllm_variant": "cu130", "cuda": "13.0", "python": "3.12", "install_kind": "wheel"}
+    assert d["requires"] == {"min_driver": "580.65.06", "driver_policy": "minor-compat"}
+    assert d["steps"][-1]["argv"] == ["uv", "pip", "install", "--python", ".venv-vllm/bin/python", "vllm==0.33.0",
+                                      "torch==2.14.0", "torchvision==0.29.0", "torchaudio==2.11.0"]
+    assert d["env"] == {"TORCH_CUDA_ARCH_LIST": "9.0"}
+    assert [v["expect"] for v in d["verify"]] == ["vllm 0.33.0", "torch CUDA 13.0", "cuda available True 1",
+                                                  "arch list covers every GPU"]
+    assert d["alternatives"] == [] and d["reasons"]
+
+
+def test_plan_pip_uses_only_pip_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["plan", "--gpu", "H100", "--driver", "550.54.15", "--python", "3.12", "--installer", "pip",
+                        "--json"], capsys)
+    assert code == 0
+    steps = json.loads(out)["steps"]
+    assert steps[0]["argv"] == ["python3.12", "-m", "venv", ".venv-vllm"]
+    for s in steps[1:]:
+        assert s["argv"][:4] == [".venv-vllm/bin/python", "-m", "pip", "install"]
+        assert not {"--python", "--torch-backend", "--index-strategy", "--seed"} & set(s["argv"])
+    torch_step, vllm_step = steps[1]["argv"], steps[2]["argv"]
+    assert torch_step[4:6] == ["--index-url", "https://download.pytorch.org/whl/cu126"]
+    assert "torch==2.13.0+cu126" in torch_step and "torch==2.13.0+cu126" in vllm_step  # the same torch, kept
+    assert "vllm==0.30.0+cu129" in vllm_step
+
+
+def test_plan_conda(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["plan", "--gpu", "H200", "--driver", "580.159.04", "--python", "3.12", "--installer", "conda",
+                        "--json"], capsys)
+    d = json.loads(out)
+    assert d["steps"][0]["argv"] == ["conda", "create", "-y", "-n", "vllm-0.33.0", "python=3.12", "pip"]
+    assert d["steps"][1]["argv"][:7] == ["conda", "run", "-n", "vllm-0.33.0", "python", "-m", "pip"]
+    assert d["verify"][0]["argv"][:4] == ["conda", "run", "-n", "vllm-0.33.0"]
+
+
+def test_plan_no_stack_exit_1_with_causes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["plan", "--gpu", "A100", "--driver", "470.82.01", "--python", "3.10", "--driver-policy",
+                        "toolkit", "--json"], capsys)
+    assert code == 1
+    d = json.loads(out)
+    assert d["schema"] == "vresolve.plan/1" and d["error"]["code"] == "no-compatible-stack"
+    assert any("serves CUDA 11.4 at most under the toolkit policy" in c for c in d["error"]["causes"])
+    assert d["error"]["hints"]
+    code, out, err = run(["plan", "--gpu", "A100", "--driver", "470.82.01", "--python", "3.10", "--driver-policy",
+                          "toolkit"], capsys)
+    assert code == 1 and out == "" and "The conflict is caused by:" in err and "hint:" in err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["plan", "--gpu", "H2000"], "vresolve: error: --gpu: unknown GPU 'H2000' (did you mean 'H200', 'T2000', 'P2000'?)"),
+    (["plan", "--gpu", "H100", "--driver", "5x0"],
+     "vresolve: error: --driver: invalid driver version '5x0' (expected a version such as '580.65.06')"),
+    (["plan", "--gpu", "H100", "--python", "three"],
+     "vresolve: error: --python: invalid Python version 'three' (expected X.Y such as '3.12')"),
+    (["plan", "--gpu", "H100", "--vllm", "latest!"],
+     "vresolve: error: --vllm: invalid version or range 'latest!' (expected e.g. '0.10.1' or '>=0.9,<0.11')"),
+    (["plan", "--gpu", "H100", "--variant", "rocm6"],
+     "vresolve: error: --variant: invalid variant 'rocm6' (expected 'cpu' or 'cuXYZ' such as 'cu128')"),
+    (["plan", "--gpu", "sm_9x"], "vresolve: error: --gpu: unknown GPU 'sm_9x' (expected a GPU name such as 'H100' "
+                                 "or 'NVIDIA GeForce RTX 4090', or sm_XY)"),
+    (["plan", "--installer", "poetry"], "vresolve: error: vresolve plan: argument --installer: invalid choice: "
+                                        "'poetry' (choose from 'uv', 'pip', 'conda')"),
+    (["matrix", "--matrix", "/nonexistent", "validate"],
+     "vresolve: error: matrix directory '/nonexistent' does not exist (expected a compat_matrix/ directory)"),
+])
+def test_bad_input_is_one_line_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(argv, capsys)
+    assert (code, out, err) == (2, "", message + "\n")
+
+
+def test_plan_by_capability_and_shell_exports(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["plan", "--gpu", "sm_90,sm_80", "--driver", "580.95.05", "--python", "3.12", "--shell",
+                        "bash"], capsys)
+    assert (code, out) == (0, "export CUDA_DEVICE_ORDER=PCI_BUS_ID\nexport 'TORCH_CUDA_ARCH_LIST=8.0;9.0'\n"
+                              .replace("export 'TORCH_CUDA_ARCH_LIST=8.0;9.0'", "export TORCH_CUDA_ARCH_LIST='8.0;9.0'"))
+    code, out, _ = run(["plan", "--gpu", "sm_90", "--driver", "580.95.05", "--python", "3.12", "--shell", "fish"],
+                       capsys)
+    assert out == "set -gx TORCH_CUDA_ARCH_LIST 9.0\n"
+
+
+def test_matrix_validate_reports_every_problem_as_json(tiny_copy: Callable[..., Path],
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    def edit(doc: dict) -> None:  # type: ignore[type-arg]
+        doc["gpus"][0]["compute_capability"] = "9.x"
+
+    path = tiny_copy({"gpus.yaml": edit})
+    code, out, _ = run(["matrix", "validate", "--matrix", str(path), "--json"], capsys)
+    assert code == 2
+    assert json.loads(out) == {"schema": "vresolve.matrix/1", "error": {
+        "code": "invalid-matrix", "message": "1 problem in the matrix:\n  gpus.yaml: gpus[0] 'NVIDIA H200': "
+        "compute_capability: invalid compute capability '9.x' (expected MAJOR.MINOR such as '8.6')",
+        "problems": [{"file": "gpus.yaml", "row": "gpus[0] 'NVIDIA H200'", "field": "compute_capability",
+                      "message": "invalid compute capability '9.x' (expected MAJOR.MINOR such as '8.6')"}]}}
+
+
+def test_matrix_show_vllm_lists_every_release_with_torch_pins(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["matrix", "show", "vllm", "--json"], capsys)
+    rows = json.loads(out)["rows"]
+    versions = [r["version"] for r in rows]
+    assert versions[0] == "0.4.0" and versions[-1] == "0.33.0" and len(versions) == 79
+    assert all(r["torch"] and all(r["torch"].values()) for r in rows)
+    assert rows[-1]["torch"] == {"linux-aarch64": "2.14.0", "linux-x86_64": "2.14.0"}
+
+
+def test_plan_output_cache(tiny_copy: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    path = tiny_copy()
+    argv = ["plan", "--gpu", "H200", "--driver", "580.159.04", "--python", "3.12", "--json", "--matrix", str(path)]
+    assert _entry.main(argv) == 0
+    first = capsys.readouterr().out
+    cache = Path(os.environ["VRESOLVE_CACHE_DIR"])
+    assert len(list(cache.glob("plan-*.out"))) == 1
+    assert _entry.main(argv) == 0
+    assert capsys.readouterr().out == first  # answered from the cache
+    # an edited matrix is a different input
+    f = path / "vllm.yaml"
+    f.write_text(f.read_text().replace("min_compute_capability: \"7.5\"", "min_compute_capability: \"9.0\""))
+    assert _entry.main(argv) == 0
+    assert capsys.readouterr().out == first
+    assert len(list(cache.glob("plan-*.out"))) == 2
+    # --gpu auto probes the machine: never cached
+    assert _entry.main(["plan", "--gpu", "auto", "--json", "--matrix", str(path)]) in (0, 1)
+    capsys.readouterr()
+    assert len(list(cache.glob("plan-*.out"))) == 2
