@@ -258,8 +258,9 @@ def test_installed_torch_found_without_import(tmp_path: Path, monkeypatch: pytes
     (site / "torch" / "__init__.py").write_text("raise SystemExit('torch must not be imported')\n")
     (site / "torch" / "version.py").write_text(
         "from typing import Optional\n__version__ = '2.11.0+cu130'\ncuda: Optional[str] = '13.0'\n")
-    (site / "torch-2.11.0+cu130.dist-info").mkdir()
-    (site / "torch-2.11.0+cu130.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0+cu130\n")
+    # as PyPI's wheel installs it: no local tag in the metadata, "+cu130" in torch/version.py
+    (site / "torch-2.11.0.dist-info").mkdir()
+    (site / "torch-2.11.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n")
     monkeypatch.syspath_prepend(str(site))
     import importlib
 

@@ -525,7 +525,10 @@ def _probe_toolkits(o: Overrides, problems: list[str]) -> tuple[Toolkit, ...]:
     return tuple(out)
 
 
-_TORCH_CUDA_RE = re.compile(r"^cuda\s*(?::\s*[^=]+)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", re.MULTILINE)
+_TORCH_VERSION_RE = {
+    key: re.compile(rf"^{key}\s*(?::\s*[^=]+)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", re.MULTILINE)
+    for key in ("cuda", "__version__")
+}
 
 
 def _probe_installed() -> tuple[InstalledDist, ...]:
@@ -548,9 +551,15 @@ def _probe_installed() -> tuple[InstalledDist, ...]:
                 text = (Path(location) / "torch" / "version.py").read_text()
             except OSError:
                 pass
-            m = _TORCH_CUDA_RE.search(text)
+            m = _TORCH_VERSION_RE["cuda"].search(text)
             if m:
                 cuda = m[1] or m[2]
+            m = _TORCH_VERSION_RE["__version__"].search(text)
+            if m and (m[1] or m[2] or "").split("+")[0] == dist.version.split("+")[0]:
+                # PyPI's torch wheels carry no local tag in their metadata; torch.__version__ does ("+cu130")
+                version = m[1] or m[2]
+                out.append(InstalledDist(name=name, version=version, location=location, cuda=cuda))
+                continue
         out.append(InstalledDist(name=name, version=dist.version, location=location, cuda=cuda))
     return tuple(out)
 
