@@ -4,8 +4,9 @@
 
 Default plan arguments: ``--gpu "NVIDIA H200" --driver 580.159.04`` (no probing, so the
 figure is the cost of vresolve itself). Each command runs once to warm the OS caches and
-vresolve's matrix cache, then ``--runs`` times; prints the medians and their ratio, for the
-human output and for ``--json``.
+vresolve's caches, then ``--runs`` times; prints the medians and their ratio to ``python -c
+pass``, for the human output and ``--json``, with the plan output cache, without it (the
+validated matrix still cached), and with no cache at all (every run parses the YAML).
 """
 
 from __future__ import annotations
@@ -37,9 +38,19 @@ def main() -> None:
     plan_args = args.plan_args or ["--gpu", "NVIDIA H200", "--driver", "580.159.04"]
     base = _median_ms([sys.executable, "-c", "pass"], args.runs)
     print(f"python -c pass: median {base:.1f} ms ({args.runs} runs, {sys.executable})")
-    for label, extra in (("human", []), ("--json", ["--json"])):
-        t = _median_ms([sys.executable, "-m", "vresolve", "plan", *plan_args, *extra], args.runs)
-        print(f"vresolve plan {' '.join(plan_args)} ({label}): median {t:.1f} ms, ratio {t / base:.2f}x")
+    import os
+
+    # as on a user's machine, let Python keep the bytecode of vresolve's modules (this sandbox sets
+    # PYTHONDONTWRITEBYTECODE, which makes every run compile them from source: ~40 ms)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    for cache, env in (("plan output cached", {}), ("no plan output cache", {"VRESOLVE_PLAN_CACHE": "0"}),
+                       ("no caches at all", {"VRESOLVE_CACHE_DIR": ""})):
+        os.environ.pop("VRESOLVE_PLAN_CACHE", None)
+        os.environ.pop("VRESOLVE_CACHE_DIR", None)
+        os.environ.update(env)
+        for label, extra in (("human", []), ("--json", ["--json"])):
+            t = _median_ms([sys.executable, "-m", "vresolve", "plan", *plan_args, *extra], args.runs)
+            print(f"vresolve plan {' '.join(plan_args)} ({label}, {cache}): median {t:.1f} ms, ratio {t / base:.2f}x")
 
 
 if __name__ == "__main__":

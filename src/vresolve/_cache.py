@@ -9,7 +9,8 @@ names GPUs, ``sm_XY`` or ``none``), and its key covers everything the output dep
 the arguments, every ``VRESOLVE_*`` variable and the terminal-related ones, the
 interpreter (its Python and platform are the defaults of a plan), whether stdout is a
 terminal, and the size and modification time of every file of the matrix and of
-vresolve's own code. ``VRESOLVE_CACHE_DIR=`` (empty) turns every cache off.
+vresolve's own code. ``VRESOLVE_PLAN_CACHE=0`` turns this cache off, ``VRESOLVE_CACHE_DIR=``
+(empty) every cache.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def _stat_tree(root: str, out: list[str]) -> None:
 def plan_output_key(argv: list[str]) -> str | None:
     """The cache key of ``vresolve <argv>`` (the full text of what the output depends on),
     or None when its output must be computed."""
-    if not argv or argv[0] != "plan" or cache_dir() is None:
+    if not argv or argv[0] != "plan" or cache_dir() is None or os.environ.get("VRESOLVE_PLAN_CACHE") == "0":
         return None
     gpu = _flag(argv, "--gpu")
     if gpu is None or gpu.strip().lower() == "auto":

@@ -7,7 +7,6 @@ code) and ``KeyboardInterrupt``; anything else is a bug and propagates.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -18,8 +17,6 @@ from . import __version__
 from .errors import EXIT_OK, EXIT_USAGE, UsageError, VresolveError
 
 __all__ = ["main", "build_parser"]
-
-log = logging.getLogger("vresolve")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -324,7 +321,12 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
 
 
 def _setup_logging(args: argparse.Namespace) -> None:
-    level = logging.WARNING - 10 * (_opt(args, "verbose", 0) or 0) + 10 * (_opt(args, "quiet", 0) or 0)
+    verbose, quiet = _opt(args, "verbose", 0) or 0, _opt(args, "quiet", 0) or 0
+    if not verbose and not quiet:
+        return  # the default: warnings only, and nothing logs below that by default
+    import logging
+
+    level = logging.WARNING - 10 * verbose + 10 * quiet
     logging.basicConfig(level=max(logging.DEBUG, level), format="vresolve: %(message)s", stream=sys.stderr)
 
 

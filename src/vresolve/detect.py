@@ -21,20 +21,12 @@ Raw-output parsers are pure functions named ``parse_*``; each docstring shows th
 
 from __future__ import annotations
 
-import csv
-import ctypes
-import io
-import json
-import logging
 import os
 import platform as _platform
 import re
-import shutil
-import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,8 +51,6 @@ __all__ = [
     "parse_nvcc_version",
     "NVML_MISMATCH",
 ]
-
-log = logging.getLogger("vresolve.detect")
 
 NVML_MISMATCH = "Failed to initialize NVML: Driver/library version mismatch"
 SMI_FIELDS = ("index", "name", "uuid", "compute_cap", "driver_version", "memory.total", "pci.bus_id")
@@ -175,6 +165,9 @@ def parse_smi_query(text: str, fields: tuple[str, ...] = SMI_FIELDS) -> list[dic
 
     Raises ValueError on anything that is not such a table (a message, garbage).
     """
+    import csv
+    import io
+
     rows = []
     for rec in csv.reader(io.StringIO(text.strip()), skipinitialspace=True):
         if not rec:
@@ -335,6 +328,8 @@ def _probe_libcuda(o: Overrides, found: _Found) -> None:
     """The driver's CUDA version from ``cuDriverGetVersion`` (needs no GPU context)."""
     if o.root != "/":
         return  # a captured tree has no library to load
+    import ctypes
+
     try:
         lib = ctypes.CDLL("libcuda.so.1")
     except OSError:
@@ -348,6 +343,8 @@ def _probe_libcuda(o: Overrides, found: _Found) -> None:
 
 def _run(o: Overrides, argv: list[str]) -> tuple[int, str] | str:
     """Run a probe; (exit code, output) or a one-line reason it could not run."""
+    import subprocess
+
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=o.smi_timeout, errors="replace",
                            env={**o.environ, "LC_ALL": "C"})
@@ -474,6 +471,9 @@ def _probe_toolkits(o: Overrides, problems: list[str]) -> tuple[Toolkit, ...]:
 
     The version comes from the toolkit's ``version.json`` (no process), else ``nvcc --version``.
     """
+    import json
+    import shutil
+
     candidates: list[tuple[Path, str]] = []
     nvcc = shutil.which("nvcc", path=o.environ.get("PATH")) if o.root == "/" else None
     if nvcc:
@@ -533,6 +533,8 @@ _TORCH_VERSION_RE = {
 
 def _probe_installed() -> tuple[InstalledDist, ...]:
     """The stack's distributions in this interpreter's environment, without importing them."""
+    from importlib import metadata
+
     out = []
     for name in STACK_DISTS:
         try:
@@ -586,6 +588,9 @@ def probe_torch(python: str | None = None, timeout: float = 120.0) -> TorchRunti
 
     Never in-process: importing torch costs seconds and may crash on a broken install.
     """
+    import json
+    import subprocess
+
     exe = python or sys.executable
     try:
         p = subprocess.run([exe, "-c", _TORCH_SCRIPT], capture_output=True, text=True, timeout=timeout,
