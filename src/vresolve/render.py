@@ -364,11 +364,5 @@ def _machine_line(h: Host) -> str:
 
 def error_human(err: Any) -> str:
     """pip-style diagnostic text for NoCompatibleStack."""
-    lines = [f"error: {err.code}", f"  × {err.headline}"]
-    if err.causes:
-        lines.append("  ╰─> The conflict is caused by:")
-        lines += [f"        {c}" for c in err.causes]
-    if err.hints:
-        lines.append("  hint: To fix this you could try to:")
-        lines += [f"        {i}. {h}" for i, h in enumerate(err.hints, 1)]
-    return "\n".join(lines)
+    return f"error: {err.code}\n" + err.format(head="  × ", causes_head="  ╰─> ", hints_head="  hint: ",
+                                               indent="        ")

@@ -75,15 +75,19 @@ class NoCompatibleStack(VresolveError):
     def __init__(self, message: str, *, causes: Sequence[str] = (), hints: Sequence[str] = ()) -> None:
         self.causes = tuple(causes)
         self.hints = tuple(hints)
-        lines = [message]
-        if self.causes:
-            lines.append("The conflict is caused by:")
-            lines += [f"    {c}" for c in self.causes]
-        if self.hints:
-            lines.append("To fix this you could try to:")
-            lines += [f"    {i}. {h}" for i, h in enumerate(self.hints, 1)]
-        super().__init__("\n".join(lines))
         self._headline = message
+        super().__init__(self.format())
+
+    def format(self, head: str = "", causes_head: str = "", hints_head: str = "", indent: str = "    ") -> str:
+        """pip's shape: the headline, "The conflict is caused by:", then numbered "To fix this" hints."""
+        lines = [head + self._headline]
+        if self.causes:
+            lines.append(causes_head + "The conflict is caused by:")
+            lines += [f"{indent}{c}" for c in self.causes]
+        if self.hints:
+            lines.append(hints_head + "To fix this you could try to:")
+            lines += [f"{indent}{i}. {h}" for i, h in enumerate(self.hints, 1)]
+        return "\n".join(lines)
 
     @property
     def headline(self) -> str:
