@@ -719,7 +719,9 @@ def _explain(host: Host, matrix: Matrix, request: Request, checker: _Checker, pr
     any_version = len(request.vllm) == 0
     wanted = [b for b in provider.vllm if request.cpu == (b.cuda is None)
               and (any_version or request.vllm.contains(b.version, prereleases=True))]
-    rejections = checker.rejections
+    # only what the request asked about: the pool records every build it turned down
+    rejections = [r for r in checker.rejections if not isinstance(r.build, VllmBuild)
+                  or any_version or request.vllm.contains(r.build.version, prereleases=True)]
     if not wanted:
         what = f"vllm{request.vllm}" if str(request.vllm) else "vLLM"
         backend = "CPU" if request.cpu else "CUDA"
