@@ -87,8 +87,11 @@ def _add_plan_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--driver-policy", choices=("minor-compat", "toolkit"), default="minor-compat",
                    help="minor-compat (default): CUDA minor-version compatibility with the PTX rule; "
                         "toolkit: each CUDA's own minimum driver")
-    p.add_argument("--source-build", choices=("auto", "never"), default="auto",
-                   help="auto (default): wheels, and a source build named as a fix when none fits; never")
+    p.add_argument("--source-build", choices=("auto", "never", "always"), default="auto",
+                   help="auto (default): wheels, or a source build when no wheel covers the GPU; never; always")
+    p.add_argument("--keep-torch", action="store_true",
+                   help="build vLLM from source against the torch installed in this environment (kept)")
+    p.add_argument("--src-dir", default="vllm-src", metavar="DIR", help="where a source build clones vLLM")
     p.add_argument("--venv", metavar="DIR", help="the environment to create (default: .venv-vllm; conda: vllm-VERSION)")
 
 
@@ -158,7 +161,7 @@ def _plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
     gpu = args.gpu.strip()
     if gpu.lower() == "auto":
         o = Overrides.from_env(driver=args.driver, python=args.python, platform=args.platform)
-        host = fill_capabilities(detect_host(o, installed=False), m)
+        host = fill_capabilities(detect_host(o, installed=args.keep_torch), m)
         if args.python:
             host = replace(host, python=parse_python(args.python))
         sources = sorted({g.source for g in host.gpus if g.source} | ({host.driver.source} if host.driver.source else set()))
@@ -170,6 +173,8 @@ def _plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
             unknown = ", ".join(g.name for g in host.gpus if g.compute_capability is None)
             raise UsageError(f"--gpu auto: the compute capability of {unknown} is unknown; name it: --gpu sm_XY")
         return m, host, request, detected_by
+    if args.keep_torch:
+        raise UsageError("--keep-torch: keeps the torch of this machine's environment, so it needs --gpu auto")
     base = detect_interpreter()
     host = target_host(m, gpus=gpu if gpu.lower() != "none" else "none", driver=args.driver, python=args.python,
                        platform=args.platform, base=base)
@@ -185,8 +190,25 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from .resolve import NoCompatibleStack, alternatives, resolve
 
     m, host, request, detected_by = _plan_inputs(args)
+    source = args.source_build == "always" or args.keep_torch
     try:
-        res = resolve(host, m, request)
+        if source:
+            return _print_source_plan(args, m, host, request, detected_by, ())
+        try:
+            res = resolve(host, m, request)
+        except NoCompatibleStack as e:
+            # auto: no wheel covers the GPU (or the platform): a source build may
+            no_wheel = args.source_build == "auto" and any(
+                "do not run on" in c or "needs compute capability" in c or "has no wheel for linux" in c
+                for c in e.causes)
+            if not no_wheel:
+                raise
+            try:
+                return _print_source_plan(args, m, host, request, detected_by,
+                                          [f"no prebuilt wheel fits ({e.headline}): building from source"])
+            except NoCompatibleStack as src:
+                raise NoCompatibleStack(e.headline, causes=[*e.causes, *src.causes],
+                                        hints=[h for h in e.hints if "source" not in h] + list(src.hints)) from None
     except NoCompatibleStack as e:
         if _opt(args, "json"):
             _print_json(envelope("plan", plan_error_view(e)))
@@ -204,6 +226,25 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     console = _console()
     for item in plan_human(plan, detected_by):
         console.print(item)
+    return EXIT_OK
+
+
+def _print_source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any, detected_by: str,
+                       why_no_wheel: Sequence[str]) -> int:
+    from .plan import exports_text
+    from .render import envelope, source_plan_human, source_plan_view
+    from .srcbuild import plan_source_build
+
+    sp = plan_source_build(host, m, request, keep_torch=args.keep_torch, installer=args.installer,
+                           env_dir=args.venv, src_dir=args.src_dir, why_no_wheel=why_no_wheel)
+    if args.shell:
+        sys.stdout.write(exports_text(sp.env, args.shell))
+    elif _opt(args, "json"):
+        _print_json(envelope("plan", source_plan_view(sp, detected_by)))
+    else:
+        console = _console()
+        for item in source_plan_human(sp, detected_by):
+            console.print(item)
     return EXIT_OK
 
 

@@ -525,6 +525,26 @@ def _probe_toolkits(o: Overrides, problems: list[str]) -> tuple[Toolkit, ...]:
     return tuple(out)
 
 
+def _probe_tools(o: Overrides) -> tuple[tuple[str, str], ...]:
+    """Build tools a source build uses: gcc (its version), ccache, conda, git, uv (their paths)."""
+    import shutil
+
+    if o.root != "/":
+        return ()
+    path = o.environ.get("PATH")
+    out = []
+    gcc = shutil.which("gcc", path=path)
+    if gcc:
+        res = _run(o, [gcc, "-dumpfullversion", "-dumpversion"])
+        if isinstance(res, tuple) and res[0] == 0 and _version_or_none(res[1].strip().splitlines()[0]):
+            out.append(("gcc", res[1].strip().splitlines()[0]))
+    for name in ("ccache", "conda", "git", "uv"):
+        found = shutil.which(name, path=path)
+        if found:
+            out.append((name, found))
+    return tuple(out)
+
+
 _TORCH_VERSION_RE = {
     key: re.compile(rf"^{key}\s*(?::\s*[^=]+)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", re.MULTILINE)
     for key in ("cuda", "__version__")
@@ -647,7 +667,7 @@ def detect_host(o: Overrides | None = None, *, probe_gpus: bool = True, installe
         driver=found.driver, gpus=tuple(found.gpus), python=python, python_executable=sys.executable,
         platform=plat, cpu_count=os.cpu_count(), memory_mib=_probe_memory(o),
         toolkits=_probe_toolkits(o, problems), installed=_probe_installed() if installed else (),
-        env=env, problems=tuple(problems),
+        env=env, tools=_probe_tools(o), problems=tuple(problems),
     )
 
 

@@ -173,12 +173,16 @@ class Host:
     toolkits: tuple[Toolkit, ...] = ()
     installed: tuple[InstalledDist, ...] = ()
     env: tuple[tuple[str, str], ...] = ()  # CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, CUDA_HOME, ...
+    tools: tuple[tuple[str, str], ...] = ()  # build tools: ("gcc", "13.3.0"), ("ccache", "/usr/bin/ccache"), ...
     torch_runtime: TorchRuntime | None = None  # only when asked for (it imports torch)
     problems: tuple[str, ...] = ()  # "nvidia-smi: timed out after 10 s", ...
 
     @property
     def python_minor(self) -> Version:
         return Version(f"{self.python.major}.{self.python.minor}")
+
+    def tool(self, name: str) -> str | None:
+        return next((v for k, v in self.tools if k == name), None)
 
     def installed_dist(self, name: str) -> InstalledDist | None:
         return next((d for d in self.installed if d.name == name), None)
@@ -192,7 +196,7 @@ class Host:
             "python": str(self.python), "python_executable": self.python_executable,
             "platform": self.platform.to_dict(), "cpu_count": self.cpu_count, "memory_mib": self.memory_mib,
             "toolkits": [t.to_dict() for t in self.toolkits], "installed": [d.to_dict() for d in self.installed],
-            "env": dict(self.env), "problems": list(self.problems),
+            "env": dict(self.env), "tools": dict(self.tools), "problems": list(self.problems),
             "torch_runtime": self.torch_runtime.to_dict() if self.torch_runtime else None,
         }
 
@@ -206,5 +210,6 @@ class Host:
             memory_mib=d.get("memory_mib"), toolkits=tuple(Toolkit.from_dict(t) for t in d.get("toolkits") or ()),
             installed=tuple(InstalledDist.from_dict(x) for x in d.get("installed") or ()),
             env=tuple(sorted((d.get("env") or {}).items())), problems=tuple(d.get("problems") or ()),
+            tools=tuple(sorted((d.get("tools") or {}).items())),
             torch_runtime=TorchRuntime.from_dict(d["torch_runtime"]) if d.get("torch_runtime") else None,
         )

@@ -44,6 +44,7 @@ __all__ = [
     "Kernels",
     "VllmVariant",
     "Wheel",
+    "SourceBuild",
     "VllmRelease",
     "KnownIssue",
     "Matrix",
@@ -151,6 +152,10 @@ class CudaToolkit:
     nvcc_highest: Capability
     nvcc_list: tuple[Capability, ...] | None
     provenance: Provenance
+    host_gcc: tuple[int, int] | None = None  # (min, max) GCC major versions this nvcc supports
+    install_conda: tuple[str, tuple[str, ...]] | None = None  # (channel, packages) installing exactly this nvcc
+    install_pip: tuple[str, ...] = ()  # NVIDIA's pip packages for exactly this nvcc
+    host_provenance: Provenance | None = None
 
     def can_target(self, cc: Capability) -> bool:
         """Whether this toolkit's nvcc can emit SASS for ``cc``."""
@@ -229,6 +234,26 @@ class Kernels:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SourceBuild:
+    """How a vLLM release builds from source (its CMakeLists, setup.py and scripts at the tag)."""
+
+    cuda_archs: tuple[tuple[SpecifierSet, tuple[Capability, ...]], ...]  # (nvcc version range, CUDA_SUPPORTED_ARCHS)
+    use_existing_torch: bool
+    requirements: str | None  # the build-requirements file
+    precompiled: bool  # VLLM_USE_PRECOMPILED
+    cpu: bool  # VLLM_TARGET_DEVICE=cpu
+    cmake: Version | None
+    provenance: Provenance
+
+    def archs_for(self, cuda: Version) -> tuple[Capability, ...] | None:
+        """What vLLM's CMake accepts from TORCH_CUDA_ARCH_LIST with an nvcc of this CUDA."""
+        for spec, archs in self.cuda_archs:
+            if spec.contains(cuda, prereleases=True):
+                return archs
+        return None
+
+
+@dataclass(frozen=True, kw_only=True)
 class VllmVariant:
     variant: str
     cuda: Version | None
@@ -247,6 +272,7 @@ class VllmRelease:
     variants: tuple[VllmVariant, ...]
     wheels: tuple[Wheel, ...]  # PyPI's wheels (generated)
     provenance: Provenance
+    build: SourceBuild | None = None
 
     def wheels_for(self, platform: str) -> tuple[Wheel, ...]:
         """This platform's wheels, the highest build tag first (what installers pick)."""
@@ -530,7 +556,8 @@ def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tu
             majors.append(CudaMajor(major=major, minor_compat_driver=floor, provenance=prov))
     toolkits = []
     for row, d in r.rows(doc, "toolkits", "version"):
-        r.known(d, row, ("version", "released", "min_driver", "updates", "nvcc_archs", *_PROV))
+        r.known(d, row, ("version", "released", "min_driver", "updates", "nvcc_archs", "host_gcc", "install",
+                         "host_source", "host_verified", *_PROV))
         version = r.version(d, "version", row)
         if version is not None and len(version.release) != 2:
             r.problem(row, "version", f"expected MAJOR.MINOR, got {d['version']!r}")
@@ -562,12 +589,45 @@ def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tu
             if nvcc_list and lowest and highest and (min(nvcc_list) != lowest or max(nvcc_list) != highest):
                 r.problem(row, "nvcc_archs.list",
                           f"spans {min(nvcc_list)}..{max(nvcc_list)}, but lowest/highest say {lowest}..{highest}")
+        host = _read_toolkit_host(d, row, r)
         prov = r.provenance(d, row)
         if None not in (version, released, floor, lowest, highest, prov):
             toolkits.append(CudaToolkit(
                 version=version, released=released, min_driver=floor, updates=tuple(updates),
-                nvcc_lowest=lowest, nvcc_highest=highest, nvcc_list=nvcc_list, provenance=prov))
+                nvcc_lowest=lowest, nvcc_highest=highest, nvcc_list=nvcc_list, provenance=prov, **host))
     return tuple(majors), tuple(toolkits)
+
+
+def _read_toolkit_host(d: dict[str, Any], row: str, r: _Rows) -> dict[str, Any]:
+    """host_gcc / install / host_source / host_verified of a toolkit row (all optional, together)."""
+    if not any(k in d for k in ("host_gcc", "install", "host_source", "host_verified")):
+        return {}
+    out: dict[str, Any] = {}
+    gcc = r.get(d, "host_gcc", row, dict, required=False)
+    if gcc is not None:
+        r.known(gcc, row, ("min", "max"), prefix="host_gcc.")
+        lo, hi = r.get(gcc, "min", row, str, fld="host_gcc.min"), r.get(gcc, "max", row, str, fld="host_gcc.max")
+        if lo is not None and hi is not None:
+            if lo.isdigit() and hi.isdigit() and int(lo) <= int(hi):
+                out["host_gcc"] = (int(lo), int(hi))
+            else:
+                r.problem(row, "host_gcc", f"expected GCC major versions min <= max, got {lo!r}..{hi!r}")
+    inst = r.get(d, "install", row, dict, required=False)
+    if inst is not None:
+        r.known(inst, row, ("conda", "pip"), prefix="install.")
+        conda = r.get(inst, "conda", row, dict, required=False, fld="install.conda")
+        if conda is not None:
+            r.known(conda, row, ("channel", "packages"), prefix="install.conda.")
+            channel = r.get(conda, "channel", row, str, fld="install.conda.channel")
+            packages = r.strings(conda, "packages", row, fld="install.conda.packages")
+            if channel is not None and packages:
+                out["install_conda"] = (channel, packages)
+        out["install_pip"] = r.strings(inst, "pip", row, required=False, fld="install.pip") or ()
+    sub = {"source": d.get("host_source"), "verified": d.get("host_verified")}
+    prov = r.provenance(sub, f"{row} host_source/host_verified")
+    if prov is not None:
+        out["host_provenance"] = prov
+    return out
 
 
 def _read_gpus(doc: dict[str, Any], r: _Rows) -> tuple[tuple[Architecture, ...], tuple[Gpu, ...]]:
@@ -728,9 +788,10 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
     index = _read_index(doc, r)
     releases = []
     for row, d in r.rows(doc, "releases", "version"):
-        r.known(d, row, ("version", "cuda", "kernels", "variants", *_PROV))
+        r.known(d, row, ("version", "cuda", "kernels", "variants", "build", *_PROV))
         version = r.version(d, "version", row)
         cuda = r.version(d, "cuda", row, required=False)
+        build = _read_source_build(d["build"], row, r) if d.get("build") is not None else None
         kernels = _read_kernels(d["kernels"], row, r) if d.get("kernels") is not None else None
         if cuda is not None and kernels is None:
             r.problem(row, "kernels", "missing (a CUDA wheel needs its kernels' arch list)")
@@ -766,8 +827,34 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
         if None not in (version, prov):
             releases.append(VllmRelease(version=version, cuda=cuda, kernels=kernels,
                                         variants=tuple(variants), wheels=wheels.get(version, ()),
-                                        provenance=prov))
+                                        provenance=prov, build=build))
     return index, tuple(releases)
+
+
+def _read_source_build(b: Any, row: str, r: _Rows) -> SourceBuild | None:
+    b = r.mapping(b, row, "build")
+    if b is None:
+        return None
+    r.known(b, row, ("cuda_archs", "use_existing_torch", "requirements", "precompiled", "cpu", "cmake", *_PROV),
+            prefix="build.")
+    ranges = []
+    for i, item in enumerate(r.get(b, "cuda_archs", row, list, fld="build.cuda_archs") or ()):
+        fld = f"build.cuda_archs[{i}]"
+        item = r.mapping(item, row, fld)
+        if item is None:
+            continue
+        r.known(item, row, ("cuda", "archs"), prefix=fld + ".")
+        spec = r.spec(item, "cuda", row, fld=f"{fld}.cuda")
+        archs = r.caps(item, "archs", row, fld=f"{fld}.archs")
+        if spec is not None and archs is not None:
+            ranges.append((spec, archs))
+    flags = {k: r.get(b, k, row, bool, fld=f"build.{k}") for k in ("use_existing_torch", "precompiled", "cpu")}
+    req = r.get(b, "requirements", row, str, required=False, fld="build.requirements")
+    cmake = r.version(b, "cmake", row, required=False, fld="build.cmake")
+    prov = r.provenance(b, f"{row} build")
+    if prov is None or None in flags.values():
+        return None
+    return SourceBuild(cuda_archs=tuple(ranges), requirements=req, cmake=cmake, provenance=prov, **flags)
 
 
 def _read_known_issues(doc: dict[str, Any], r: _Rows) -> tuple[KnownIssue, ...]:
@@ -1175,6 +1262,35 @@ def _kernels(k: Kernels) -> dict[str, Any]:
     return {**_archlist(k.archs), "min_compute_capability": str(k.min_compute_capability)}
 
 
+def _source_build(b: SourceBuild) -> dict[str, Any]:
+    d: dict[str, Any] = {"cuda_archs": [{"cuda": str(spec), "archs": _caps(a)} for spec, a in b.cuda_archs],
+                         "use_existing_torch": b.use_existing_torch}
+    if b.requirements is not None:
+        d["requirements"] = b.requirements
+    d.update(precompiled=b.precompiled, cpu=b.cpu)
+    if b.cmake is not None:
+        d["cmake"] = str(b.cmake)
+    return {**d, **_prov(b.provenance)}
+
+
+def _toolkit_host(t: CudaToolkit) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    if t.host_gcc is not None:
+        d["host_gcc"] = {"min": str(t.host_gcc[0]), "max": str(t.host_gcc[1])}
+    if t.install_conda is not None or t.install_pip:
+        inst: dict[str, Any] = {}
+        if t.install_conda is not None:
+            inst["conda"] = {"channel": t.install_conda[0], "packages": list(t.install_conda[1])}
+        if t.install_pip:
+            inst["pip"] = list(t.install_pip)
+        d["install"] = inst
+    if t.host_provenance is not None:
+        p = t.host_provenance
+        d["host_source"] = p.source[0] if len(p.source) == 1 else list(p.source)
+        d["host_verified"] = p.verified
+    return d
+
+
 def _wheel(w: Wheel) -> dict[str, Any]:
     d: dict[str, Any] = {"filename": w.filename}
     if w.requires_python is not None:
@@ -1208,7 +1324,7 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
                if t.updates else {}),
             "nvcc_archs": {"lowest": str(t.nvcc_lowest), "highest": str(t.nvcc_highest),
                            **({"list": _caps(t.nvcc_list)} if t.nvcc_list else {})},
-            **_prov(t.provenance)} for t in m.toolkits],
+            **_toolkit_host(t), **_prov(t.provenance)} for t in m.toolkits],
     }
     gpus = {
         "architectures": [{"family": a.family, "compute_capabilities": _caps(a.compute_capabilities),
@@ -1237,6 +1353,7 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
         "releases": [{
             "version": str(r.version), **({"cuda": str(r.cuda)} if r.cuda is not None else {}),
             **({"kernels": _kernels(r.kernels)} if r.kernels is not None else {}),
+            **({"build": _source_build(r.build)} if r.build is not None else {}),
             **({"variants": [{
                 "variant": v.variant, **({"cuda": str(v.cuda)} if v.cuda is not None else {}),
                 "where": v.where, "platforms": list(v.platforms),

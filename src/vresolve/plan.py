@@ -26,7 +26,7 @@ from .resolve import Resolution, TorchBuild, VllmBuild
 from .values import Capability, DriverVersion
 
 __all__ = ["INSTALLERS", "Step", "Check", "InstallPlan", "build_plan", "target_host", "parse_gpus", "shell_line",
-           "exports_text"]
+           "exports_text", "sh_value"]
 
 INSTALLERS = ("uv", "pip", "conda")
 SHELLS = ("bash", "fish", "dotenv")
@@ -275,12 +275,34 @@ def build_plan(matrix: Matrix, res: Resolution, *, installer: str = "uv", env_di
                        env=tuple(env), env_reasons=tuple(why), verify=tuple(checks), alternatives=tuple(alternatives))
 
 
+_EXPANDED = ("$PWD", "$CUDA_HOME", "$PATH")  # the only variables vresolve's own values refer to
+
+
+def sh_value(v: str, fish: bool = False) -> str:
+    """Quote a value; ``$PWD``/``$CUDA_HOME``/``$PATH`` in it still expand."""
+    parts = [v]
+    for var in _EXPANDED:
+        parts = [x for p in parts for x in _split_keep(p, var)]
+    if fish and len(parts) > 1 and v.endswith(":$PATH"):  # fish: PATH is a list
+        return " ".join(sh_value(x, fish) for x in v[: -len(":$PATH")].split(":")) + " $PATH"
+    return "".join(f'"{p}"' if p in _EXPANDED else shlex.quote(p) for p in parts if p)
+
+
+def _split_keep(text: str, var: str) -> list[str]:
+    out: list[str] = []
+    for i, piece in enumerate(text.split(var)):
+        if i:
+            out.append(var)
+        out.append(piece)
+    return out
+
+
 def exports_text(env: Sequence[tuple[str, str]], shell: str) -> str:
     """The exports in one shell's syntax (``--shell bash|fish|dotenv``)."""
     if shell == "bash":
-        return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env)
+        return "".join(f"export {k}={sh_value(v)}\n" for k, v in env)
     if shell == "fish":
-        return "".join(f"set -gx {k} {shlex.quote(v)}\n" for k, v in env)
+        return "".join(f"set -gx {k} {sh_value(v, fish=True)}\n" for k, v in env)
     if shell == "dotenv":
         return "".join(f"{k}={v}\n" for k, v in env)
     raise UsageError(f"--shell: invalid value {shell!r} (expected one of: {', '.join(SHELLS)})")

@@ -32,6 +32,8 @@ __all__ = [
     "plan_human",
     "stack_view",
     "error_human",
+    "source_plan_view",
+    "source_plan_human",
 ]
 
 TABLES = ("cuda", "gpus", "torch", "vllm", "issues")
@@ -247,6 +249,8 @@ def detect_human(h: Host) -> Table:
         else:
             t.add_row("torch (runtime)", f"{tr.version}, CUDA {tr.cuda}, available={tr.available}, "
                       f"archs {' '.join(tr.arch_list) or '-'}", "import torch")
+    for k, v in h.tools:
+        t.add_row(k, v, "build tool")
     for k, v in h.env:
         t.add_row(k, v, "environment")
     for problem in h.problems:
@@ -366,3 +370,68 @@ def error_human(err: Any) -> str:
     """pip-style diagnostic text for NoCompatibleStack."""
     return f"error: {err.code}\n" + err.format(head="  × ", causes_head="  ╰─> ", hints_head="  hint: ",
                                                indent="        ")
+
+
+# --------------------------------------------------------------------------- source builds
+
+
+def source_stack_view(p: Any) -> dict[str, Any]:
+    return {"vllm": str(p.vllm.version), "torch": p.torch_version.split("+")[0], "torchvision": None,
+            "torchaudio": None, "companions": {},
+            "variant": (f"cu{p.torch_cuda.major}{p.torch_cuda.minor}" if p.torch_cuda else "cpu"),
+            "vllm_variant": "source", "vllm_source": f"git tag v{p.vllm.version}",
+            "torch_source": "kept" if p.keep_torch else ("pypi" if p.torch_build and p.torch_build.pypi else "pytorch-index"),
+            "cuda": str(p.torch_cuda) if p.torch_cuda else None, "python": str(p.host.python_minor),
+            "install_kind": "source"}
+
+
+def source_plan_view(p: Any, detected_by: str) -> dict[str, Any]:
+    """The ``vresolve.plan/1`` body of a SourcePlan: the same fields, plus the script."""
+    from .plan import shell_line
+    from .srcbuild import render_script
+
+    return {
+        "host": _host_view(p.host, detected_by), "stack": source_stack_view(p),
+        "requires": {"min_driver": str(p.min_driver) if p.min_driver else None,
+                     "driver_policy": p.request.driver_policy},
+        "installer": p.installer, "environment": p.env_dir,
+        "steps": [{"tool": s.tool, "argv": list(s.argv), "shell": shell_line(s.argv), "why": s.why,
+                   **({"cwd": s.cwd} if s.cwd else {})} for s in p.steps],
+        "env": dict(p.env),
+        "checks": [{"name": c.name, "argv": list(c.argv), "expect": c.expect} for c in p.checks],
+        "verify": [{"name": c.name, "argv": list(c.argv), "expect": c.expect} for c in p.verify],
+        "reasons": list(p.reasons), "warnings": list(p.warnings), "alternatives": [],
+        "build": {"toolkit": str(p.toolkit.version) if p.toolkit else None, "cuda_home": p.cuda_home,
+                  "toolkit_found": p.toolkit_found.path if p.toolkit_found else None,
+                  "host_gcc": list(p.toolkit.host_gcc) if p.toolkit and p.toolkit.host_gcc else None,
+                  "max_jobs": p.max_jobs, "nvcc_threads": p.nvcc_threads, "src_dir": p.src_dir},
+        "script": render_script(p),
+    }
+
+
+def source_plan_human(p: Any, detected_by: str) -> list[Any]:
+    from rich.table import Table
+    from rich.text import Text
+
+    from .srcbuild import render_script
+
+    t = Table(title=f"vLLM source build for {_machine_line(p.host)} ({detected_by})")
+    for col in ("what", "choice"):
+        t.add_column(col)
+    t.add_row("vllm", f"{p.vllm.version} (git tag v{p.vllm.version})")
+    t.add_row("torch", p.torch_version + (" (kept)" if p.keep_torch else ""))
+    if p.toolkit is not None:
+        t.add_row("CUDA toolkit", f"{p.toolkit.version} at {p.cuda_home}")
+        t.add_row("TORCH_CUDA_ARCH_LIST", ";".join(str(c) for c in p.archs))
+    t.add_row("MAX_JOBS / NVCC_THREADS", f"{p.max_jobs if p.max_jobs is not None else 'computed on the build machine'}"
+              f" / {p.nvcc_threads}")
+    if p.min_driver:
+        t.add_row("needs", f"NVIDIA driver >= {p.min_driver}")
+    out: list[Any] = [t, Text("Why:", style="bold")]
+    out += [Text(f"  - {x}") for x in p.reasons]
+    if p.warnings:
+        out.append(Text("Warnings:", style="bold yellow"))
+        out += [Text(f"  ! {x}") for x in p.warnings]
+    out.append(Text("Recipe (bash):", style="bold"))
+    out.append(Text(render_script(p)))
+    return out

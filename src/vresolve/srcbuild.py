@@ -1,0 +1,492 @@
+"""Source-build plans: vLLM built from its tagged source when no prebuilt wheel fits. Pure.
+
+Decisions, each from the matrix and the Host:
+
+- **the vLLM tag**: the newest release in the request whose CMake accepts every GPU
+  (``build.cuda_archs``: CUDA_SUPPORTED_ARCHS for the nvcc in use, matched loosely the way
+  vLLM's ``cuda_archs_loose_intersection`` does: SASS of the same major, minor not above the
+  GPU's), and, when keeping torch, whose tree has ``use_existing_torch.py`` and whose own torch
+  pin is not newer than the torch kept;
+- **the torch to build against**: the one installed (``--keep-torch``), or the release's pinned
+  torch in the variant that runs on every GPU, whose toolkit can target every GPU, that the
+  driver serves; a variant whose CUDA matches a toolkit already on the machine first, then
+  PyPI's build, then the newest CUDA;
+- **the CUDA toolkit**: major.minor equal to torch's CUDA (``torch.version.cuda``), and an nvcc
+  that can target every GPU (12.8+ for sm_120; a 12.x toolkit for sm_6x/sm_70, which CUDA 13
+  cannot target); found on the machine, or installed into ``./.cuda-X.Y`` with conda;
+- **the host compiler**: a GCC inside that nvcc's supported range (checked by the script);
+- **parallelism** (:func:`build_parallelism`): ``NVCC_THREADS`` 2 on 8+ cores else 1, and
+  ``MAX_JOBS`` so that every nvcc thread has a 4 GiB budget in 80 % of the memory, never more
+  jobs than cores / NVCC_THREADS. vLLM's heaviest translation units (CUTLASS, FlashAttention,
+  Marlin) peak at 3 to 4 GiB per nvcc thread; too many jobs is the seed's "ninja: build stopped".
+
+The recipe exports ``TORCH_CUDA_ARCH_LIST`` set to exactly the machine's capabilities (never
+``CMAKE_CUDA_ARCHITECTURES``, which torch's CMake ignores), ``CUDA_HOME`` and ``PATH``,
+``VLLM_TARGET_DEVICE``, ccache launchers when ccache is there; runs ``use_existing_torch.py`` when
+keeping torch; installs the build requirements and then vLLM with ``--no-build-isolation`` (so
+pip cannot build against another torch); and verifies by importing ``vllm._C`` and running one
+of its ops against torch's own result.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from packaging.version import InvalidVersion, Version
+
+from .host import Host, HostGpu, Toolkit
+from .matrix import CudaToolkit, Matrix, VllmRelease
+from .plan import Check, sh_value
+from .resolve import NoCompatibleStack, Request, TorchBuild, driver_floor
+from .values import Capability, DriverVersion
+
+__all__ = ["SourcePlan", "BuildStep", "plan_source_build", "build_parallelism", "render_script", "GIB_PER_NVCC_THREAD"]
+
+GIB_PER_NVCC_THREAD = 4
+VLLM_GIT = "https://github.com/vllm-project/vllm.git"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BuildStep:
+    tool: str
+    argv: tuple[str, ...]
+    why: str
+    cwd: str | None = None  # run in this directory (relative to where the recipe starts)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SourcePlan:
+    host: Host
+    request: Request
+    vllm: VllmRelease
+    target: str  # "cuda" | "cpu"
+    archs: tuple[Capability, ...]  # TORCH_CUDA_ARCH_LIST
+    torch_version: str  # "2.11.0+cu130"
+    torch_cuda: Version | None
+    keep_torch: bool
+    torch_build: TorchBuild | None  # the build the plan installs, when not keeping torch
+    toolkit: CudaToolkit | None  # the matrix row of the toolkit
+    toolkit_found: Toolkit | None  # the toolkit on the machine, when there is one
+    cuda_home: str
+    python: str  # the interpreter the build uses (a path, or a shell expression for conda)
+    env_dir: str | None
+    installer: str
+    src_dir: str
+    max_jobs: int | None  # None: the recipe computes it on the build machine
+    nvcc_threads: int
+    min_driver: DriverVersion | None
+    env: tuple[tuple[str, str], ...]
+    env_reasons: tuple[tuple[str, str], ...]
+    steps: tuple[BuildStep, ...]
+    checks: tuple[Check, ...]  # before the build: nvcc, torch, gcc
+    verify: tuple[Check, ...]  # after it
+    reasons: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+def build_parallelism(cores: int | None, memory_mib: int | None) -> tuple[int | None, int]:
+    """(MAX_JOBS, NVCC_THREADS) for a machine; MAX_JOBS None when its size is unknown.
+
+    >>> build_parallelism(16, 128 * 1024)
+    (12, 2)
+    >>> build_parallelism(2, 24 * 1024)
+    (2, 1)
+    >>> build_parallelism(64, 32 * 1024)
+    (3, 2)
+    """
+    threads = 2 if (cores or 0) >= 8 else 1
+    if not cores or not memory_mib:
+        return None, threads
+    by_memory = int(memory_mib / 1024 * 0.8) // (GIB_PER_NVCC_THREAD * threads)
+    return max(1, min(cores // threads, by_memory)), threads
+
+
+def _loose_covers(accepted: Sequence[Capability], cc: Capability) -> Capability | None:
+    """The arch vLLM's CMake builds for ``cc`` out of ``accepted`` (same major, minor not above), or None."""
+    fits = [a for a in accepted if a.major == cc.major and a.minor <= cc.minor]
+    return max(fits, default=None)
+
+
+def _caps(host: Host) -> tuple[Capability, ...]:
+    return tuple(sorted({g.compute_capability.base for g in host.gpus if g.compute_capability is not None}))
+
+
+def _gpu_text(gpus: Sequence[HostGpu], caps: Sequence[Capability]) -> str:
+    names = sorted({g.name for g in gpus})
+    return f"{', '.join(names)} ({', '.join(c.sm for c in caps)})"
+
+
+def _pin(r: VllmRelease, platform: str) -> Version | None:
+    spec = r.pins(platform).get("torch")
+    items = list(spec) if spec is not None else []
+    return Version(items[0].version) if len(items) == 1 and items[0].operator == "==" else None
+
+
+def _toolkit_on_host(host: Host, cuda: Version) -> Toolkit | None:
+    return next((t for t in host.toolkits if (t.version.major, t.version.minor) == (cuda.major, cuda.minor)), None)
+
+
+def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torch: bool = False,
+                      installer: str = "uv", env_dir: str | None = None, src_dir: str = "vllm-src",
+                      why_no_wheel: Sequence[str] = ()) -> SourcePlan:
+    """The source-build recipe for ``host``, or NoCompatibleStack saying why none works."""
+    platform = host.platform.tag
+    caps = () if request.cpu else _caps(host)
+    target = "cpu" if request.cpu else "cuda"
+    kept = host.installed_dist("torch") if keep_torch else None
+    if keep_torch and kept is None:
+        raise NoCompatibleStack("--keep-torch: no torch is installed in this environment",
+                                hints=["run vresolve from the environment whose torch you want to keep",
+                                       "or leave out --keep-torch: the plan then installs the torch the release pins"])
+    kept_version = _public(kept.version) if kept else None
+    kept_cuda = _version(kept.cuda) if kept and kept.cuda else None
+    causes: list[str] = []
+    releases = sorted((r for r in matrix.vllm if request.vllm.contains(r.version, prereleases=True)),
+                      key=lambda r: r.version, reverse=True)
+    for r in releases:
+        b = r.build
+        label = f"vLLM {r.version}"
+        if b is None:
+            causes.append(f"{label}: how it builds from source is not in the matrix")
+            continue
+        if target == "cpu" and not b.cpu:
+            causes.append(f"{label} does not build for the CPU (VLLM_TARGET_DEVICE=cpu)")
+            continue
+        pin = _pin(r, platform)
+        torch_build: TorchBuild | None = None
+        if keep_torch:
+            if not b.use_existing_torch:
+                causes.append(f"{label} has no use_existing_torch.py, so it cannot build against your torch")
+                continue
+            if pin is not None and kept_version is not None and pin.release[:2] > kept_version.release[:2]:
+                causes.append(f"{label} is made for torch {pin}, newer than your torch {kept.version}")
+                continue
+            if target == "cuda" and kept_cuda is None:
+                causes.append(f"your torch {kept.version} is a CPU build: vLLM's CUDA kernels need a CUDA torch")
+                break
+            cuda = kept_cuda
+        else:
+            if pin is None:
+                causes.append(f"{label} pins no exact torch for {platform}")
+                continue
+            torch_build, why = _pick_torch(host, matrix, request, pin, caps, target)
+            if torch_build is None:
+                causes.append(f"{label} pins torch {pin}: {why}")
+                continue
+            cuda = torch_build.cuda
+        if target == "cuda":
+            assert cuda is not None
+            tk = matrix.toolkit(cuda)
+            if tk is None:
+                causes.append(f"CUDA {cuda} (torch's) is not in the matrix's toolkits")
+                continue
+            untargetable = [c for c in caps if not tk.can_target(c)]
+            if untargetable:
+                causes.append(f"nvcc {tk.version} (torch's CUDA) cannot target "
+                              f"{', '.join(c.sm for c in untargetable)}")
+                continue
+            accepted = b.archs_for(cuda)
+            if accepted is None:
+                causes.append(f"{label}'s CMakeLists does not build with CUDA {cuda}")
+                continue
+            refused = [c for c in caps if _loose_covers(accepted, c) is None]
+            if refused:
+                causes.append(f"{label}'s CMake builds only {', '.join(map(str, accepted))} "
+                              f"(CUDA_SUPPORTED_ARCHS): not {', '.join(c.sm for c in refused)}")
+                continue
+            floor = driver_floor(matrix, cuda, request.driver_policy, False)
+            if floor is not None and host.driver.version is not None and host.driver.version < floor:
+                causes.append(f"torch's CUDA {cuda} needs driver >= {floor}; this machine has {host.driver.version}")
+                continue
+        else:
+            tk, floor = None, None
+        return _recipe(host, matrix, request, r, target, caps, keep_torch, kept, torch_build, tk, floor,
+                       installer, env_dir, src_dir, why_no_wheel)
+    what = f"vLLM {request.vllm}".strip() if str(request.vllm) else "vLLM"
+    hints = []
+    if keep_torch:
+        hints.append("leave out --keep-torch: the plan then installs a torch the release supports")
+    if caps and any("CUDA_SUPPORTED_ARCHS" in c for c in causes):
+        hints.append(f"no vLLM release builds for {', '.join(c.sm for c in caps)}; use a GPU of compute "
+                     "capability 7.0 or newer, or the CPU backend (--gpu none)")
+    raise NoCompatibleStack(f"no source build of {what} works on this machine", causes=_dedupe(causes)[:6],
+                            hints=hints)
+
+
+def _dedupe(items: Sequence[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for i in items:
+        seen.setdefault(i, None)
+    return list(seen)
+
+
+def _public(text: str) -> Version | None:
+    try:
+        return Version(Version(text).public)
+    except InvalidVersion:
+        return None
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def _pick_torch(host: Host, matrix: Matrix, request: Request, pin: Version, caps: Sequence[Capability],
+                target: str) -> tuple[TorchBuild | None, str]:
+    """The variant of torch ``pin`` to build against, or (None, why not)."""
+    release = matrix.torch_release(pin)
+    if release is None:
+        return None, "that torch is not in the matrix"
+    if host.python_minor not in release.python:
+        return None, f"it has no wheel for Python {host.python_minor}"
+    platform = host.platform.tag
+    options = []
+    for v in release.variants:
+        archs = v.archs.get(platform)
+        if archs is None or (target == "cpu") != (v.cuda is None):
+            continue
+        if request.variant and v.variant != request.variant:
+            continue
+        if target == "cuda":
+            assert v.cuda is not None
+            tk = matrix.toolkit(v.cuda)
+            if tk is None or not all(tk.can_target(c) for c in caps) or not all(archs.covers(c) for c in caps):
+                continue
+            floor = driver_floor(matrix, v.cuda, request.driver_policy, False)
+            if floor is not None and host.driver.version is not None and host.driver.version < floor:
+                continue
+        on_host = v.cuda is not None and _toolkit_on_host(host, v.cuda) is not None
+        options.append((not on_host, platform not in v.pypi_default, not v.provenance.trusted,
+                        -(v.cuda.major * 100 + v.cuda.minor) if v.cuda else 0, v))
+    if not options:
+        kind = "CPU" if target == "cpu" else f"CUDA build that runs on and can be compiled for {', '.join(map(str, caps))}"
+        return None, f"no {kind} of it fits this machine"
+    best = min(options, key=lambda o: o[:4])[4]
+    return TorchBuild(release=release, variant=best, platform=platform, pypi=platform in best.pypi_default), ""
+
+
+def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target: str, caps: tuple[Capability, ...],
+            keep_torch: bool, kept: object, torch_build: TorchBuild | None, tk: CudaToolkit | None,
+            floor: DriverVersion | None, installer: str, env_dir: str | None, src_dir: str,
+            why_no_wheel: Sequence[str]) -> SourcePlan:
+    assert r.build is not None
+    b = r.build
+    py_minor = str(host.python_minor)
+    torch_version = (kept.version if keep_torch else  # type: ignore[attr-defined]
+                     f"{torch_build.version}+{torch_build.variant.variant}")  # type: ignore[union-attr]
+    torch_cuda = (_version(kept.cuda) if keep_torch and kept.cuda else  # type: ignore[attr-defined]
+                  (torch_build.cuda if torch_build else None))
+    found = _toolkit_on_host(host, torch_cuda) if torch_cuda is not None else None
+    if tk is None:
+        cuda_home = ""
+    elif found is not None:
+        cuda_home = found.path
+    else:
+        cuda_home = f"$PWD/.cuda-{tk.version}"
+    steps: list[BuildStep] = []
+    reasons: list[str] = list(why_no_wheel)
+    warnings: list[str] = []
+
+    # the environment and its Python
+    if keep_torch:
+        python = host.python_executable or "python3"
+        env_dir = None
+        reasons.append(f"builds against the torch in this environment ({torch_version}, CUDA {torch_cuda or 'none'}), "
+                       f"which it keeps: {python}")
+    else:
+        env_dir = env_dir or (f"vllm-{r.version}" if installer == "conda" else ".venv-vllm")
+        if installer == "uv":
+            steps.append(BuildStep(tool="uv", argv=("uv", "venv", "--python", py_minor, "--seed", env_dir),
+                                   why=f"a fresh environment with Python {py_minor}"))
+            python = f"{env_dir}/bin/python"
+        elif installer == "pip":
+            steps.append(BuildStep(tool="python", argv=(f"python{py_minor}", "-m", "venv", env_dir),
+                                   why=f"a fresh environment with Python {py_minor}"))
+            python = f"{env_dir}/bin/python"
+        else:
+            steps.append(BuildStep(tool="conda", argv=("conda", "create", "-y", "-n", env_dir, f"python={py_minor}", "pip"),
+                                   why=f"a conda environment with Python {py_minor}"))
+            python = "$(conda run -n " + shlex.quote(env_dir) + " python -c 'import sys; print(sys.executable)')"
+        assert torch_build is not None
+        tb = torch_build
+        pins = [f"torch=={tb.version}" if tb.pypi else f"torch=={tb.version}+{tb.variant.variant}"]
+        index = () if tb.pypi else ("--index-url", f"{matrix.torch_index}/{tb.variant.variant}")
+        steps.append(BuildStep(tool=installer, argv=(*_pip(installer, python), *index, *pins),
+                               why=f"the torch vLLM {r.version} pins ({tb.version}), "
+                                   + ("PyPI's build" if tb.pypi else f"the {tb.variant.variant} build from the PyTorch index")))
+        reasons.append(f"builds against torch {torch_version}, the torch vLLM {r.version} pins, in the variant "
+                       f"that runs on {', '.join(map(str, caps)) or 'the CPU'}"
+                       + (f" and matches the CUDA toolkit already here ({found.path})" if found else ""))
+
+    # the toolkit
+    if tk is not None:
+        assert torch_cuda is not None
+        if found is not None:
+            reasons.append(f"CUDA toolkit {found.version} at {found.path} matches torch's CUDA {torch_cuda} "
+                           f"and its nvcc targets {', '.join(c.sm for c in caps)}")
+        elif tk.install_conda is not None:
+            channel, packages = tk.install_conda
+            steps.append(BuildStep(tool="conda", argv=("conda", "create", "-y", "-p", f".cuda-{tk.version}", "-c", channel,
+                                                       *packages),
+                                   why=f"CUDA toolkit {tk.version} (torch's CUDA) into ./.cuda-{tk.version}: "
+                                       "none of that version is on the machine"))
+            reasons.append(f"no CUDA {tk.version} toolkit on the machine: the recipe installs one with conda "
+                           f"({channel}: {' '.join(packages)})")
+        else:
+            warnings.append(f"install the CUDA {tk.version} toolkit (its nvcc must equal torch's CUDA) and point "
+                            f"CUDA_HOME at it: the matrix knows no package for it")
+        if tk.host_gcc is None:
+            warnings.append(f"the matrix does not know which GCC versions nvcc {tk.version} supports")
+
+    # parallelism
+    max_jobs, threads = build_parallelism(host.cpu_count, host.memory_mib)
+    env: list[tuple[str, str]] = []
+    why: list[tuple[str, str]] = []
+    if target == "cuda":
+        env.append(("CUDA_HOME", cuda_home))
+        why.append(("CUDA_HOME", f"the CUDA {tk.version if tk else ''} toolkit vLLM's CMake builds with"))
+        env.append(("PATH", "$CUDA_HOME/bin:$PATH"))
+        why.append(("PATH", "its nvcc first on PATH"))
+        env.append(("TORCH_CUDA_ARCH_LIST", ";".join(str(c) for c in caps)))
+        why.append(("TORCH_CUDA_ARCH_LIST", f"exactly this machine's GPUs ({_gpu_text(host.gpus, caps)}); vLLM and "
+                                             "torch take the arch list from here (CMAKE_CUDA_ARCHITECTURES is ignored)"))
+        env.append(("NVCC_THREADS", str(threads)))
+        why.append(("NVCC_THREADS", "threads per nvcc job (2 on machines of 8 cores or more)"))
+    env.append(("VLLM_TARGET_DEVICE", target))
+    why.append(("VLLM_TARGET_DEVICE", "what vLLM's setup.py builds for"))
+    if max_jobs is not None:
+        env.append(("MAX_JOBS", str(max_jobs)))
+        why.append(("MAX_JOBS", f"{host.memory_mib / 1024:.0f} GiB x 80 % / ({GIB_PER_NVCC_THREAD} GiB x "
+                                f"{threads} nvcc threads), at most {host.cpu_count} cores / {threads}"))
+    if host.tool("ccache"):
+        for k in ("CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_CUDA_COMPILER_LAUNCHER"):
+            env.append((k, "ccache"))
+            why.append((k, "ccache is on this machine: a rebuild reuses what compiled before"))
+
+    # checks before the build
+    checks: list[Check] = []
+    if tk is not None and torch_cuda is not None:
+        checks.append(Check(name="nvcc is torch's CUDA", argv=("$CUDA_HOME/bin/nvcc", "--version"),
+                            expect=f"release {torch_cuda.major}.{torch_cuda.minor},"))
+        checks.append(Check(name="torch is the planned build",
+                            argv=(python, "-c", 'import torch; print("torch CUDA", torch.version.cuda)'),
+                            expect=f"torch CUDA {torch_cuda.major}.{torch_cuda.minor}"))
+        if tk.host_gcc is not None:
+            lo, hi = tk.host_gcc
+            checks.append(Check(name=f"gcc is one nvcc {tk.version} supports (GCC {lo} to {hi})",
+                                argv=("sh", "-c", f'v=$(gcc -dumpversion | cut -d. -f1); '
+                                                  f'[ "$v" -ge {lo} ] && [ "$v" -le {hi} ] && echo "gcc $v ok"'),
+                                expect="ok"))
+
+    # the build
+    steps.append(BuildStep(tool="git", argv=("git", "clone", "--depth", "1", "--branch", f"v{r.version}", VLLM_GIT, src_dir),
+                           why=f"vLLM's source at the v{r.version} tag"))
+    if keep_torch:
+        steps.append(BuildStep(tool="python", argv=(python, "use_existing_torch.py"), cwd=src_dir,
+                               why="drop the torch pins from vLLM's requirements, so the build keeps your torch"))
+    reqs = b.requirements or "requirements-build.txt"
+    steps.append(BuildStep(tool=installer, argv=(*_pip(installer, python), "-r", reqs), cwd=src_dir,
+                           why="the build requirements (cmake, ninja, ...) into the environment itself"))
+    steps.append(BuildStep(tool=installer, argv=(*_pip(installer, python), "--no-build-isolation", "-v", "."), cwd=src_dir,
+                           why="build and install vLLM against the torch in the environment "
+                               "(--no-build-isolation: no private build environment with another torch)"))
+    verify = [_op_check(python, target, r)]
+    reasons.append(f"vLLM {r.version}'s CMake builds {', '.join(map(str, caps))} with nvcc {tk.version}"
+                   if tk is not None else f"vLLM {r.version} builds for the CPU (VLLM_TARGET_DEVICE=cpu)")
+    if b.precompiled and not keep_torch:
+        reasons.append("if you change only vLLM's Python code: VLLM_USE_PRECOMPILED=1 with an editable install reuses "
+                       "the release's compiled kernels instead of building them")
+    if max_jobs is None:
+        warnings.append("the build machine's memory is unknown: the recipe computes MAX_JOBS there "
+                        f"({GIB_PER_NVCC_THREAD} GiB per nvcc thread in 80 % of MemAvailable)")
+    return SourcePlan(host=host, request=request, vllm=r, target=target, archs=caps, torch_version=torch_version,
+                      torch_cuda=torch_cuda, keep_torch=keep_torch, torch_build=torch_build, toolkit=tk,
+                      toolkit_found=found, cuda_home=cuda_home, python=python, env_dir=env_dir, installer=installer,
+                      src_dir=src_dir, max_jobs=max_jobs, nvcc_threads=threads, min_driver=floor, env=tuple(env),
+                      env_reasons=tuple(why), steps=tuple(steps), checks=tuple(checks), verify=tuple(verify),
+                      reasons=tuple(reasons), warnings=tuple(warnings))
+
+
+def _pip(installer: str, python: str) -> tuple[str, ...]:
+    if installer == "uv":
+        return ("uv", "pip", "install", "--python", python)
+    return (python, "-m", "pip", "install")
+
+
+_OP_CHECK = (
+    "import torch, vllm._C\n"
+    "dev = {device!r}\n"
+    "dt = torch.float16 if dev == 'cuda' else torch.float32\n"
+    "x = torch.randn(8, 64, device=dev, dtype=dt)\n"
+    "out = torch.empty(8, 32, device=dev, dtype=dt)\n"
+    "torch.ops._C.silu_and_mul(out, x)\n"
+    "ref = torch.nn.functional.silu(x[:, :32].float()) * x[:, 32:].float()\n"
+    "ok = torch.allclose(out.float(), ref, atol=2e-2, rtol=2e-2)\n"
+    "print('vllm._C silu_and_mul ' + ('matches torch' if ok else 'DIFFERS from torch'))\n"
+)
+
+
+def _op_check(python: str, target: str, r: VllmRelease) -> Check:
+    return Check(name=f"vLLM {r.version}'s compiled extension imports and one of its ops matches torch",
+                 argv=(python, "-c", _OP_CHECK.format(device="cuda" if target == "cuda" else "cpu")),
+                 expect="vllm._C silu_and_mul matches torch")
+
+
+# --------------------------------------------------------------------------- the script
+
+
+def _word(arg: str) -> str:
+    """Shell-quote; ``$PWD``/``$CUDA_HOME``/``$PATH`` and the conda interpreter lookup still expand."""
+    if arg.startswith("$(conda run -n ") and arg.endswith(")"):
+        return '"' + arg + '"'  # made by this module, its environment name already quoted
+    return sh_value(arg)
+
+
+def _line(argv: Sequence[str]) -> str:
+    return " ".join(_word(a) for a in argv)
+
+
+def render_script(p: SourcePlan) -> str:
+    """The recipe as one bash script; every value is shell-quoted (``bash -n`` accepts it)."""
+    out = ["#!/usr/bin/env bash",
+           f"# Build vLLM {p.vllm.version} from source for {_gpu_text(p.host.gpus, p.archs) if p.archs else 'the CPU'}",
+           f"# torch {p.torch_version}" + (f", CUDA {p.torch_cuda}" if p.torch_cuda else "") + " -- made by vresolve",
+           "set -euo pipefail", ""]
+    pre = [s for s in p.steps if s.cwd is None and s.tool != "git"]
+    for s in pre:
+        out += [f"# {s.why}", _line(s.argv), ""]
+    out.append("# the build environment")
+    for (k, v), (_, why) in zip(p.env, p.env_reasons):
+        out.append(f"# {why}")
+        out.append(f"export {k}={_word(v)}")
+    if p.max_jobs is None:
+        out += ["# MAX_JOBS from this machine's memory: a 4 GiB budget per nvcc thread in 80 % of it",
+                'mem_gib=$(awk \'/MemAvailable/ {print int($2 / 1048576)}\' /proc/meminfo)',
+                f'jobs=$(( mem_gib * 8 / 10 / ({GIB_PER_NVCC_THREAD} * {p.nvcc_threads}) ))',
+                f'cores=$(( $(nproc) / {p.nvcc_threads} ))',
+                'export MAX_JOBS=$(( jobs < 1 ? 1 : (jobs > cores ? cores : jobs) ))']
+    out.append("unset CMAKE_CUDA_ARCHITECTURES  # torch's CMake ignores it; TORCH_CUDA_ARCH_LIST rules")
+    out.append("")
+    if p.checks:
+        out.append("# checks before building (the seed's pitfalls: nvcc != torch's CUDA, an unsupported gcc)")
+        for c in p.checks:
+            out.append(f"{_line(c.argv)} | grep -qF {shlex.quote(c.expect)} || "
+                       f"{{ echo {shlex.quote('vresolve: check failed: ' + c.name)} >&2; exit 1; }}")
+        out.append("")
+    for s in p.steps:
+        if s.cwd is None and s.tool != "git":
+            continue
+        out.append(f"# {s.why}")
+        out.append(f"(cd {shlex.quote(s.cwd)} && {_line(s.argv)})" if s.cwd else _line(s.argv))
+        out.append("")
+    out.append("# verify")
+    for c in p.verify:
+        out.append(f"{_line(c.argv)} | tee /dev/stderr | grep -qF {shlex.quote(c.expect)}")
+    out.append("")
+    return "\n".join(out)
+
