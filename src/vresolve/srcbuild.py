@@ -89,8 +89,8 @@ class SourcePlan:
 def build_parallelism(cores: int | None, memory_mib: int | None) -> tuple[int | None, int]:
     """(MAX_JOBS, NVCC_THREADS) for a machine; MAX_JOBS None when its size is unknown.
 
-    >>> build_parallelism(16, 128 * 1024)
-    (12, 2)
+    >>> build_parallelism(16, 128 * 1024)  # core-bound: 16 cores / 2 threads
+    (8, 2)
     >>> build_parallelism(2, 24 * 1024)
     (2, 1)
     >>> build_parallelism(64, 32 * 1024)
