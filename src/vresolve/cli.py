@@ -49,6 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plan_flags(pl)
     pl.add_argument("--shell", choices=("bash", "fish", "dotenv"), help="print only the environment exports")
 
+    doc = sub.add_parser("doctor", parents=[common], help="diagnose this environment and/or an error log")
+    doc.add_argument("--log", metavar="FILE", help="an error log or traceback to read ('-': standard input)")
+    doc.add_argument("--python", metavar="EXE", dest="env_python",
+                     help="the environment's interpreter (default: $VIRTUAL_ENV's, else $CONDA_PREFIX's, else this one)")
+    doc.add_argument("--no-env", action="store_true", help="read only the log; do not import the stack")
+    doc.add_argument("--timeout", type=float, default=180.0, help="seconds the import checks may take (default 180)")
+
     det = sub.add_parser("detect", parents=[common], help="what this machine has, and which source answered each fact")
     det.add_argument("--torch", action="store_true",
                      help="also ask torch itself (import torch in a subprocess: its CUDA and arch list)")
@@ -248,6 +255,57 @@ def _print_source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any
     return EXIT_OK
 
 
+# --------------------------------------------------------------------------- doctor
+
+
+def _env_python(flag: str | None) -> str:
+    if flag:
+        return flag
+    for var, rel in (("VIRTUAL_ENV", "bin/python"), ("CONDA_PREFIX", "bin/python")):
+        root = os.environ.get(var)
+        if root and os.path.exists(os.path.join(root, rel)):
+            return os.path.join(root, rel)
+    return sys.executable
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from .detect import Overrides, detect_host, fill_capabilities, library_shadows, probe_environment
+    from .doctor import diagnose, worst_exit_code
+    from .plan import build_plan, shell_line
+    from .render import doctor_human, envelope
+    from .resolve import NoCompatibleStack, Request, resolve
+
+    log = None
+    if args.log == "-":
+        log = sys.stdin.read()
+    elif args.log:
+        try:
+            log = Path(args.log).read_text(encoding="utf-8", errors="replace")
+        except OSError as e:
+            raise UsageError(f"--log: cannot read {args.log!r} ({e.strerror or e})") from None
+    if args.no_env and log is None:
+        raise UsageError("--no-env: give a --log to read, or leave out --no-env")
+    m = _load(args)
+    host = fill_capabilities(detect_host(Overrides.from_env(), installed=False), m)
+    env = None if args.no_env else probe_environment(_env_python(args.env_python), timeout=args.timeout)
+    reinstall: list[str] = []
+    try:
+        res = resolve(host, m, Request(cpu=not host.gpus))
+        reinstall = [shell_line(s.argv) for s in build_plan(m, res).steps]
+    except NoCompatibleStack:
+        pass
+    findings = diagnose(host, m, env, shadows=() if args.no_env else library_shadows(), log=log,
+                        reinstall=reinstall)
+    if _opt(args, "json"):
+        _print_json(envelope("doctor", {"findings": [f.to_dict() for f in findings],
+                                        "host": host.to_dict(), "environment": env.to_dict() if env else None}))
+    else:
+        console = _console()
+        for item in doctor_human(findings, host, env):
+            console.print(item)
+    return worst_exit_code(findings)
+
+
 # --------------------------------------------------------------------------- detect
 
 
@@ -381,6 +439,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = args.command or "cli"
         if args.command == "plan":
             return _cmd_plan(args)
+        if args.command == "doctor":
+            return _cmd_doctor(args)
         if args.command == "detect":
             return _cmd_detect(args)
         if args.command == "matrix":

@@ -13,7 +13,8 @@ from packaging.version import Version
 
 from .values import Capability, DriverVersion
 
-__all__ = ["DriverInfo", "HostGpu", "Toolkit", "InstalledDist", "TorchRuntime", "PlatformInfo", "Host"]
+__all__ = ["DriverInfo", "HostGpu", "Toolkit", "InstalledDist", "TorchRuntime", "PlatformInfo", "Host", "ModuleReport",
+           "EnvReport"]
 
 
 def _v(text: str | None) -> Version | None:
@@ -213,3 +214,46 @@ class Host:
             tools=tuple(sorted((d.get("tools") or {}).items())),
             torch_runtime=TorchRuntime.from_dict(d["torch_runtime"]) if d.get("torch_runtime") else None,
         )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModuleReport:
+    """One module of the stack as an interpreter sees it: where it comes from, and whether it imports."""
+
+    name: str
+    origin: str | None = None  # the file import would load (importlib.util.find_spec)
+    version: str | None = None
+    error: str | None = None  # the last line of the import's traceback
+    traceback: str | None = None  # the whole traceback (evidence)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "origin": self.origin, "version": self.version, "error": self.error,
+                "traceback": self.traceback}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ModuleReport:
+        return cls(name=d["name"], origin=d.get("origin"), version=d.get("version"), error=d.get("error"),
+                   traceback=d.get("traceback"))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EnvReport:
+    """What a Python environment does when the stack is imported (from a subprocess, with a timeout)."""
+
+    python: str
+    sys_path: tuple[str, ...] = ()
+    modules: tuple[ModuleReport, ...] = ()
+    requires: tuple[tuple[str, tuple[str, ...]], ...] = ()  # dist -> its Requires-Dist lines naming torch*
+    torch: TorchRuntime | None = None
+    error: str | None = None  # the probe itself failed (timeout, crash)
+
+    def module(self, name: str) -> ModuleReport | None:
+        return next((m for m in self.modules if m.name == name), None)
+
+    def requirement_lines(self, dist: str) -> tuple[str, ...]:
+        return next((r for d, r in self.requires if d == dist), ())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"python": self.python, "sys_path": list(self.sys_path), "modules": [m.to_dict() for m in self.modules],
+                "requires": {d: list(r) for d, r in self.requires},
+                "torch": self.torch.to_dict() if self.torch else None, "error": self.error}

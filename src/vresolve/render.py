@@ -34,6 +34,7 @@ __all__ = [
     "error_human",
     "source_plan_view",
     "source_plan_human",
+    "doctor_human",
 ]
 
 TABLES = ("cuda", "gpus", "torch", "vllm", "issues")
@@ -434,4 +435,34 @@ def source_plan_human(p: Any, detected_by: str) -> list[Any]:
         out += [Text(f"  ! {x}") for x in p.warnings]
     out.append(Text("Recipe (bash):", style="bold"))
     out.append(Text(render_script(p)))
+    return out
+
+
+# --------------------------------------------------------------------------- doctor
+
+
+def doctor_human(findings: Any, host: Host, env: Any) -> list[Any]:
+    """One screen: what was checked, then each finding with its evidence and fix."""
+    from rich.text import Text
+
+    style = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
+    out: list[Any] = []
+    gpus = ", ".join(f"{g.name} (sm_{g.compute_capability.major}{g.compute_capability.minor})"
+                     for g in host.gpus if g.compute_capability) or "no NVIDIA GPU"
+    torch = env.torch if env is not None else None
+    head = (f"driver {host.driver.version or 'none'}, {gpus}; Python {env.python if env else '-'}; "
+            f"torch {torch.version if torch else 'not importable'}")
+    vllm = env.module("vllm") if env is not None else None
+    if vllm is not None:
+        head += f"; vllm {vllm.version or ('not installed' if vllm.error and 'No module' in vllm.error else '?')}"
+    out.append(Text(f"checked: {head}", style="dim"))
+    if not findings:
+        out.append(Text("no problems found", style="bold green"))
+    for f in findings:
+        out.append(Text(f"{f.severity}: {f.title} [{f.cause}]" + (" (from the log)" if f.source == "log" else ""),
+                        style=style[f.severity]))
+        out.append(Text(f"  {f.explanation}"))
+        for ev in f.evidence:
+            out.append(Text(f"  > {ev}", style="dim"))
+        out.append(Text("  fix: " + f.fix.replace("\n", "\n       ")))
     return out

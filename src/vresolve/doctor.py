@@ -1,0 +1,329 @@
+"""Diagnose a broken environment or an error log: Host + Matrix + reports -> Findings. Pure.
+
+The inputs come from detection (:func:`vresolve.detect.detect_host`, ``probe_environment``,
+``library_shadows``) and from the user (a log); this module only compares them with the
+matrix. Each finding has a cause code from DESIGN.md's vocabulary, a severity, what happened
+in plain words, the evidence, and a fix with exact commands; where the fix is a reinstall it
+carries the corrected plan from the resolver.
+
+Log lines are matched against the known-issues table (``compat_matrix/known_issues.yaml``),
+whose signatures tell look-alikes apart (an undefined symbol in torch's namespaces versus a
+vLLM kernel built for other architectures; ``No module named 'vllm._C'`` with a CPU torch
+versus with a source checkout first on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+
+from .host import EnvReport, Host, HostGpu
+from .matrix import KnownIssue, Matrix
+from .values import Capability
+
+__all__ = ["Finding", "SEVERITIES", "diagnose", "match_log", "worst_exit_code"]
+
+SEVERITIES = ("error", "warning", "info")
+REINSTALL_CAUSES = ("cpu-only-build", "torch-abi-mismatch", "cuda-variant-mismatch", "arch-not-in-build",
+                    "companion-mismatch", "installer-replaced-torch")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Finding:
+    cause: str
+    severity: str  # "error" | "warning" | "info"
+    title: str
+    explanation: str
+    fix: str
+    evidence: tuple[str, ...] = ()
+    source: str = "environment"  # "environment" | "log" | "lock"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"cause": self.cause, "severity": self.severity, "title": self.title,
+                "explanation": self.explanation, "fix": self.fix, "evidence": list(self.evidence),
+                "source": self.source}
+
+
+def worst_exit_code(findings: Sequence[Finding]) -> int:
+    """1 when any finding is an error, else 0."""
+    return 1 if any(f.severity == "error" for f in findings) else 0
+
+
+# --------------------------------------------------------------------------- logs
+
+
+def _evidence(text: str, match: re.Match[str], context: int = 1) -> tuple[str, ...]:
+    lines = text.splitlines()
+    line_no = text.count("\n", 0, match.start())
+    lo, hi = max(0, line_no - context), min(len(lines), line_no + context + 1)
+    return tuple(line.rstrip()[:300] for line in lines[lo:hi] if line.strip())
+
+
+def match_log(text: str, issues: Sequence[KnownIssue]) -> list[tuple[KnownIssue, tuple[str, ...]]]:
+    """Every known issue whose signature matches the log, with the lines that show it, in log order."""
+    hits = []
+    for issue in issues:
+        for pattern in issue.patterns():
+            m = pattern.search(text)
+            if m:
+                hits.append((m.start(), issue, _evidence(text, m)))
+                break
+    hits.sort(key=lambda h: h[0])
+    return [(issue, ev) for _, issue, ev in hits]
+
+
+def _from_issue(issue: KnownIssue, evidence: Sequence[str], source: str, fix_extra: str = "") -> Finding:
+    return Finding(cause=issue.cause, severity=issue.severity, title=issue.title, explanation=issue.explanation,
+                   fix=issue.fix + fix_extra, evidence=tuple(evidence), source=source)
+
+
+# --------------------------------------------------------------------------- the environment
+
+
+def _caps_covered(arch_list: Sequence[str], cc: Capability) -> bool:
+    """torch.cuda.get_arch_list() covers cc: SASS of its major with a minor not above, or PTX not above."""
+    for a in arch_list:
+        kind, _, num = a.partition("_")
+        if not num[:3].isdigit() and not num[:2].isdigit():
+            continue
+        digits = "".join(ch for ch in num if ch.isdigit())
+        if len(digits) < 2:
+            continue
+        major, minor = int(digits[:-1]), int(digits[-1])
+        if kind == "sm" and major == cc.major and minor <= cc.minor and num == digits:
+            return True
+        if kind == "compute" and (major, minor) <= (cc.major, cc.minor):
+            return True
+    return False
+
+
+def _is_source_tree(origin: str | None) -> str | None:
+    """The checkout root when a module's origin is a vLLM source tree rather than an installed package."""
+    if not origin:
+        return None
+    pkg = os.path.dirname(origin) if origin.endswith(".py") else origin
+    root = os.path.dirname(pkg)
+    if any(part in ("site-packages", "dist-packages") for part in root.split(os.sep)):
+        return None
+    markers = ("setup.py", "pyproject.toml", "CMakeLists.txt", "csrc")
+    return root if sum(os.path.exists(os.path.join(root, m)) for m in markers) >= 2 else None
+
+
+def _torch_pin(lines: Sequence[str]) -> Version | None:
+    for line in lines:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.name.lower() != "torch":
+            continue
+        items = list(req.specifier)
+        if len(items) == 1 and items[0].operator == "==":
+            try:
+                return Version(Version(items[0].version).public)
+            except InvalidVersion:
+                return None
+    return None
+
+
+def _public(text: str | None) -> Version | None:
+    try:
+        return Version(Version(text).public) if text else None
+    except InvalidVersion:
+        return None
+
+
+def _issue(matrix: Matrix, cause: str) -> KnownIssue | None:
+    return next((k for k in matrix.known_issues if k.cause == cause), None)
+
+
+def _classify(matrix: Matrix, text: str) -> KnownIssue | None:
+    hits = match_log(text, matrix.known_issues)
+    return hits[0][0] if hits else None
+
+
+def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
+             shadows: Sequence[tuple[str, Sequence[str]]] = (), log: str | None = None,
+             reinstall: Sequence[str] = ()) -> list[Finding]:
+    """Findings about this environment and/or a log.
+
+    ``reinstall``: the shell lines of the corrected plan (from the resolver), appended to the fix
+    of every finding whose cure is a reinstall.
+    """
+    findings: list[Finding] = []
+    plan_text = ("\nReinstall into a fresh environment with the plan vresolve computes for this machine:\n  "
+                 + "\n  ".join(reinstall)) if reinstall else ""
+
+    def add(cause: str, severity: str, title: str, explanation: str, fix: str, evidence: Sequence[str] = ()) -> None:
+        if cause in REINSTALL_CAUSES and plan_text and severity == "error":
+            fix += plan_text
+        findings.append(Finding(cause=cause, severity=severity, title=title, explanation=explanation, fix=fix,
+                                evidence=tuple(evidence)))
+
+    gpus = [g for g in host.gpus if g.compute_capability is not None]
+    if host.driver.nvml_library_mismatch:
+        k = _issue(matrix, "nvml-driver-mismatch")
+        add("nvml-driver-mismatch", "error", "The NVIDIA kernel module and its user-space library differ",
+            k.explanation if k else "The driver was upgraded but the old kernel module is still loaded.",
+            k.fix if k else "Reboot, or reload the nvidia kernel modules.",
+            [p for p in host.problems if "mismatch" in p])
+    if env is not None:
+        _environment(host, matrix, env, gpus, add)
+    if shadows:
+        torch_cuda = env.torch.cuda if env and env.torch else None
+        add("library-not-found" if not torch_cuda else "cuda-variant-mismatch", "warning",
+            "LD_LIBRARY_PATH puts other CUDA libraries before pip's",
+            "The dynamic loader searches LD_LIBRARY_PATH before the nvidia-* packages torch depends on, so these "
+            "libraries load instead of the ones torch was built and tested with"
+            + (f" (torch's CUDA: {torch_cuda})" if torch_cuda else "") + "; a different cuDNN, NCCL or cuBLAS there "
+            "fails with undefined symbols or wrong results.",
+            "Remove these directories from LD_LIBRARY_PATH for the vLLM environment, e.g.\n  unset LD_LIBRARY_PATH",
+            [f"{d}: {', '.join(libs)}" for d, libs in shadows])
+    if env is not None and env.torch is not None and env.torch.cuda:
+        tc = _public(env.torch.cuda)
+        for tk in host.toolkits:
+            if tc is not None and (tk.version.major, tk.version.minor) != (tc.major, tc.minor):
+                k = _issue(matrix, "toolkit-mismatch")
+                add("toolkit-mismatch", "warning", f"nvcc {tk.version} is not torch's CUDA {env.torch.cuda}",
+                    "Building vLLM or any CUDA extension with this nvcc against this torch fails or produces "
+                    "kernels that do not load: the toolkit must be torch's CUDA major.minor.",
+                    (k.fix if k else "") + f"\nInstall CUDA {tc.major}.{tc.minor} and export CUDA_HOME to it before "
+                    "building anything against this torch.", [f"{tk.path}: nvcc {tk.version} ({tk.source})"])
+                break
+    old = [g for g in gpus if g.compute_capability < Capability(8, 0)]
+    if old:
+        k = _issue(matrix, "gpu-too-old-for-feature")
+        add("gpu-too-old-for-feature", "info", "These GPUs lack bfloat16 and FlashAttention 2",
+            "GPUs below compute capability 8.0 have no bfloat16 and do not run FlashAttention 2; models whose "
+            "config says bfloat16 must be run in float16.",
+            (k.fix if k else "") or "Run with --dtype float16.",
+            [f"GPU {g.index}: {g.name} (sm_{g.compute_capability.major}{g.compute_capability.minor})" for g in old])
+    if log:
+        for issue, ev in match_log(log, matrix.known_issues):
+            extra = plan_text if issue.cause in REINSTALL_CAUSES and issue.severity == "error" else ""
+            findings.append(_from_issue(issue, ev, "log", extra))
+    return _dedupe(findings)
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for f in findings:
+        key = (f.cause, f.title, f.source)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(out, key=lambda f: order[f.severity])
+
+
+def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu],
+                 emit: Callable[..., None]) -> None:
+    if env.error:
+        emit("library-not-found", "warning", "The environment could not be inspected", env.error,
+             "Run the interpreter by hand: python -c 'import torch, vllm'", [env.python])
+        return
+    torch_mod = env.module("torch")
+    torch = env.torch
+    torch_version = _public(torch.version) if torch else None
+    if torch_mod is not None and torch_mod.error and "No module named 'torch'" not in torch_mod.error:
+        k = _classify(matrix, torch_mod.traceback or torch_mod.error)
+        emit(k.cause if k else "library-not-found", "error", "torch does not import",
+             (k.explanation if k else "importing torch fails in this environment."),
+             (k.fix if k else "Reinstall torch."), (torch_mod.error,))
+    if torch is not None:
+        cpu_build = torch.cuda is None
+        if gpus and cpu_build:
+            k = _issue(matrix, "cpu-only-build")
+            emit("cpu-only-build", "error", f"torch {torch.version} is a CPU build on a machine with NVIDIA GPUs",
+                 "torch.version.cuda is None: this torch cannot use the GPUs, and vLLM's CUDA kernels cannot load "
+                 "against it.", k.fix if k else "Install a CUDA build of torch.",
+                 (f"torch {torch.version}, torch.version.cuda = None", f"GPUs: {', '.join(g.name for g in gpus)}"))
+        elif gpus and not torch.available:
+            floor = None
+            tc = _public(torch.cuda)
+            if tc is not None:
+                from .resolve import driver_floor
+
+                floor = driver_floor(matrix, tc, "minor-compat", False)
+            if floor is not None and host.driver.version is not None and host.driver.version < floor:
+                k = _issue(matrix, "driver-too-old")
+                emit("driver-too-old", "error", f"driver {host.driver.version} is too old for torch's CUDA {torch.cuda}",
+                     f"torch {torch.version} is built with CUDA {torch.cuda}, which needs NVIDIA driver >= {floor} "
+                     f"(CUDA minor-version compatibility); this machine has {host.driver.version}.",
+                     (k.fix if k else "") + f"\nInstall NVIDIA driver >= {floor}, or a torch built for an older CUDA.",
+                     (f"torch.cuda.is_available() = False", f"driver {host.driver.version}"))
+            else:
+                emit("library-not-found", "error", "torch does not see the GPUs",
+                     "torch.cuda.is_available() is False although NVIDIA GPUs are present: the CUDA driver library "
+                     "does not load in this environment (container without the GPU, CUDA_VISIBLE_DEVICES, or a "
+                     "broken driver install).", "Run nvidia-smi; check CUDA_VISIBLE_DEVICES and the container's "
+                     "GPU options (--gpus all).",
+                     (f"torch.cuda.is_available() = False", *(f"{k}={v}" for k, v in host.env
+                                                             if k.endswith("VISIBLE_DEVICES")), *(torch.error or "",)))
+        elif gpus and torch.available:
+            missing = [g for g in gpus if not _caps_covered(torch.arch_list, g.compute_capability)]
+            if missing:
+                k = _issue(matrix, "arch-not-in-build")
+                emit("arch-not-in-build", "error", f"torch {torch.version} has no kernels for "
+                     f"{', '.join(g.name for g in missing)}",
+                     f"torch's arch list ({' '.join(torch.arch_list)}) has neither SASS for "
+                     f"{', '.join(f'sm_{g.compute_capability.major}{g.compute_capability.minor}' for g in missing)} "
+                     "nor older PTX: kernels fail with 'no kernel image is available'.",
+                     k.fix if k else "Install a torch variant that covers this GPU.",
+                     (f"torch.cuda.get_arch_list() = {torch.arch_list}",))
+    vllm = env.module("vllm")
+    vllm_c = env.module("vllm._C")
+    if vllm is not None and vllm.origin:
+        tree = _is_source_tree(vllm.origin)
+        c_failed = vllm_c is not None and vllm_c.error
+        if tree and c_failed:
+            k = _issue(matrix, "source-tree-shadowing")
+            emit("source-tree-shadowing", "error", "A vLLM source checkout shadows the installed vLLM",
+                 f"`import vllm` loads {vllm.origin}, a source tree whose compiled extension was never built, so "
+                 "vllm._C is missing there even if an installed vLLM has it.",
+                 (k.fix if k else "") or f"Run from another directory, or remove {tree} from PYTHONPATH.",
+                 (f"vllm from {vllm.origin}", vllm_c.error or "", f"sys.path[0] = {env.sys_path[0]!r}"
+                  if env.sys_path else ""))
+        elif c_failed:
+            assert vllm_c is not None
+            text = vllm_c.traceback or vllm_c.error or ""
+            if torch is not None and torch.cuda is None and "No module named 'vllm._C'" in text:
+                k = _issue(matrix, "cpu-only-build")
+                emit("cpu-only-build", "error", "vLLM has no compiled extension for this torch",
+                     k.explanation if k else "vllm._C is missing: this vLLM was installed without its CUDA kernels.",
+                     k.fix if k else "", (vllm_c.error or "", f"torch {torch.version}, CUDA None"))
+            else:
+                k = _classify(matrix, text)
+                emit(k.cause if k else "torch-abi-mismatch", "error", k.title if k else "vllm._C does not load",
+                     k.explanation if k else "vLLM's compiled extension fails to load with this torch.",
+                     k.fix if k else "", (vllm_c.error or "",))
+        pin = _torch_pin(env.requirement_lines("vllm"))
+        if pin is not None and torch_version is not None and pin != torch_version:
+            k = _issue(matrix, "torch-abi-mismatch")
+            emit("torch-abi-mismatch", "error" if c_failed else "warning",
+                 f"vLLM {vllm.version} was built for torch {pin}, not the torch {torch.version} installed",
+                 "Every vLLM wheel pins an exact torch: its kernels link against that torch's C++ ABI. Something "
+                 "(another install, --no-deps, a later pip install torch) replaced it.",
+                 k.fix if k else "", (f"vllm requires torch=={pin}", f"installed torch {torch.version}"))
+    for dist, module in (("torchvision", "torchvision"), ("torchaudio", "torchaudio"), ("xformers", "xformers"),
+                         ("flashinfer-python", "flashinfer"), ("flash-attn", "flash_attn")):
+        rep = env.module(module)
+        pin = _torch_pin(env.requirement_lines(dist))
+        failed = rep is not None and rep.error and "No module named" not in rep.error
+        mismatch = pin is not None and torch_version is not None and pin != torch_version
+        if failed or mismatch:
+            k = _issue(matrix, "companion-mismatch")
+            ev = [e for e in ((rep.error if rep and failed else ""),
+                              (f"{dist} requires torch=={pin}; installed torch {torch.version}" if mismatch and torch else ""))
+                  if e]
+            emit("companion-mismatch", "error" if failed else "warning",
+                 f"{dist} does not match the installed torch",
+                 f"{dist} is built against one exact torch; with another its C++ operators fail to register or load.",
+                 (k.fix if k else "") or f"Install the {dist} release made for torch {torch.version if torch else ''}.",
+                 ev)
