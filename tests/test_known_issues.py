@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from vresolve.doctor import match_log
 from vresolve.matrix import CAUSE_CODES, load_matrix
 
 from .conftest import DATA, SHIPPED
@@ -42,7 +43,7 @@ def test_excerpt_is_classified_right(path: Path, issues) -> None:  # type: ignor
     (expected,) = head["expect"]
     allowed = {expected, *head.get("also", [])}
     assert head["source"][0].startswith("https://"), "every excerpt cites its thread"
-    matched = {k.cause for k in issues if any(sig.search(body) for sig in k.patterns())}
+    matched = {k.cause for k, _ in match_log(body, issues)}
     assert expected in matched, f"{path.name}: expected {expected}, matched {sorted(matched)}"
     assert matched <= allowed, f"{path.name}: also matched {sorted(matched - allowed)}"
 

@@ -694,7 +694,7 @@ sys.stdout.write("\n@@vresolve@@" + json.dumps(out) + "\n")
 """
 
 
-def probe_environment(python: str | None = None, timeout: float = 180.0) -> EnvReport:
+def probe_environment(python: str | None = None, timeout: float = 180.0, cwd: str | None = None) -> EnvReport:
     """Import the stack (torch, vllm, vllm._C, companions) in a subprocess of ``python`` and report.
 
     Never in-process: an import can take seconds, crash, or poison this process.
@@ -705,7 +705,7 @@ def probe_environment(python: str | None = None, timeout: float = 180.0) -> EnvR
     exe = python or sys.executable
     try:
         p = subprocess.run([exe, "-c", _ENV_SCRIPT], capture_output=True, text=True, timeout=timeout,
-                           errors="replace")
+                           errors="replace", cwd=cwd)
     except subprocess.TimeoutExpired:
         return EnvReport(python=exe, error=f"importing the stack timed out after {timeout:g} s")
     except OSError as e:

@@ -1,0 +1,145 @@
+"""doctor on real throwaway virtual environments (a real CPU torch, stand-in vLLM packages) and logs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from vresolve.cli import main
+from vresolve.detect import library_shadows, probe_environment
+from vresolve.doctor import diagnose, worst_exit_code
+from vresolve.host import DriverInfo, Host, HostGpu, PlatformInfo
+from vresolve.matrix import Matrix, load_matrix
+from vresolve.values import Capability, DriverVersion
+
+from .conftest import DATA, SHIPPED
+
+WHEELS = Path("/opt/wheels")  # this workplace's CPU torch for Python 3.11 (see the machine's notes)
+
+
+@pytest.fixture(scope="module")
+def matrix() -> Matrix:
+    return load_matrix(SHIPPED)
+
+
+def gpu_host() -> Host:
+    return Host(driver=DriverInfo(version=DriverVersion.parse("580.159.04"), cuda=Version("13.0")),
+                gpus=(HostGpu(index=0, name="NVIDIA H200", compute_capability=Capability(9, 0)),),
+                python=Version("3.11.7"), platform=PlatformInfo(os="linux", machine="x86_64"))
+
+
+def _site(python: Path) -> Path:
+    out = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    return Path(out)
+
+
+def _stand_in(site: Path, name: str, version: str, requires: list[str], files: dict[str, str]) -> None:
+    """An installed distribution made by hand: its modules and a dist-info with METADATA."""
+    for rel, text in files.items():
+        f = site / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text)
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}", *(f"Requires-Dist: {r}" for r in requires)]
+    (info / "METADATA").write_text("\n".join(lines) + "\n")
+    (info / "RECORD").write_text("")
+
+
+@pytest.fixture(scope="module")
+def cpu_torch_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv with the real CPU build of torch 2.13.0, a vllm 0.31.0 without _C, a torchvision for another torch."""
+    wheel = sorted(WHEELS.glob("torch-2.13.0+cpu-cp311-*.whl")) if WHEELS.is_dir() else []
+    if not wheel or sys.version_info[:2] != (3, 11):
+        pytest.skip("no CPU torch wheel on this machine for this Python (needs /opt/wheels, Python 3.11)")
+    root = tmp_path_factory.mktemp("cpu-torch-env")
+    venv.create(root, with_pip=True)
+    py = root / "bin" / "python"
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--find-links", str(WHEELS), str(wheel[0])],
+                   check=True, capture_output=True, text=True)
+    site = _site(py)
+    _stand_in(site, "vllm", "0.31.0", ["torch==2.13.0"],
+              {"vllm/__init__.py": "__version__ = '0.31.0'\n"})  # an install whose compiled extension is missing
+    _stand_in(site, "torchvision", "0.27.0", ["torch==2.12.0"], {"torchvision/__init__.py": "__version__ = '0.27.0'\n"})
+    return py
+
+
+def test_cpu_torch_and_missing_vllm_c_on_a_gpu_machine(cpu_torch_env: Path, matrix: Matrix) -> None:
+    env = probe_environment(str(cpu_torch_env))
+    assert env.torch is not None and env.torch.version.startswith("2.13.0") and env.torch.cuda is None
+    assert env.module("vllm._C").error == "ModuleNotFoundError: No module named 'vllm._C'"
+    findings = diagnose(gpu_host(), matrix, env, reinstall=["uv venv --python 3.11 --seed .venv-vllm"])
+    by_cause = {f.cause: f for f in findings}
+    assert by_cause["cpu-only-build"].severity == "error"
+    assert "uv venv --python 3.11" in by_cause["cpu-only-build"].fix  # the corrected plan
+    assert by_cause["companion-mismatch"].severity == "warning"
+    assert "torchvision requires torch==2.12.0; installed torch 2.13.0+cpu" in by_cause["companion-mismatch"].evidence
+    assert "source-tree-shadowing" not in by_cause
+    assert worst_exit_code(findings) == 1
+
+
+def test_source_checkout_shadows_the_installed_vllm(cpu_torch_env: Path, matrix: Matrix, tmp_path: Path) -> None:
+    checkout = tmp_path / "vllm-checkout"
+    (checkout / "vllm").mkdir(parents=True)
+    (checkout / "csrc").mkdir()
+    (checkout / "vllm" / "__init__.py").write_text("__version__ = '0.33.0.dev0'\n")
+    (checkout / "setup.py").write_text("# vLLM's setup.py\n")
+    (checkout / "CMakeLists.txt").write_text("project(vllm_extensions)\n")
+    env = probe_environment(str(cpu_torch_env), cwd=str(checkout))  # as `cd vllm && python -c 'import vllm'`
+    assert env.module("vllm").origin == str(checkout / "vllm" / "__init__.py")
+    findings = diagnose(gpu_host(), matrix, env)
+    shadow = next(f for f in findings if f.cause == "source-tree-shadowing")
+    assert shadow.severity == "error" and any(str(checkout) in e for e in shadow.evidence)
+    # the same error, without the checkout in the way, is a CPU-torch problem instead
+    assert "source-tree-shadowing" not in {f.cause for f in diagnose(gpu_host(), matrix,
+                                                                         probe_environment(str(cpu_torch_env)))}
+
+
+def test_library_shadows(tmp_path: Path) -> None:
+    (tmp_path / "libcudnn.so.8").write_bytes(b"")
+    (tmp_path / "libnccl.so.2").write_bytes(b"")
+    (tmp_path / "libfoo.so").write_bytes(b"")
+    assert library_shadows({"LD_LIBRARY_PATH": f"/nonexistent:{tmp_path}"}) == (
+        (str(tmp_path), ("libcudnn.so.8", "libnccl.so.2")),)
+
+
+def test_clean_environment_has_no_findings(matrix: Matrix) -> None:
+    host = Host(python=Version("3.11.7"), platform=PlatformInfo(os="linux", machine="x86_64"))
+    env = probe_environment(sys.executable)  # vresolve's own venv: no torch, no vllm
+    assert diagnose(host, matrix, env) == []
+
+
+def test_nvml_mismatch_and_old_gpu_from_host(matrix: Matrix) -> None:
+    host = Host(driver=DriverInfo(version=DriverVersion.parse("550.54.15"), nvml_library_mismatch=True),
+                gpus=(HostGpu(index=0, name="Tesla T4", compute_capability=Capability(7, 5)),),
+                problems=("nvidia-smi: Failed to initialize NVML: Driver/library version mismatch",))
+    causes = {f.cause: f.severity for f in diagnose(host, matrix)}
+    assert causes == {"nvml-driver-mismatch": "error", "gpu-too-old-for-feature": "info"}
+
+
+def test_cli_doctor_log_from_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    log = (DATA / "logs").glob("cuda-variant-mismatch__*.txt")
+    text = next(iter(sorted(log))).read_text()
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    code = main(["doctor", "--no-env", "--log", "-", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert d["schema"] == "vresolve.doctor/1" and code == 1
+    assert [f["cause"] for f in d["findings"] if f["source"] == "log"][0] == "cuda-variant-mismatch"
+    assert set(d["findings"][0]) == {"cause", "severity", "title", "explanation", "fix", "evidence", "source"}
+
+
+def test_cli_doctor_bad_log_path(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor", "--log", "/nonexistent/log.txt"]) == 2
+    assert capsys.readouterr().err == ("vresolve: error: --log: cannot read '/nonexistent/log.txt' "
+                                       "(No such file or directory)\n")
+
+
