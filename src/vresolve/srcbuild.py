@@ -211,8 +211,10 @@ def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torc
     if caps and any("CUDA_SUPPORTED_ARCHS" in c for c in causes):
         hints.append(f"no vLLM release builds for {', '.join(c.sm for c in caps)}; use a GPU of compute "
                      "capability 7.0 or newer, or the CPU backend (--gpu none)")
-    raise NoCompatibleStack(f"no source build of {what} works on this machine", causes=_dedupe(causes)[:6],
-                            hints=hints)
+    # what the hardware rules out first (it holds for every release), then release by release
+    hardware = ("cannot target", "CUDA_SUPPORTED_ARCHS", "needs driver", "CPU build")
+    ordered = sorted(_dedupe(causes), key=lambda c: not any(h in c for h in hardware))
+    raise NoCompatibleStack(f"no source build of {what} works on this machine", causes=ordered[:6], hints=hints)
 
 
 def _dedupe(items: Sequence[str]) -> list[str]:
