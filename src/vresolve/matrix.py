@@ -238,7 +238,7 @@ class SourceBuild:
     """How a vLLM release builds from source (its CMakeLists, setup.py and scripts at the tag)."""
 
     cuda_archs: tuple[tuple[SpecifierSet, tuple[Capability, ...]], ...]  # (nvcc version range, CUDA_SUPPORTED_ARCHS)
-    use_existing_torch: bool
+    use_existing_torch: str | None  # the script's path in the tree (it moved to tools/ in 0.31.0), or None
     requirements: str | None  # the build-requirements file
     precompiled: bool  # VLLM_USE_PRECOMPILED
     cpu: bool  # VLLM_TARGET_DEVICE=cpu
@@ -848,11 +848,15 @@ def _read_source_build(b: Any, row: str, r: _Rows) -> SourceBuild | None:
         archs = r.caps(item, "archs", row, fld=f"{fld}.archs")
         if spec is not None and archs is not None:
             ranges.append((spec, archs))
-    flags = {k: r.get(b, k, row, bool, fld=f"build.{k}") for k in ("use_existing_torch", "precompiled", "cpu")}
+    flags = {k: r.get(b, k, row, bool, fld=f"build.{k}") for k in ("precompiled", "cpu")}
+    script = r.get(b, "use_existing_torch", row, (str, bool), fld="build.use_existing_torch")
+    if script is True:
+        r.problem(row, "build.use_existing_torch", "expected the script's path in the tree, or false")
+    flags["use_existing_torch"] = script or None if script is not None else None
     req = r.get(b, "requirements", row, str, required=False, fld="build.requirements")
     cmake = r.version(b, "cmake", row, required=False, fld="build.cmake")
     prov = r.provenance(b, f"{row} build")
-    if prov is None or None in flags.values():
+    if prov is None or flags["precompiled"] is None or flags["cpu"] is None:
         return None
     return SourceBuild(cuda_archs=tuple(ranges), requirements=req, cmake=cmake, provenance=prov, **flags)
 
@@ -1264,7 +1268,7 @@ def _kernels(k: Kernels) -> dict[str, Any]:
 
 def _source_build(b: SourceBuild) -> dict[str, Any]:
     d: dict[str, Any] = {"cuda_archs": [{"cuda": str(spec), "archs": _caps(a)} for spec, a in b.cuda_archs],
-                         "use_existing_torch": b.use_existing_torch}
+                         "use_existing_torch": b.use_existing_torch or False}
     if b.requirements is not None:
         d["requirements"] = b.requirements
     d.update(precompiled=b.precompiled, cpu=b.cpu)

@@ -405,7 +405,8 @@ def source_plan_view(p: Any, detected_by: str) -> dict[str, Any]:
         "build": {"toolkit": str(p.toolkit.version) if p.toolkit else None, "cuda_home": p.cuda_home,
                   "toolkit_found": p.toolkit_found.path if p.toolkit_found else None,
                   "host_gcc": list(p.toolkit.host_gcc) if p.toolkit and p.toolkit.host_gcc else None,
-                  "max_jobs": p.max_jobs, "nvcc_threads": p.nvcc_threads, "src_dir": p.src_dir},
+                  "max_jobs": p.max_jobs, "nvcc_threads": p.nvcc_threads if p.max_jobs is not None else None,
+                  "src_dir": p.src_dir},
         "script": render_script(p),
     }
 
@@ -424,8 +425,8 @@ def source_plan_human(p: Any, detected_by: str) -> list[Any]:
     if p.toolkit is not None:
         t.add_row("CUDA toolkit", f"{p.toolkit.version} at {p.cuda_home}")
         t.add_row("TORCH_CUDA_ARCH_LIST", ";".join(str(c) for c in p.archs))
-    t.add_row("MAX_JOBS / NVCC_THREADS", f"{p.max_jobs if p.max_jobs is not None else 'computed on the build machine'}"
-              f" / {p.nvcc_threads}")
+    t.add_row("MAX_JOBS / NVCC_THREADS", f"{p.max_jobs} / {p.nvcc_threads}" if p.max_jobs is not None
+              else "computed on the build machine from its memory and cores")
     if p.min_driver:
         t.add_row("needs", f"NVIDIA driver >= {p.min_driver}")
     out: list[Any] = [t, Text("Why:", style="bold")]

@@ -357,8 +357,9 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
         env.append(("TORCH_CUDA_ARCH_LIST", ";".join(str(c) for c in caps)))
         why.append(("TORCH_CUDA_ARCH_LIST", f"exactly this machine's GPUs ({_gpu_text(host.gpus, caps)}); vLLM and "
                                              "torch take the arch list from here (CMAKE_CUDA_ARCHITECTURES is ignored)"))
-        env.append(("NVCC_THREADS", str(threads)))
-        why.append(("NVCC_THREADS", "threads per nvcc job (2 on machines of 8 cores or more)"))
+        if max_jobs is not None:  # else the recipe decides on the build machine
+            env.append(("NVCC_THREADS", str(threads)))
+            why.append(("NVCC_THREADS", "threads per nvcc job (2 on machines of 8 cores or more)"))
     env.append(("VLLM_TARGET_DEVICE", target))
     why.append(("VLLM_TARGET_DEVICE", "what vLLM's setup.py builds for"))
     if max_jobs is not None:
@@ -389,12 +390,15 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
     steps.append(BuildStep(tool="git", argv=("git", "clone", "--depth", "1", "--branch", f"v{r.version}", VLLM_GIT, src_dir),
                            why=f"vLLM's source at the v{r.version} tag"))
     if keep_torch:
-        steps.append(BuildStep(tool="python", argv=(python, "use_existing_torch.py"), cwd=src_dir,
+        steps.append(BuildStep(tool="python", argv=(python, b.use_existing_torch or "use_existing_torch.py"),
+                               cwd=src_dir,
                                why="drop the torch pins from vLLM's requirements, so the build keeps your torch"))
     reqs = b.requirements or "requirements-build.txt"
-    steps.append(BuildStep(tool=installer, argv=(*_pip(installer, python), "-r", reqs), cwd=src_dir,
+    # from the top directory (a relative environment path stays right), naming the tree's paths
+    steps.append(BuildStep(tool=installer, argv=(*_pip(installer, python), "-r", f"{src_dir}/{reqs}"),
                            why="the build requirements (cmake, ninja, ...) into the environment itself"))
-    steps.append(BuildStep(tool=installer, argv=(*_pip(installer, python), "--no-build-isolation", "-v", "."), cwd=src_dir,
+    steps.append(BuildStep(tool=installer, argv=(*_pip(installer, python), "--no-build-isolation", "-v",
+                                                 f"./{src_dir}"),
                            why="build and install vLLM against the torch in the environment "
                                "(--no-build-isolation: no private build environment with another torch)"))
     verify = [_op_check(python, target, r)]
@@ -421,15 +425,15 @@ def _pip(installer: str, python: str) -> tuple[str, ...]:
 
 
 _OP_CHECK = (
-    "import torch, vllm._C\n"
-    "dev = {device!r}\n"
-    "dt = torch.float16 if dev == 'cuda' else torch.float32\n"
-    "x = torch.randn(8, 64, device=dev, dtype=dt)\n"
-    "out = torch.empty(8, 32, device=dev, dtype=dt)\n"
-    "torch.ops._C.silu_and_mul(out, x)\n"
-    "ref = torch.nn.functional.silu(x[:, :32].float()) * x[:, 32:].float()\n"
-    "ok = torch.allclose(out.float(), ref, atol=2e-2, rtol=2e-2)\n"
-    "print('vllm._C silu_and_mul ' + ('matches torch' if ok else 'DIFFERS from torch'))\n"
+    'import torch, vllm._C\n'
+    'dev = "{device}"\n'
+    'dt = torch.float16 if dev == "cuda" else torch.float32\n'
+    'x = torch.randn(8, 64, device=dev, dtype=dt)\n'
+    'out = torch.empty(8, 32, device=dev, dtype=dt)\n'
+    'torch.ops._C.silu_and_mul(out, x)\n'
+    'ref = torch.nn.functional.silu(x[:, :32].float()) * x[:, 32:].float()\n'
+    'ok = torch.allclose(out.float(), ref, atol=2e-2, rtol=2e-2)\n'
+    'print("vllm._C silu_and_mul " + ("matches torch" if ok else "DIFFERS from torch"))\n'
 )
 
 
@@ -459,19 +463,22 @@ def render_script(p: SourcePlan) -> str:
            f"# Build vLLM {p.vllm.version} from source for {_gpu_text(p.host.gpus, p.archs) if p.archs else 'the CPU'}",
            f"# torch {p.torch_version}" + (f", CUDA {p.torch_cuda}" if p.torch_cuda else "") + " -- made by vresolve",
            "set -euo pipefail", ""]
-    pre = [s for s in p.steps if s.cwd is None and s.tool != "git"]
-    for s in pre:
+    # everything before the clone (environment, torch, toolkit) runs before the exports
+    clone = next(i for i, s in enumerate(p.steps) if s.tool == "git")
+    for s in p.steps[:clone]:
         out += [f"# {s.why}", _line(s.argv), ""]
     out.append("# the build environment")
     for (k, v), (_, why) in zip(p.env, p.env_reasons):
         out.append(f"# {why}")
         out.append(f"export {k}={_word(v)}")
     if p.max_jobs is None:
-        out += ["# MAX_JOBS from this machine's memory: a 4 GiB budget per nvcc thread in 80 % of it",
-                'mem_gib=$(awk \'/MemAvailable/ {print int($2 / 1048576)}\' /proc/meminfo)',
-                f'jobs=$(( mem_gib * 8 / 10 / ({GIB_PER_NVCC_THREAD} * {p.nvcc_threads}) ))',
-                f'cores=$(( $(nproc) / {p.nvcc_threads} ))',
-                'export MAX_JOBS=$(( jobs < 1 ? 1 : (jobs > cores ? cores : jobs) ))']
+        out += ["# MAX_JOBS and NVCC_THREADS from this machine: 2 nvcc threads on 8+ cores, a 4 GiB budget per",
+                "# nvcc thread in 80 % of the available memory, no more jobs than cores / NVCC_THREADS",
+                "export NVCC_THREADS=$(( $(nproc) >= 8 ? 2 : 1 ))" if p.target == "cuda" else "NVCC_THREADS=1",
+                "mem_gib=$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)",
+                f"jobs=$(( mem_gib * 8 / 10 / ({GIB_PER_NVCC_THREAD} * NVCC_THREADS) ))",
+                "cores=$(( $(nproc) / NVCC_THREADS ))",
+                "export MAX_JOBS=$(( jobs < 1 ? 1 : (jobs > cores ? cores : jobs) ))"]
     out.append("unset CMAKE_CUDA_ARCHITECTURES  # torch's CMake ignores it; TORCH_CUDA_ARCH_LIST rules")
     out.append("")
     if p.checks:
@@ -480,9 +487,7 @@ def render_script(p: SourcePlan) -> str:
             out.append(f"{_line(c.argv)} | grep -qF {shlex.quote(c.expect)} || "
                        f"{{ echo {shlex.quote('vresolve: check failed: ' + c.name)} >&2; exit 1; }}")
         out.append("")
-    for s in p.steps:
-        if s.cwd is None and s.tool != "git":
-            continue
+    for s in p.steps[clone:]:
         out.append(f"# {s.why}")
         out.append(f"(cd {shlex.quote(s.cwd)} && {_line(s.argv)})" if s.cwd else _line(s.argv))
         out.append("")
