@@ -297,7 +297,10 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     findings = diagnose(host, m, env, shadows=() if args.no_env else library_shadows(), log=log,
                         reinstall=reinstall)
     if _opt(args, "json"):
+        from .doctor import observations
+
         _print_json(envelope("doctor", {"findings": [f.to_dict() for f in findings],
+                                        "observations": observations(host, env),
                                         "host": host.to_dict(), "environment": env.to_dict() if env else None}))
     else:
         console = _console()

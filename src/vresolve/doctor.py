@@ -26,7 +26,7 @@ from .host import EnvReport, Host, HostGpu
 from .matrix import KnownIssue, Matrix
 from .values import Capability
 
-__all__ = ["Finding", "SEVERITIES", "diagnose", "match_log", "worst_exit_code"]
+__all__ = ["Finding", "SEVERITIES", "diagnose", "match_log", "observations", "worst_exit_code"]
 
 SEVERITIES = ("error", "warning", "info")
 REINSTALL_CAUSES = ("cpu-only-build", "torch-abi-mismatch", "cuda-variant-mismatch", "arch-not-in-build",
@@ -327,3 +327,55 @@ def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[Host
                  f"{dist} is built against one exact torch; with another its C++ operators fail to register or load.",
                  (k.fix if k else "") or f"Install the {dist} release made for torch {torch.version if torch else ''}.",
                  ev)
+
+
+def observations(host: Host, env: EnvReport | None) -> list[str]:
+    """What doctor saw, in plain words, whether or not anything is wrong (the state it judged)."""
+    out = []
+    gpus = [g for g in host.gpus if g.compute_capability is not None]
+    if host.driver.version is not None:
+        out.append(f"NVIDIA driver {host.driver.version} (CUDA {host.driver.cuda or '?'}), "
+                   + (", ".join(f"{g.name} ({g.compute_capability})" for g in gpus) or "no GPU"))
+    else:
+        out.append("no NVIDIA driver or GPU")
+    if env is None:
+        return out
+    if env.error:
+        out.append(f"the environment ({env.python}) could not be inspected: {env.error}")
+        return out
+    out.append(f"environment: {env.python}")
+    t = env.torch
+    if t is None:
+        torch_mod = env.module("torch")
+        out.append("torch: not installed" if torch_mod is None or "No module named 'torch'" in (torch_mod.error or "")
+                   else f"torch: does not import ({torch_mod.error})")
+    else:
+        seen = f"sees {len(t.device_capabilities)} GPU(s): {', '.join(t.device_capabilities)}" if t.available else \
+            "sees no GPU"
+        out.append(f"torch {t.version} (CUDA {t.cuda or 'none: a CPU build'}) {seen}")
+        if t.available and gpus:
+            covered = all(_caps_covered(t.arch_list, g.compute_capability) for g in gpus)
+            out.append(f"torch's arch list ({' '.join(t.arch_list)}) " + ("covers every GPU" if covered
+                                                                         else "misses a GPU"))
+        tc = _public(t.cuda)
+        for tk in host.toolkits:
+            same = tc is not None and (tk.version.major, tk.version.minor) == (tc.major, tc.minor)
+            out.append(f"nvcc {tk.version} at {tk.path} " + ("matches" if same else "differs from")
+                       + f" torch's CUDA {t.cuda}")
+    for name in ("vllm", "torchvision", "torchaudio", "xformers", "flashinfer", "flash_attn"):
+        m = env.module(name)
+        if m is None:
+            continue
+        if m.error and "No module named" in m.error and (m.origin is None):
+            if name == "vllm":
+                out.append("vllm: not installed")
+            continue
+        state = f"{m.version or '?'}" + (f", from {m.origin}" if name == "vllm" and m.origin else "")
+        if m.error:
+            state += f", does not import: {m.error}"
+        out.append(f"{name}: {state}")
+    c = env.module("vllm._C")
+    v = env.module("vllm")
+    if v is not None and v.origin and c is not None:
+        out.append("vllm._C: " + ("imports" if not c.error else f"does not import ({c.error})"))
+    return out

@@ -448,15 +448,10 @@ def doctor_human(findings: Any, host: Host, env: Any) -> list[Any]:
 
     style = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
     out: list[Any] = []
-    gpus = ", ".join(f"{g.name} (sm_{g.compute_capability.major}{g.compute_capability.minor})"
-                     for g in host.gpus if g.compute_capability) or "no NVIDIA GPU"
-    torch = env.torch if env is not None else None
-    head = (f"driver {host.driver.version or 'none'}, {gpus}; Python {env.python if env else '-'}; "
-            f"torch {torch.version if torch else 'not importable'}")
-    vllm = env.module("vllm") if env is not None else None
-    if vllm is not None:
-        head += f"; vllm {vllm.version or ('not installed' if vllm.error and 'No module' in vllm.error else '?')}"
-    out.append(Text(f"checked: {head}", style="dim"))
+    from .doctor import observations
+
+    out.append(Text("checked:", style="bold"))
+    out += [Text(f"  - {line}") for line in observations(host, env)]
     if not findings:
         out.append(Text("no problems found", style="bold green"))
     for f in findings:
