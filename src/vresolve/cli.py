@@ -49,6 +49,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plan_flags(pl)
     pl.add_argument("--shell", choices=("bash", "fish", "dotenv"), help="print only the environment exports")
 
+    lk = sub.add_parser("lock", parents=[common],
+                        help="the plan plus its whole transitive closure, with hashes (uv pip compile)")
+    _add_plan_flags(lk)
+    lk.add_argument("-o", "--output", metavar="DIR", default=".", help="where to write the files (default: .)")
+    lk.add_argument("--format", default=",".join(("requirements", "pylock", "conda", "env")),
+                    help="requirements,pylock,conda,env (default: all four)")
+    lk.add_argument("--check", action="store_true", help="exit 1 when the lock in DIR is out of date; write nothing")
+    lk.add_argument("--index-url", help="the index to resolve from (default: your pip/uv configuration)")
+    lk.add_argument("--offline", action="store_true", help="only what uv's cache holds")
+    lk.add_argument("--timeout", type=float, default=600.0, help="seconds uv may take (default 600)")
+    lk.add_argument("--profiles", metavar="FILE",
+                    help="lock every profile of FILE (name: [plan flags]) into DIR/<name>/ (see lockfiles/)")
+
     doc = sub.add_parser("doctor", parents=[common], help="diagnose this environment and/or an error log")
     doc.add_argument("--log", metavar="FILE", help="an error log or traceback to read ('-': standard input)")
     doc.add_argument("--python", metavar="EXE", dest="env_python",
@@ -99,6 +112,8 @@ def _add_plan_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep-torch", action="store_true",
                    help="build vLLM from source against the torch installed in this environment (kept)")
     p.add_argument("--src-dir", default="vllm-src", metavar="DIR", help="where a source build clones vLLM")
+    p.add_argument("--pypi-only", action="store_true",
+                   help="only wheels from your configured index (when PyTorch's and vLLM's own indexes are out of reach)")
     p.add_argument("--venv", metavar="DIR", help="the environment to create (default: .venv-vllm; conda: vllm-VERSION)")
 
 
@@ -164,7 +179,7 @@ def _plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
     if args.platform:
         parse_platform(args.platform)
     request = Request(vllm=_spec("--vllm", args.vllm), torch=_spec("--torch", args.torch), variant=args.variant,
-                      driver_policy=args.driver_policy)
+                      driver_policy=args.driver_policy, pypi_only=args.pypi_only)
     gpu = args.gpu.strip()
     if gpu.lower() == "auto":
         o = Overrides.from_env(driver=args.driver, python=args.python, platform=args.platform)
@@ -253,6 +268,75 @@ def _print_source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any
         for item in source_plan_human(sp, detected_by):
             console.print(item)
     return EXIT_OK
+
+
+# --------------------------------------------------------------------------- lock
+
+
+def _cmd_lock(args: argparse.Namespace) -> int:
+    from .lock import FILE_NAMES, FORMATS, check_lock, compile_lock, write_lock
+    from .plan import build_plan
+    from .render import envelope
+    from .resolve import NoCompatibleStack, resolve
+
+    formats = [f.strip() for f in args.format.split(",") if f.strip()]
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise UsageError(f"--format: unknown format {', '.join(bad) or '(none)'} (expected any of: {', '.join(FORMATS)})")
+    if args.source_build == "always" or args.keep_torch:
+        raise UsageError("vresolve lock locks wheel plans; a source build's lock is its environment (not yet)")
+    jobs: list[tuple[str, argparse.Namespace, Path]] = []
+    out = Path(args.output)
+    if args.profiles:
+        import shlex
+
+        import yaml
+
+        try:
+            profiles = yaml.safe_load(Path(args.profiles).read_text())
+        except (OSError, yaml.YAMLError) as e:
+            raise UsageError(f"--profiles: cannot read {args.profiles!r} ({e})") from None
+        if not isinstance(profiles, dict) or not all(isinstance(v, str) for v in profiles.values()):
+            raise UsageError(f"--profiles: {args.profiles!r}: expected a mapping of name to plan flags")
+        parser = build_parser()
+        for name, flags in profiles.items():
+            sub_args = parser.parse_args(["lock", *shlex.split(flags)])
+            sub_args.matrix = _opt(args, "matrix")
+            jobs.append((str(name), sub_args, out / str(name)))
+    else:
+        jobs.append(("", args, out))
+    quiet = _opt(args, "json") or _opt(args, "quiet")
+    report = []
+    stale_all: list[str] = []
+    for name, a, dir_ in jobs:
+        m, host, request, detected_by = _plan_inputs(a)
+        try:
+            res = resolve(host, m, request)
+        except NoCompatibleStack as e:
+            raise UsageError(f"{name + ': ' if name else ''}no stack to lock: {e.headline}") from None
+        plan = build_plan(m, res, installer=a.installer, env_dir=a.venv)
+        progress = None if quiet else (lambda msg, n=name: print(f"{n + ': ' if n else ''}{msg}", file=sys.stderr,
+                                                                 flush=True))
+        lock = compile_lock(plan, m, index_url=args.index_url, offline=args.offline, timeout=args.timeout,
+                            progress=progress)
+        entry = {"name": name or None, "dir": str(dir_), "packages": lock.packages,
+                 "uv_seconds": round(lock.uv_seconds, 2), "stack": lock.header["stack"]}
+        if args.check:
+            stale = check_lock(lock, dir_, formats)
+            stale_all += stale
+            entry["stale"] = stale
+        else:
+            entry["files"] = [str(p) for p in write_lock(lock, dir_, formats)]
+        report.append(entry)
+    if _opt(args, "json"):
+        _print_json(envelope("lock", {"locks": report, "check": bool(args.check), "up_to_date": not stale_all}))
+    else:
+        for e in report:
+            what = (", ".join(e.get("stale") or []) or "up to date") if args.check else \
+                ", ".join(FILE_NAMES[f] for f in formats)
+            print(f"{e['name'] + ': ' if e['name'] else ''}vLLM {e['stack']['vllm']} + torch {e['stack']['torch']}"
+                  f"+{e['stack']['variant']}: {e['packages']} packages ({e['uv_seconds']} s in uv) -> {e['dir']}: {what}")
+    return 1 if stale_all else EXIT_OK
 
 
 # --------------------------------------------------------------------------- doctor
@@ -442,6 +526,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = args.command or "cli"
         if args.command == "plan":
             return _cmd_plan(args)
+        if args.command == "lock":
+            return _cmd_lock(args)
         if args.command == "doctor":
             return _cmd_doctor(args)
         if args.command == "detect":

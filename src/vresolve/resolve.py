@@ -103,6 +103,7 @@ class Request:
     variant: str | None = None  # torch's variant, when the user names one (cuXYZ | cpu)
     driver_policy: str = "minor-compat"
     cpu: bool = False  # plan the CPU backend (--gpu none, or no GPU found)
+    pypi_only: bool = False  # only wheels from the configured index (no PyTorch or vLLM variant index)
 
 
 # --------------------------------------------------------------------------- candidates
@@ -412,7 +413,7 @@ class _Checker:
         Memoised per host shape (GPUs, Python, platform, backend, policy, pass): a sweep asks
         the same question for every driver. The builds it drops are recorded as rejections.
         """
-        entries, rejected, skipped = _memo(("pool", key, *self._shape, self.request.cpu,
+        entries, rejected, skipped = _memo(("pool", key, *self._shape, self.request.cpu, self.request.pypi_only,
                                             self.request.driver_policy, self.allow_unverified),
                                            lambda: self._filter(builds))
         self._rejections.extend(rejected)
@@ -431,6 +432,8 @@ class _Checker:
             if not self.allow_unverified and not c.trusted:
                 skipped = True
                 continue  # the first, cautious pass uses verified facts only
+            if self.request.pypi_only and not (c.pypi if isinstance(c, TorchBuild) else c.where == "pypi"):
+                continue  # --pypi-only: the variant indexes are out of reach
             kind, reason = self._verdict(c)
             if kind != "ok" and kind != "ptx":
                 rejected.append(Rejection(build=c, kind=kind, text=reason))

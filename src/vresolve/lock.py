@@ -1,0 +1,288 @@
+"""Lockfiles: the plan plus the whole transitive closure, with hashes (the lock layer: it runs uv).
+
+:func:`compile_lock` runs ``uv pip compile`` once, for the target Python and platform, with
+``--generate-hashes`` and the indexes the plan needs (the user's configured index; PyTorch's
+``/whl/<variant>`` through uv's ``--torch-backend``; vLLM's variant index), and writes its answer
+as a PEP 751 ``pylock.toml``. Everything else derives from that one answer, so the files agree
+and a lock costs little more than the compile:
+
+- ``pylock.toml``: uv's lock read and validated through ``packaging.pylock``, with the machine
+  assumptions under ``[tool.vresolve]``;
+- ``requirements.txt``: every package ``==`` its version with every artifact's hash (ready for
+  ``pip install --require-hashes``), and the extra indexes the plan needs;
+- ``environment.yml``: a conda environment of the plan's Python and pip, the same pins through pip;
+- ``env.sh``: the plan's exports.
+
+Each file starts with a header recording the machine assumptions (minimum driver, GPUs and
+their capabilities, driver policy), the matrix revision and vresolve's version, one JSON line
+(``# vresolve-lock: {...}``) that :func:`read_lock_header` reads back for ``doctor --lock`` and
+``lock --check``. No timestamps: the same inputs give byte-identical files, up to what the
+index itself changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from ._atomic import write_atomic
+from .errors import PackageIndexError, UsageError
+from .matrix import Matrix
+from .plan import InstallPlan, exports_text
+
+__all__ = ["FORMATS", "LockFiles", "compile_lock", "lock_header", "read_lock_header", "write_lock", "check_lock"]
+
+FORMATS = ("requirements", "pylock", "conda", "env")
+FILE_NAMES = {"requirements": "requirements.txt", "pylock": "pylock.toml", "conda": "environment.yml",
+              "env": "env.sh"}
+HEADER_KEY = "vresolve-lock:"
+_NETWORK_ERRORS = ("Failed to fetch", "error sending request", "timed out", "Connection reset", "dns error",
+                   "tcp connect error", "Network unreachable", "Request failed after")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LockFiles:
+    """The text of every lock file, by format; and how the closure was computed."""
+
+    files: Mapping[str, str]  # format -> text
+    header: Mapping[str, Any]
+    uv_seconds: float  # the wall time of the uv pip compile run
+    uv_argv: tuple[str, ...]
+    packages: int
+
+
+def _uv_bin() -> str:
+    try:
+        from uv import find_uv_bin  # the uv package vresolve depends on
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        import shutil
+
+        found = shutil.which("uv")
+        if not found:
+            raise UsageError("uv is not installed (pip install uv)") from None
+        return found
+
+
+def _platform_triple(plan: InstallPlan) -> str:
+    """uv's --python-platform for the target: the manylinux floor the planned wheels need."""
+    host = plan.resolution.host
+    machine = host.platform.machine
+    glibc = "2.28"
+    for w in (plan.resolution.vllm.wheel,):
+        if w is not None and w.manylinux and tuple(map(int, w.manylinux.split("."))) > tuple(map(int, glibc.split("."))):
+            glibc = w.manylinux
+    return f"{machine}-manylinux_{glibc.replace('.', '_')}"
+
+
+def lock_header(plan: InstallPlan, matrix: Matrix) -> dict[str, Any]:
+    """The machine assumptions a lock records (also what ``doctor --lock`` checks)."""
+    r = plan.resolution
+    gpus: dict[str, Any] = {}
+    for g in r.host.gpus:
+        if g.compute_capability is not None:
+            gpus[g.name] = str(g.compute_capability)
+    return {
+        "vresolve": __version__, "matrix_revision": matrix.revision,
+        "stack": {"vllm": str(r.vllm.version), "vllm_variant": r.vllm.variant, "vllm_source": r.vllm.where,
+                  "torch": str(r.torch.version), "variant": r.torch.variant.variant,
+                  "torch_source": "pypi" if r.torch.pypi else "pytorch-index", "companions": dict(r.companions)},
+        "machine": {"gpus": gpus, "min_driver": str(r.min_driver) if r.min_driver else None,
+                    "driver_policy": r.request.driver_policy, "cuda": str(r.cuda) if r.cuda else None,
+                    "python": str(r.host.python_minor), "platform": r.host.platform.tag},
+    }
+
+
+def _header_lines(h: Mapping[str, Any], comment: str = "#") -> str:
+    s, m = h["stack"], h["machine"]
+    gpus = ", ".join(f"{n} ({cc})" for n, cc in m["gpus"].items()) or "no GPU (CPU backend)"
+    lines = [
+        f"vLLM {s['vllm']} ({s['vllm_variant']}, {s['vllm_source']}) with torch {s['torch']}+{s['variant']} "
+        f"({s['torch_source']})",
+        f"for: {gpus}; Python {m['python']}; {m['platform']}",
+        f"needs: NVIDIA driver >= {m['min_driver']} ({m['driver_policy']} policy, CUDA {m['cuda']})"
+        if m["min_driver"] else "needs: no NVIDIA driver",
+        f"made by vresolve {h['vresolve']} from matrix revision {h['matrix_revision']}; "
+        "check it against a machine with: vresolve doctor --lock FILE",
+        f"{HEADER_KEY} {json.dumps(h, sort_keys=True, separators=(',', ':'))}",
+    ]
+    return "".join(f"{comment} {line}\n" for line in lines)
+
+
+def read_lock_header(text: str) -> dict[str, Any] | None:
+    """The ``# vresolve-lock: {...}`` record of a lock file's text, or None."""
+    for line in text.splitlines():
+        line = line.lstrip("# ").strip()
+        if line.startswith(HEADER_KEY):
+            try:
+                return json.loads(line[len(HEADER_KEY):])
+            except ValueError:
+                return None
+    return None
+
+
+def _inputs(plan: InstallPlan, matrix: Matrix) -> tuple[list[str], list[str]]:
+    """(requirement lines, index options) for uv pip compile."""
+    from .plan import _pins, _vllm_index
+
+    _torch_pins, vllm_pins = _pins(plan.resolution)
+    options: list[str] = []
+    t = plan.resolution.torch
+    if not t.pypi:
+        options += ["--torch-backend", t.variant.variant]
+    vidx = _vllm_index(matrix, plan.resolution.vllm)
+    if vidx:
+        options += ["--extra-index-url", vidx]
+    if plan.resolution.vllm.where == "release-assets":
+        raise UsageError(f"vLLM {plan.resolution.vllm.version}'s {plan.resolution.vllm.variant} build is a GitHub "
+                         "release asset, not on an index: uv cannot lock it; choose another with --vllm or --pypi-only")
+    return vllm_pins, options
+
+
+def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = None, offline: bool = False,
+                 timeout: float = 600.0, retries: int = 2, progress: Callable[[str], None] | None = None
+                 ) -> LockFiles:
+    """Resolve the closure with one ``uv pip compile`` and derive every lock format from it."""
+    if plan.resolution.host.platform.os != "linux":
+        raise UsageError(f"--platform: locks are for Linux, not {plan.resolution.host.platform.tag}")
+    reqs, options = _inputs(plan, matrix)
+    python = str(plan.resolution.host.python_minor)
+    with tempfile.TemporaryDirectory(prefix="vresolve-lock-") as tmp:
+        src = Path(tmp) / "requirements.in"
+        src.write_text("".join(f"{r}\n" for r in reqs))
+        out = Path(tmp) / "pylock.toml"
+        argv = [_uv_bin(), "pip", "compile", str(src), "--python-version", python,
+                "--python-platform", _platform_triple(plan), "--generate-hashes", "--no-header",
+                "--output-file", str(out), *options]
+        if index_url:
+            argv += ["--index-url", index_url]
+        if offline:
+            argv.append("--offline")
+        env = dict(os.environ, UV_HTTP_TIMEOUT=str(int(min(timeout, 300))), NO_COLOR="1")
+        last = ""
+        for attempt in range(retries + 1):
+            if progress:
+                progress(f"uv pip compile: resolving vLLM {plan.resolution.vllm.version}'s closure for Python "
+                         f"{python} on {_platform_triple(plan)}" + (f" (attempt {attempt + 1})" if attempt else ""))
+            t0 = time.perf_counter()
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+            _warm_up()  # while uv works: import what reading its answer needs (the CPU is otherwise idle)
+            try:
+                _, stderr = proc.communicate(timeout=max(1.0, timeout - (time.perf_counter() - t0)))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                last = f"uv pip compile took longer than {timeout:g} s"
+                continue
+            seconds = time.perf_counter() - t0
+            if proc.returncode == 0:
+                break
+            last = (stderr.strip().splitlines() or ["(no output)"])[-1]
+            if not any(e in stderr for e in _NETWORK_ERRORS):
+                raise PackageIndexError(f"uv pip compile could not resolve the closure: {stderr.strip()[-1500:]}")
+            time.sleep(min(2.0 * (attempt + 1), 10.0))
+        else:
+            raise PackageIndexError(f"uv pip compile failed after {retries + 1} attempts: {last}")
+        if progress:
+            progress(next((line for line in stderr.splitlines() if line.startswith("Resolved")),
+                          "resolved") + f" ({seconds:.1f} s)")
+        pylock_text = out.read_text()
+    return _derive(plan, matrix, pylock_text, seconds, tuple(argv), options)
+
+
+def _warm_up() -> None:
+    import tomli_w  # noqa: F401
+    from packaging import pylock  # noqa: F401
+
+    if sys.version_info >= (3, 11):
+        import tomllib  # noqa: F401
+
+
+def _derive(plan: InstallPlan, matrix: Matrix, uv_pylock: str, seconds: float, argv: tuple[str, ...],
+            options: Sequence[str]) -> LockFiles:
+    import tomli_w
+    from packaging.pylock import Pylock, PylockValidationError
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    header = lock_header(plan, matrix)
+    try:
+        # uv's answer with vresolve's record added, validated by packaging.pylock exactly as it is written
+        # (Pylock.from_dict checks the whole document against PEP 751)
+        doc = {**tomllib.loads(uv_pylock), "created-by": "vresolve", "tool": {"vresolve": header}}
+        lock = Pylock.from_dict(doc)
+    except (PylockValidationError, ValueError) as e:
+        raise PackageIndexError(f"uv wrote a pylock.toml that does not validate: {e}") from None
+    pylock = _header_lines(header) + tomli_w.dumps(doc)
+
+    pins: list[str] = []
+    for pkg in sorted(lock.packages, key=lambda p: p.name):
+        hashes = sorted({f"{algo}:{h}" for art in [*(pkg.wheels or ()), *((pkg.sdist,) if pkg.sdist else ())]
+                         for algo, h in art.hashes.items()})
+        line = f"{pkg.name}=={pkg.version}"
+        pins.append(" \\\n    ".join([line, *(f"--hash={h}" for h in hashes)]))
+    index_lines = []
+    it = iter(options)
+    for opt in it:
+        value = next(it)
+        if opt == "--torch-backend":
+            index_lines.append(f"--extra-index-url {matrix.torch_index}/{value}")
+        elif opt == "--extra-index-url":
+            index_lines.append(f"--extra-index-url {value}")
+    requirements = (_header_lines(header) + "# install: pip install --require-hashes -r requirements.txt "
+                    "(into a fresh environment)\n" + "".join(f"{line}\n" for line in index_lines)
+                    + "".join(f"{p}\n" for p in pins))
+    r = plan.resolution
+    conda_lines = [_header_lines(header).rstrip("\n"),
+                   f"name: vllm-{r.vllm.version}", "channels:", "  - conda-forge", "dependencies:",
+                   f"  - python={r.host.python_minor}", "  - pip", "  - pip:"]
+    conda_lines += [f"      - {line}" for line in index_lines]
+    for pkg in sorted(lock.packages, key=lambda p: p.name):
+        hashes = sorted({f"{algo}:{h}" for art in [*(pkg.wheels or ()), *((pkg.sdist,) if pkg.sdist else ())]
+                         for algo, h in art.hashes.items()})
+        conda_lines.append(f"      - {pkg.name}=={pkg.version} " + " ".join(f"--hash={h}" for h in hashes))
+    env_sh = _header_lines(header) + exports_text(plan.env, "bash")
+    files = {"requirements": requirements, "pylock": pylock, "conda": "\n".join(conda_lines) + "\n", "env": env_sh}
+    return LockFiles(files=files, header=header, uv_seconds=seconds, uv_argv=argv, packages=len(lock.packages))
+
+
+def write_lock(lock: LockFiles, out_dir: Path, formats: Sequence[str]) -> list[Path]:
+    """Write the chosen formats into ``out_dir``, each file atomically."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fmt in formats:
+        path = out_dir / FILE_NAMES[fmt]
+        write_atomic(path, lock.files[fmt])
+        written.append(path)
+    return written
+
+
+def check_lock(lock: LockFiles, out_dir: Path, formats: Sequence[str]) -> list[str]:
+    """The files in ``out_dir`` that differ from a fresh lock (missing ones included)."""
+    stale = []
+    for fmt in formats:
+        path = out_dir / FILE_NAMES[fmt]
+        try:
+            current = path.read_text()
+        except OSError:
+            stale.append(f"{path}: missing")
+            continue
+        if current != lock.files[fmt]:
+            old = read_lock_header(current)
+            why = ("the plan changed" if old and old.get("stack") != lock.header["stack"] else
+                   "the matrix changed" if old and old.get("matrix_revision") != lock.header["matrix_revision"] else
+                   "the index's answer changed")
+            stale.append(f"{path}: out of date ({why})")
+    return stale
