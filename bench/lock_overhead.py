@@ -35,6 +35,7 @@ def main() -> None:
     args = ap.parse_args()
     flags = args.flags or ["--gpu", "NVIDIA H100 80GB HBM3", "--driver", "580.95.05"]
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # keep bytecode, as on a user's machine
+    os.environ["UV_PYTHON_DOWNLOADS"] = "never"  # as vresolve runs uv: no interpreter download for --python-version
     with tempfile.TemporaryDirectory() as out:
         lock = [sys.executable, "-m", "vresolve", "lock", *flags, "-o", out, "--json", "-q"]
         report = json.loads(subprocess.run(lock, check=True, capture_output=True, text=True).stdout)

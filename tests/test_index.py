@@ -66,6 +66,18 @@ class _Server:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def do_HEAD(self) -> None:  # noqa: N802 - uv asks for a file's size and range support first
+                data = server.files.get(self.path)
+                if data is None:
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                if server.ranges:
+                    self.send_header("Accept-Ranges", "bytes")
+                self.end_headers()
+
             def do_GET(self) -> None:  # noqa: N802
                 server.requests.append(self.path)
                 if server.fail_first.get(self.path, 0) > 0:
@@ -131,6 +143,7 @@ class _Server:
 
     def close(self) -> None:
         self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 @pytest.fixture

@@ -67,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     doc.add_argument("--python", metavar="EXE", dest="env_python",
                      help="the environment's interpreter (default: $VIRTUAL_ENV's, else $CONDA_PREFIX's, else this one)")
     doc.add_argument("--no-env", action="store_true", help="read only the log; do not import the stack")
+    doc.add_argument("--lock", metavar="FILE", dest="lock_file",
+                     help="check this machine against a lock's assumptions (requirements.txt, pylock.toml, ...)")
     doc.add_argument("--timeout", type=float, default=180.0, help="seconds the import checks may take (default 180)")
 
     det = sub.add_parser("detect", parents=[common], help="what this machine has, and which source answered each fact")
@@ -367,8 +369,18 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
             log = Path(args.log).read_text(encoding="utf-8", errors="replace")
         except OSError as e:
             raise UsageError(f"--log: cannot read {args.log!r} ({e.strerror or e})") from None
-    if args.no_env and log is None:
-        raise UsageError("--no-env: give a --log to read, or leave out --no-env")
+    if args.no_env and log is None and not args.lock_file:
+        raise UsageError("--no-env: give a --log or --lock to read, or leave out --no-env")
+    header = None
+    if args.lock_file:
+        from .lock import read_lock_header
+
+        try:
+            header = read_lock_header(Path(args.lock_file).read_text(encoding="utf-8", errors="replace"))
+        except OSError as e:
+            raise UsageError(f"--lock: cannot read {args.lock_file!r} ({e.strerror or e})") from None
+        if header is None:
+            raise UsageError(f"--lock: {args.lock_file!r} is not a vresolve lock (no '# vresolve-lock:' line)")
     m = _load(args)
     host = fill_capabilities(detect_host(Overrides.from_env(), installed=False), m)
     env = None if args.no_env else probe_environment(_env_python(args.env_python), timeout=args.timeout)
@@ -380,6 +392,10 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         pass
     findings = diagnose(host, m, env, shadows=() if args.no_env else library_shadows(), log=log,
                         reinstall=reinstall)
+    if header is not None:
+        from .doctor import check_lock
+
+        findings = check_lock(header, host, m, env, name=args.lock_file) + findings
     if _opt(args, "json"):
         from .doctor import observations
 

@@ -168,7 +168,8 @@ def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = N
             argv += ["--index-url", index_url]
         if offline:
             argv.append("--offline")
-        env = dict(os.environ, UV_HTTP_TIMEOUT=str(int(min(timeout, 300))), NO_COLOR="1")
+        # no Python download: --python-version needs no interpreter of that version (uv would try to fetch one)
+        env = dict(os.environ, UV_HTTP_TIMEOUT=str(int(min(timeout, 300))), NO_COLOR="1", UV_PYTHON_DOWNLOADS="never")
         last = ""
         for attempt in range(retries + 1):
             if progress:

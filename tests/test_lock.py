@@ -1,0 +1,129 @@
+"""Locks: real uv against a real index on loopback (tiny wheels made here), and the reference profiles."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+from packaging.version import Version
+
+from vresolve.cli import build_parser, main
+from vresolve.errors import PackageIndexError
+from vresolve.host import DriverInfo, Host, HostGpu, PlatformInfo
+from vresolve.lock import check_lock, compile_lock, lock_header, read_lock_header, write_lock
+from vresolve.matrix import load_matrix
+from vresolve.plan import build_plan
+from vresolve.resolve import Request, resolve
+from vresolve.values import Capability, DriverVersion
+
+from .conftest import ROOT, TINY
+from .test_index import _Server, make_wheel
+
+LOCKFILES = ROOT / "lockfiles"
+
+
+def _meta(name: str, version: str, requires: list[str]) -> str:
+    return "\n".join(["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}",
+                      *(f"Requires-Dist: {r}" for r in requires)]) + "\n"
+
+
+@pytest.fixture
+def index() -> _Server:
+    """A PEP 691 index on loopback holding vllm 0.33.0 -> torch 2.14.0, torchvision 0.29.0 -> tinydep."""
+    s = _Server()
+    wheels = {
+        "vllm": ("0.33.0", ["torch==2.14.0", "torchvision==0.29.0", "tinydep>=1.0"]),
+        "torch": ("2.14.0", ["tinydep"]),
+        "torchvision": ("0.29.0", ["torch==2.14.0"]),
+        "tinydep": ("1.0", []),
+    }
+    for name, (version, requires) in wheels.items():
+        fn = f"{name}-{version}-py3-none-any.whl"
+        s.add_project_json(name, {fn: make_wheel(_meta(name, version, requires), name, version, padding=1000)})
+    yield s
+    s.close()
+
+
+def _plan():  # type: ignore[no-untyped-def]
+    m = load_matrix(TINY)
+    host = Host(driver=DriverInfo(version=DriverVersion.parse("580.159.04")),
+                gpus=(HostGpu(index=0, name="NVIDIA H200", compute_capability=Capability(9, 0)),),
+                python=Version("3.12.0"), platform=PlatformInfo(os="linux", machine="x86_64"))
+    return m, build_plan(m, resolve(host, m, Request()))
+
+
+def test_lock_with_real_uv_on_a_loopback_index(index: _Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    m, plan = _plan()
+    lock = compile_lock(plan, m, index_url=index.url + "/simple/")
+    assert lock.packages == 4
+    req = lock.files["requirements"]
+    header = read_lock_header(req)
+    assert header == lock_header(plan, m)
+    assert header["machine"] == {"gpus": {"NVIDIA H200": "9.0"}, "min_driver": "580.65.06", "cuda": "13.0",
+                                 "driver_policy": "minor-compat", "python": "3.12", "platform": "linux-x86_64"}
+    wheel = index.files["/files/tinydep-1.0-py3-none-any.whl"]
+    assert f"tinydep==1.0 \\\n    --hash=sha256:{hashlib.sha256(wheel).hexdigest()}\n" in req
+    assert [line.split("==")[0] for line in req.splitlines() if "==" in line] == ["tinydep", "torch", "torchvision", "vllm"]
+    pylock = lock.files["pylock"]
+    assert 'created-by = "vresolve"' in pylock and "[tool.vresolve" in pylock
+    assert "tinydep==1.0 --hash=sha256:" in lock.files["conda"] and "python=3.12" in lock.files["conda"]
+    assert "export TORCH_CUDA_ARCH_LIST=9.0" in lock.files["env"]
+    out = tmp_path / "out"
+    written = write_lock(lock, out, ["requirements", "pylock", "conda", "env"])
+    assert sorted(p.name for p in written) == ["env.sh", "environment.yml", "pylock.toml", "requirements.txt"]
+    yaml.safe_load((out / "environment.yml").read_text())  # valid YAML
+    # deterministic: the same inputs give byte-identical files
+    again = compile_lock(plan, m, index_url=index.url + "/simple/")
+    assert again.files == lock.files and check_lock(again, out, ["requirements", "pylock", "conda", "env"]) == []
+    # the index changes (a newer tinydep): --check says so, naming the cause
+    index.add_project_json("tinydep", {
+        "tinydep-1.0-py3-none-any.whl": wheel,
+        "tinydep-1.1-py3-none-any.whl": make_wheel(_meta("tinydep", "1.1", []), "tinydep", "1.1", padding=1000)})
+    newer = compile_lock(plan, m, index_url=index.url + "/simple/", offline=False)
+    assert check_lock(newer, out, ["requirements"]) == [f"{out / 'requirements.txt'}: out of date (the index's answer changed)"]
+
+
+def test_failed_lock_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")
+    m, plan = _plan()
+    dead = _Server()
+    url = dead.url + "/simple/"
+    dead.close()  # nothing listens there any more
+    with pytest.raises(PackageIndexError):
+        compile_lock(plan, m, index_url=url, retries=1, timeout=60)
+    assert not (tmp_path / "out").exists()
+
+
+def test_reference_lockfiles_match_the_current_plans() -> None:
+    """The plan part of every reference lock is current (offline; `lock --check` re-resolves the closure)."""
+    profiles = yaml.safe_load((LOCKFILES / "profiles.yaml").read_text())
+    parser = build_parser()
+    from vresolve.cli import _plan_inputs
+
+    assert len(profiles) >= 4
+    for name, flags in profiles.items():
+        args = parser.parse_args(["lock", *shlex.split(flags)])
+        m, host, request, _ = _plan_inputs(args)
+        expected = lock_header(build_plan(m, resolve(host, m, request)), m)
+        for f in ("requirements.txt", "environment.yml", "env.sh"):
+            header = read_lock_header((LOCKFILES / name / f).read_text())
+            assert header is not None, f"{name}/{f}"
+            assert (header["stack"], header["machine"]) == (expected["stack"], expected["machine"]), (
+                f"{name}/{f} is out of date: vresolve lock --profiles lockfiles/profiles.yaml -o lockfiles "
+                "--format requirements,conda,env")
+
+
+@pytest.mark.network
+@pytest.mark.skipif(os.environ.get("VRESOLVE_NETWORK_TESTS") != "1", reason="opt-in: VRESOLVE_NETWORK_TESTS=1")
+def test_reference_lockfiles_are_current_against_the_index(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["lock", "--profiles", str(LOCKFILES / "profiles.yaml"), "-o", str(LOCKFILES), "--format",
+                 "requirements,conda,env", "--check", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0, [e["stale"] for e in report["locks"]]
