@@ -60,6 +60,9 @@ class _Server:
         self.sent = 0
         self.requests: list[str] = []
         self.fail_first: dict[str, int] = {}
+        self.redirects: dict[str, str] = {}  # path -> Location (301)
+        self.delay: dict[str, list[float]] = {}  # path -> seconds to wait before answering, one per request
+        self.etags = False  # answer pages with an ETag, and 304 to If-None-Match
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -80,6 +83,16 @@ class _Server:
 
             def do_GET(self) -> None:  # noqa: N802
                 server.requests.append(self.path)
+                if server.delay.get(self.path):
+                    import time
+
+                    time.sleep(server.delay[self.path].pop(0))
+                if self.path in server.redirects:
+                    self.send_response(301)
+                    self.send_header("Location", server.redirects[self.path])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if server.fail_first.get(self.path, 0) > 0:
                     server.fail_first[self.path] -= 1
                     self.send_response(503)
@@ -87,7 +100,14 @@ class _Server:
                     return
                 if self.path in server.pages:
                     ctype, body = server.pages[self.path]
-                    self._send(200, body, {"Content-Type": ctype})
+                    headers = {"Content-Type": ctype}
+                    if server.etags:
+                        tag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+                        if self.headers.get("If-None-Match") == tag:
+                            self._send(304, b"", {"ETag": tag})
+                            return
+                        headers["ETag"] = tag
+                    self._send(200, body, headers)
                 elif self.path in server.files:
                     data = server.files[self.path]
                     rng = self.headers.get("Range")

@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--index-url", help="the simple-API URL to read (default: from your pip/uv configuration)")
     ref.add_argument("--apply", action="store_true", help="write the changed files (atomically)")
     ref.add_argument("--workers", type=int, default=8, help="parallel metadata reads (default 8)")
+    ref.add_argument("--since", metavar="VERSION", help="only releases from VERSION on (the rest of the file is kept)")
+    ref.add_argument("--offline", action="store_true", help="only what the cache holds (no network)")
+    ref.add_argument("--timeout", type=float, default=30.0, help="seconds per HTTP request (default 30)")
     return parser
 
 
@@ -481,23 +484,47 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
     from .refresh import PACKAGES, diff_files, generate, render_wheels_doc
     from .render import envelope
 
+    from ._cache import cache_dir
+    from .refresh import merge_since
+
     root = Path(_opt(args, "matrix") or default_matrix_path())
     url, origin = configured_index_url(args.index_url)
     if args.workers < 1:
         raise UsageError(f"--workers: expected a positive number, got {args.workers}")
-    client = IndexClient(url)
+    since = None
+    if args.since:
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            since = Version(args.since)
+        except InvalidVersion:
+            raise UsageError(f"--since: invalid version {args.since!r} (expected e.g. '0.30.0')") from None
+    cdir = cache_dir()
+    client = IndexClient(url, cache_dir=Path(cdir) / "index" if cdir else None, offline=args.offline,
+                         timeout=args.timeout)
     quiet = _opt(args, "json") or _opt(args, "quiet")
     err = _console(stderr=True)
     if not quiet:
-        err.print(f"reading {url} (from {origin})")
+        err.print(f"reading {url} (from {origin}){' offline, from the cache' if args.offline else ''}")
     new: dict[str, str] = {}
-    for pkg in args.package or list(PACKAGES):
-        def progress(p: str, done: int, total: int) -> None:
-            if not quiet and (done == total or done % 25 == 0):
-                err.print(f"  {p}: {done}/{total} wheels")
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        new[f"wheels/{pkg}.yaml"] = render_wheels_doc(generate(client, pkg, workers=args.workers,
-                                                               progress=progress))
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, disable=bool(quiet), transient=False) as bar:
+        for pkg in args.package or list(PACKAGES):
+            task = bar.add_task(f"{pkg}: METADATA", total=None)
+
+            def progress(p: str, done: int, total: int, task: Any = task) -> None:
+                bar.update(task, completed=done, total=total)
+
+            doc = generate(client, pkg, workers=args.workers, progress=progress,
+                           versions=None, since=since)
+            path = root / f"wheels/{pkg}.yaml"
+            if since is not None and path.exists():
+                import yaml
+
+                doc = merge_since(yaml.safe_load(path.read_text()) or {}, doc, since)
+            new[f"wheels/{pkg}.yaml"] = render_wheels_doc(doc)
     diffs = {}
     for name, text in new.items():
         path = root / name
@@ -509,13 +536,14 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
         for name in diffs:
             write_atomic(root / name, new[name])
     if _opt(args, "json"):
-        _print_json(envelope("matrix", {"index": url, "requests": client.requests, "changes": diffs,
-                                        "applied": bool(args.apply)}))
+        _print_json(envelope("matrix", {"index": url, "requests": client.requests, "cache_hits": client.cache_hits,
+                                        "changes": diffs, "applied": bool(args.apply)}))
     else:
         for d in diffs.values():
             sys.stdout.write(d)
         state = "written" if args.apply else "not written (use --apply)"
-        err.print(f"{len(diffs)} file(s) changed, {state}; {client.requests} HTTP requests")
+        err.print(f"{len(diffs)} file(s) changed, {state}; {client.requests} HTTP requests, "
+                  f"{client.cache_hits} answers from the cache")
     return EXIT_OK
 
 

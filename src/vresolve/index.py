@@ -168,13 +168,62 @@ class IndexClient:
     """A small, polite client: one ``requests.Session``, timeouts, bounded retries."""
 
     def __init__(self, simple_url: str, *, timeout: float = 30.0, retries: int = 3,
-                 session: requests.Session | None = None) -> None:
+                 session: requests.Session | None = None, cache_dir: str | os.PathLike[str] | None = None,
+                 offline: bool = False) -> None:
         self.simple_url = simple_url.rstrip("/") + "/"
         self.timeout = timeout
         self.retries = retries
         self.session = session or requests.Session()
         self.session.headers.setdefault("User-Agent", "vresolve (matrix refresh)")
+        self.cache = Path(cache_dir) if cache_dir is not None else None
+        self.offline = offline
+        if offline and self.cache is None:
+            raise UsageError("--offline needs the cache (VRESOLVE_CACHE_DIR is empty)")
         self.requests = 0  # how many HTTP requests were sent (for reports)
+        self.cache_hits = 0  # answers from the cache (fresh by validators, or immutable files)
+
+    # ------------------------------------------------------------------ cache
+    def _cache_file(self, kind: str, key: str) -> Path | None:
+        if self.cache is None:
+            return None
+        import hashlib
+
+        return self.cache / "http" / kind / hashlib.sha256(key.encode()).hexdigest()
+
+    def _cached_page(self, url: str, accept: str) -> tuple[str, str, str] | None:
+        """(final URL, content type, body) of a listing, revalidated with ETag / Last-Modified."""
+        import json
+
+        f = self._cache_file("pages", f"{accept}\n{url}")
+        entry = None
+        if f is not None and f.exists():
+            try:
+                entry = json.loads(f.read_text())
+            except ValueError:
+                entry = None
+        if self.offline:
+            if entry is None:
+                raise PackageIndexError(f"{url}: not in the cache (--offline)")
+            self.cache_hits += 1
+            return entry["final_url"], entry["content_type"], entry["body"]
+        headers = {"Accept": accept}
+        if entry is not None:
+            if entry.get("etag"):
+                headers["If-None-Match"] = entry["etag"]
+            if entry.get("last_modified"):
+                headers["If-Modified-Since"] = entry["last_modified"]
+        resp = self._get(url, headers, allow=(200, 304))
+        if resp.status_code == 304 and entry is not None:
+            self.cache_hits += 1
+            return entry["final_url"], entry["content_type"], entry["body"]
+        result = (resp.url or url, resp.headers.get("Content-Type", "").split(";")[0].strip(), resp.text)
+        if f is not None:  # kept for --offline; revalidated online only where the index gave validators
+            from ._atomic import write_atomic
+
+            write_atomic(f, json.dumps({"url": url, "final_url": result[0], "content_type": result[1],
+                                        "etag": resp.headers.get("ETag"),
+                                        "last_modified": resp.headers.get("Last-Modified"), "body": result[2]}))
+        return result
 
     # ------------------------------------------------------------------ HTTP
     def _get(self, url: str, headers: dict[str, str] | None = None, *, allow: tuple[int, ...] = (200,)
@@ -200,13 +249,13 @@ class IndexClient:
     # ------------------------------------------------------------------ listing
     def project_files(self, name: str) -> list[IndexFile]:
         """Every file of project ``name`` (PEP 691 JSON, or PEP 503 HTML)."""
+        import json
+
         url = simple_to_project_url(self.simple_url, name)
-        resp = self._get(url, {"Accept": _ACCEPT})
-        base = resp.url or url
-        ctype = resp.headers.get("Content-Type", "").split(";")[0].strip()
+        base, ctype, body = self._cached_page(url, _ACCEPT)
         if ctype == _JSON_V1:
             try:
-                doc = resp.json()
+                doc = json.loads(body)
                 files = doc["files"]
                 return [IndexFile(
                     filename=f["filename"], url=urljoin(base, f["url"]), hashes=dict(f.get("hashes") or {}),
@@ -216,7 +265,7 @@ class IndexClient:
             except (ValueError, KeyError, TypeError) as e:
                 raise PackageIndexError(f"{url}: malformed PEP 691 JSON answer ({e})") from None
         parser = _LinkParser()
-        parser.feed(resp.text)
+        parser.feed(body)
         out = []
         for attrs, text in parser.links:
             href = attrs.get("href")
@@ -232,15 +281,31 @@ class IndexClient:
 
     # ------------------------------------------------------------------ metadata
     def read_metadata(self, f: IndexFile) -> tuple[bytes, str]:
-        """A wheel's METADATA bytes, and how they were read (``pep658`` or ``range``)."""
+        """A wheel's METADATA bytes, and how they were read (``pep658``, ``range`` or ``cache``).
+
+        A released file never changes, so its METADATA is cached for good, keyed by the file's URL
+        and hash.
+        """
+        key = f"{f.url}#{sorted(f.hashes.items())}"
+        cached = self._cache_file("metadata", key)
+        if cached is not None and cached.exists():
+            self.cache_hits += 1
+            return cached.read_bytes(), "cache"
+        if self.offline:
+            raise PackageIndexError(f"{f.filename}: its METADATA is not in the cache (--offline)")
         if f.metadata:
-            resp = self._get(f.url + ".metadata")
-            return resp.content, "pep658"
-        with zipfile.ZipFile(_RangeReader(self, f.url)) as zf:
-            names = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
-            if len(names) != 1:
-                raise PackageIndexError(f"{f.filename}: expected one *.dist-info/METADATA, found {len(names)}")
-            return zf.read(names[0]), "range"
+            data, how = self._get(f.url + ".metadata").content, "pep658"
+        else:
+            with zipfile.ZipFile(_RangeReader(self, f.url)) as zf:
+                names = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+                if len(names) != 1:
+                    raise PackageIndexError(f"{f.filename}: expected one *.dist-info/METADATA, found {len(names)}")
+                data, how = zf.read(names[0]), "range"
+        if cached is not None:
+            from ._atomic import write_bytes_atomic
+
+            write_bytes_atomic(cached, data)
+        return data, how
 
 
 class _RangeReader(io.RawIOBase):
