@@ -135,3 +135,23 @@ def test_live_index_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str
     code = main(["matrix", "refresh", "--json", "--package", "vllm", "--package", "torch"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["changes"] == {}, "the shipped wheels/*.yaml are current"
+
+
+def test_torch_variants_from_a_pytorch_style_index() -> None:
+    """PyTorch's index is PEP 503 HTML with relative hrefs and local version tags; one variant unreachable."""
+    from vresolve.refresh import torch_index_variants
+
+    s = _Server()
+    for variant in ("cu128", "cu126"):
+        wheels = {f"torch-2.9.0+{variant}-cp312-cp312-manylinux_2_28_x86_64.whl": b"x",
+                  f"torch-2.8.0+{variant}-cp312-cp312-manylinux_2_28_x86_64.whl": b"x",
+                  f"torch-2.9.0+{variant}-cp312-cp312-win_amd64.whl": b"x"}
+        links = "".join(f'<a href="../../{fn}#sha256={"0" * 64}">{fn}</a><br/>' for fn in wheels)
+        s.pages[f"/whl/{variant}/torch/"] = ("text/html", links.encode())
+    try:
+        found, problems = torch_index_variants(s.url + "/whl", ["cu128", "cu126", "cu999"],
+                                               lambda u: IndexClient(u, retries=0))
+    finally:
+        s.close()
+    assert found == {"2.9.0": {"cu128", "cu126"}, "2.8.0": {"cu128", "cu126"}}
+    assert len(problems) == 1 and problems[0].startswith("cu999: ") and "HTTP 404" in problems[0]

@@ -93,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--index-url", help="the simple-API URL to read (default: from your pip/uv configuration)")
     ref.add_argument("--apply", action="store_true", help="write the changed files (atomically)")
     ref.add_argument("--workers", type=int, default=8, help="parallel metadata reads (default 8)")
+    ref.add_argument("--torch-variants", action="store_true",
+                     help="also read PyTorch's index (/whl/<variant>) and compare its variants with torch.yaml")
     ref.add_argument("--since", metavar="VERSION", help="only releases from VERSION on (the rest of the file is kept)")
     ref.add_argument("--offline", action="store_true", help="only what the cache holds (no network)")
     ref.add_argument("--timeout", type=float, default=30.0, help="seconds per HTTP request (default 30)")
@@ -525,6 +527,22 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
 
                 doc = merge_since(yaml.safe_load(path.read_text()) or {}, doc, since)
             new[f"wheels/{pkg}.yaml"] = render_wheels_doc(doc)
+    variant_report: list[str] = []
+    if args.torch_variants:
+        from .matrix import load_matrix
+        from .refresh import torch_index_variants
+
+        m = load_matrix(root)
+        wanted = sorted({v.variant for t in m.torch for v in t.variants})
+        found, problems = torch_index_variants(m.torch_index, wanted, lambda u: IndexClient(
+            u, cache_dir=client.cache, offline=args.offline, timeout=args.timeout, retries=1))
+        variant_report += [f"PyTorch index unreachable for {p}" for p in problems]
+        for t in m.torch:
+            on_index = found.get(str(t.version), set())
+            listed = {v.variant for v in t.variants}
+            if on_index and on_index != listed:
+                variant_report.append(f"torch {t.version}: index has {sorted(on_index)}, torch.yaml lists "
+                                      f"{sorted(listed)} (review torch.yaml)")
     diffs = {}
     for name, text in new.items():
         path = root / name
@@ -537,10 +555,13 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
             write_atomic(root / name, new[name])
     if _opt(args, "json"):
         _print_json(envelope("matrix", {"index": url, "requests": client.requests, "cache_hits": client.cache_hits,
-                                        "changes": diffs, "applied": bool(args.apply)}))
+                                        "changes": diffs, "applied": bool(args.apply),
+                                        "torch_variants": variant_report}))
     else:
         for d in diffs.values():
             sys.stdout.write(d)
+        for line in variant_report:
+            err.print(f"[yellow]{line}[/yellow]")
         state = "written" if args.apply else "not written (use --apply)"
         err.print(f"{len(diffs)} file(s) changed, {state}; {client.requests} HTTP requests, "
                   f"{client.cache_hits} answers from the cache")

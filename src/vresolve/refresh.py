@@ -32,7 +32,7 @@ from packaging.version import Version
 from .index import IndexClient, IndexFile
 from .matrix import wheel_platform, dump_yaml
 
-__all__ = ["PACKAGES", "Progress", "generate", "merge_since", "derive_cuda", "pins_for_platform", "diff_files",
+__all__ = ["PACKAGES", "Progress", "generate", "merge_since", "torch_index_variants", "derive_cuda", "pins_for_platform", "diff_files",
            "render_wheels_doc"]
 
 
@@ -231,3 +231,30 @@ def merge_since(old: dict[str, Any], new: dict[str, Any], since: Version) -> dic
     """``old``'s releases before ``since``, then ``new``'s (a ``--since`` refresh keeps the rest of the file)."""
     kept = [r for r in old.get("releases") or () if Version(str(r["version"])) < since]
     return {"package": new["package"], "releases": kept + list(new["releases"])}
+
+
+def torch_index_variants(base_url: str, variants: Iterable[str], make_client: Callable[[str], IndexClient]
+                         ) -> tuple[dict[str, set[str]], list[str]]:
+    """Which variants each torch release has on the PyTorch index (``<base>/<variant>/torch/``).
+
+    Returns ({release: {variants}}, problems); an unreachable variant index is a problem, not an error.
+    """
+    found: dict[str, set[str]] = {}
+    problems = []
+    for variant in variants:
+        client = make_client(f"{base_url.rstrip('/')}/{variant}/")
+        try:
+            files = client.project_files("torch")
+        except Exception as e:  # noqa: BLE001 - report and go on: the index may be out of reach
+            problems.append(f"{variant}: {e}")
+            continue
+        for f in files:
+            try:
+                _, version, _, tags = parse_wheel_filename(f.filename)
+            except InvalidWheelFilename:
+                continue
+            plat = wheel_platform(next(iter(tags)).platform)
+            if plat is None or plat[0] not in _LINUX or version.local != variant:
+                continue
+            found.setdefault(str(Version(version.public)), set()).add(variant)
+    return found, problems
