@@ -150,6 +150,14 @@ BROKEN = [
     pytest.param({"known_issues.yaml": _set("issues.0.signatures", ["No module named ('vllm"])},
                  ["known_issues.yaml: issues[0] 'vllm-c-missing': signatures[0]: invalid regular expression "
                   "\"No module named ('vllm\": missing ), unterminated subpattern at position 16"], id="bad-regex"),
+    pytest.param({"wheels/xformers.yaml": (
+        "package: xformers\nreleases:\n- version: '0.0.33'\n  wheels:\n"
+        "  - filename: xformers-0.0.33-cp39-abi3-manylinux_2_28_x86_64.whl\n    requires: {torch: ==2.9.0}\n"
+        "    source: xformers-0.0.33-cp39-abi3-manylinux_2_28_x86_64.whl:xformers-0.0.33.dist-info/METADATA\n"
+        "    verified: observed\n"), "wheels/vllm.yaml": _set("releases.0.wheels.0.requires.xformers", "==0.0.33")},
+                 ["wheels/vllm.yaml: releases[0] '0.33.0': vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl"
+                  ".requires.xformers: xformers 0.0.33 requires torch ==2.9.0, but this wheel pins torch 2.14.0"],
+                 id="companion-built-for-another-torch"),
     pytest.param({"vllm.yaml": None},
                  ["vllm.yaml: file missing"], id="file-missing"),
     pytest.param({"gpus.yaml": "gpus: [\n"},

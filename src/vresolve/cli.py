@@ -88,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("table", nargs="?", choices=TABLES, help="the table to print (default: a summary)")
     ref = msub.add_parser("refresh", parents=[common],
                           help="re-read wheel METADATA from the package index; print the diff")
-    ref.add_argument("--package", action="append", choices=("vllm", "torch", "torchvision", "torchaudio"),
+    ref.add_argument("--package", action="append",
+                     choices=("vllm", "torch", "torchvision", "torchaudio", "flashinfer-python", "xformers"),
                      help="only this package (repeatable; default: all)")
     ref.add_argument("--index-url", help="the simple-API URL to read (default: from your pip/uv configuration)")
     ref.add_argument("--apply", action="store_true", help="write the changed files (atomically)")
@@ -479,6 +480,21 @@ def _cmd_matrix_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _pinned_by_vllm(root: Path, package: str) -> set[Any]:
+    """The releases of a companion that some vLLM wheel pins exactly (read from wheels/vllm.yaml)."""
+    import yaml
+    from packaging.version import Version
+
+    doc = yaml.safe_load((root / "wheels" / "vllm.yaml").read_text()) or {}
+    out = set()
+    for r in doc.get("releases") or ():
+        for w in r.get("wheels") or ():
+            spec = str((w.get("requires") or {}).get(package, ""))
+            if spec.startswith("==") and "," not in spec and "*" not in spec:
+                out.add(Version(spec[2:]))
+    return out
+
+
 def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
     from ._atomic import write_atomic
     from .index import IndexClient, configured_index_url
@@ -519,8 +535,8 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
             def progress(p: str, done: int, total: int, task: Any = task) -> None:
                 bar.update(task, completed=done, total=total)
 
-            doc = generate(client, pkg, workers=args.workers, progress=progress,
-                           versions=None, since=since)
+            versions = _pinned_by_vllm(root, pkg) if pkg in ("xformers", "flashinfer-python") else None
+            doc = generate(client, pkg, workers=args.workers, progress=progress, versions=versions, since=since)
             path = root / f"wheels/{pkg}.yaml"
             if since is not None and path.exists():
                 import yaml

@@ -97,8 +97,11 @@ FILES: dict[str, tuple[str, ...]] = {
     "wheels/torchvision.yaml": ("package", "releases"),
     "wheels/torchaudio.yaml": ("package", "releases"),
     "wheels/vllm.yaml": ("package", "releases"),
+    "wheels/xformers.yaml": ("package", "releases"),
+    "wheels/flashinfer-python.yaml": ("package", "releases"),
 }
-WHEEL_PACKAGES = ("torch", "torchvision", "torchaudio", "vllm")
+OPTIONAL_FILES = ("wheels/xformers.yaml", "wheels/flashinfer-python.yaml")  # companions vLLM pins; may be absent
+WHEEL_PACKAGES = ("torch", "torchvision", "torchaudio", "vllm", "xformers", "flashinfer-python")
 
 
 # --------------------------------------------------------------------------- objects
@@ -897,6 +900,8 @@ def wheel_platform(tag_platform: str) -> tuple[str, str | None] | None:
         return f"linux-{tag_platform[6:]}", None
     if tag_platform == "win_amd64":
         return "windows-x86_64", None
+    if tag_platform == "any":
+        return "any", None
     return None
 
 
@@ -1071,6 +1076,13 @@ def _cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, .
         for w in v.wheels:
             pin = w.requires.get("torch")
             exact = _exact(pin)
+            for comp in ("xformers", "flashinfer-python"):  # a pinned companion must be built for the same torch
+                cv = _exact(w.requires.get(comp))
+                for cw in m.extra_wheels.get(comp, {}).get(cv, ()) if cv is not None else ():
+                    ct = cw.requires.get("torch")
+                    if exact is not None and ct is not None and str(ct) and not ct.contains(exact, prereleases=True):
+                        p("wheels/vllm.yaml", row, f"{w.filename}.requires.{comp}",
+                          f"{comp} {cv} requires torch {ct}, but this wheel pins torch {exact}")
             if pin is not None and exact is None:
                 p("wheels/vllm.yaml", row, f"{w.filename}.requires.torch", f"expected an exact pin, got {str(pin)!r}")
             elif exact is not None and torch_versions and exact not in torch_versions:
@@ -1184,7 +1196,8 @@ def _parse_matrix(root: Path, raw: Mapping[str, bytes | None], revision: str) ->
     for name, tables in FILES.items():
         data = raw[name]
         if data is None:
-            problems.append(MatrixProblem(name, "", "", "file missing"))
+            if name not in OPTIONAL_FILES:
+                problems.append(MatrixProblem(name, "", "", "file missing"))
             docs[name] = None
             continue
         try:
@@ -1229,7 +1242,7 @@ def _parse_matrix(root: Path, raw: Mapping[str, bytes | None], revision: str) ->
         torch=torch,
         vllm_index=vllm_index[0] if vllm_index else "", vllm_index_provenance=vllm_index[1] if vllm_index else missing_prov,
         vllm=vllm, known_issues=issues,
-        extra_wheels={"torchvision": wheels["torchvision"], "torchaudio": wheels["torchaudio"]},
+        extra_wheels={k: wheels[k] for k in ("torchvision", "torchaudio", "xformers", "flashinfer-python")},
     )
     _cross_check(m, wheels, docs, problems)
     if problems:
@@ -1377,6 +1390,8 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
         "wheels/torchvision.yaml": _wheels_doc("torchvision", m.extra_wheels["torchvision"]),
         "wheels/torchaudio.yaml": _wheels_doc("torchaudio", m.extra_wheels["torchaudio"]),
         "wheels/vllm.yaml": _wheels_doc("vllm", {r.version: r.wheels for r in m.vllm}),
+        **{f"wheels/{k}.yaml": _wheels_doc(k, m.extra_wheels[k]) for k in ("xformers", "flashinfer-python")
+           if m.extra_wheels.get(k)},
     }
 
 

@@ -49,8 +49,11 @@ PACKAGES: dict[str, _Spec] = {
     "torch": _Spec(Version("2.0.0"), ("triton",), True),
     "torchvision": _Spec(Version("0.15.0"), ("torch",), True),
     "torchaudio": _Spec(Version("2.0.0"), ("torch",), True),
+    # companions vLLM pins: only the releases some vLLM wheel pins (``versions`` from wheels/vllm.yaml)
+    "xformers": _Spec(Version("0.0.20"), ("torch",), True),
+    "flashinfer-python": _Spec(Version("0.1.0"), ("torch",), True),
 }
-_LINUX = ("linux-x86_64", "linux-aarch64")
+_LINUX = ("linux-x86_64", "linux-aarch64", "any")
 _PYTHONS = tuple(f"3.{m}" for m in range(8, 16))
 
 Progress = Callable[[str, int, int], None]  # (package, done, total)
@@ -67,7 +70,7 @@ def pins_for_platform(reqs: Iterable[Requirement], keep: tuple[str, ...], platfo
     ...                    Requirement('torch==2.5.1')], ("torch", "xformers"), "linux-aarch64", ["3.12"])
     {'torch': '==2.5.1'}
     """
-    machine = platform.split("-", 1)[1]
+    machine = platform.split("-", 1)[1] if "-" in platform else "x86_64"  # "any": read as x86_64 Linux
     envs = [{"platform_system": "Linux", "sys_platform": "linux", "os_name": "posix",
              "platform_machine": machine, "python_version": py, "python_full_version": f"{py}.0",
              "implementation_name": "cpython", "platform_python_implementation": "CPython", "extra": ""}
@@ -94,7 +97,7 @@ def derive_cuda(reqs: Iterable[Requirement], platform: str = "linux-x86_64") -> 
     whose marker is false on ``platform`` do not count (torch 2.1's aarch64 wheel lists the
     x86_64-only CUDA packages).
     """
-    machine = platform.split("-", 1)[1]
+    machine = platform.split("-", 1)[1] if "-" in platform else "x86_64"
     env = {"platform_system": "Linux", "sys_platform": "linux", "platform_machine": machine, "extra": "",
            "python_version": "3.12", "python_full_version": "3.12.0", "os_name": "posix"}
     candidates = {}

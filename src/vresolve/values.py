@@ -24,6 +24,7 @@ __all__ = [
 ]
 
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64")
+WHEEL_PLATFORMS = (*PLATFORMS, "any")  # "any": a pure-Python wheel (py3-none-any)
 VERIFIED_LEVELS = ("primary", "observed", "secondary", "unverified")
 Verified = Literal["primary", "observed", "secondary", "unverified"]
 
