@@ -598,46 +598,16 @@ def _probe_installed() -> tuple[InstalledDist, ...]:
     return tuple(out)
 
 
-_TORCH_SCRIPT = """
-import json, sys
-out = {}
-try:
-    import torch
-    out["version"] = torch.__version__
-    out["cuda"] = torch.version.cuda
-    out["available"] = bool(torch.cuda.is_available())
-    out["arch_list"] = list(torch.cuda.get_arch_list()) if out["available"] else []
-    out["device_capabilities"] = ["%d.%d" % torch.cuda.get_device_capability(i)
-                                  for i in range(torch.cuda.device_count())] if out["available"] else []
-except Exception as e:
-    out["error"] = "%s: %s" % (type(e).__name__, e)
-sys.stdout.write("\\n@@vresolve@@" + json.dumps(out) + "\\n")
-"""
-
-
 def probe_torch(python: str | None = None, timeout: float = 120.0) -> TorchRuntime:
     """torch's view (version, CUDA, arch list, device capabilities), from ``import torch`` in a subprocess.
 
     Never in-process: importing torch costs seconds and may crash on a broken install.
     """
-    import json
-    import subprocess
-
-    exe = python or sys.executable
-    try:
-        p = subprocess.run([exe, "-c", _TORCH_SCRIPT], capture_output=True, text=True, timeout=timeout,
-                           errors="replace")
-    except subprocess.TimeoutExpired:
-        return TorchRuntime(error=f"import torch timed out after {timeout:g} s")
-    except OSError as e:
-        return TorchRuntime(error=f"{exe}: could not run ({e.strerror or e})")
-    marker = p.stdout.rpartition("@@vresolve@@")[2].strip()
-    try:
-        d = json.loads(marker)
-    except ValueError:
-        tail = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
-        return TorchRuntime(error=f"the probe died (exit code {p.returncode}): {tail[:200]}")
-    return TorchRuntime.from_dict(d)
+    env = probe_environment(python, timeout=timeout)
+    if env.torch is not None:
+        return env.torch
+    torch = env.module("torch")
+    return TorchRuntime(error=env.error or (torch.error if torch is not None else None) or "torch did not import")
 
 
 _ENV_SCRIPT = r"""
