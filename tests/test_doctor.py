@@ -143,3 +143,14 @@ def test_cli_doctor_bad_log_path(capsys: pytest.CaptureFixture[str]) -> None:
                                        "(No such file or directory)\n")
 
 
+
+
+def test_libcudart_in_a_log_is_set_against_the_installed_torch(matrix: Matrix) -> None:
+    from vresolve.host import EnvReport, TorchRuntime
+
+    log = "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory\n"
+    env = EnvReport(python="python", torch=TorchRuntime(version="2.14.0", cuda="13.0", available=True))
+    (f,) = [f for f in diagnose(gpu_host(), matrix, env, log=log) if f.source == "log"]
+    assert f.cause == "cuda-variant-mismatch"
+    assert "torch is built with CUDA 13.0; the failing library asks for CUDA 12's runtime" in f.explanation
+    assert "torch.version.cuda = 13.0" in f.evidence

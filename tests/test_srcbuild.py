@@ -124,3 +124,13 @@ def test_scripts_pass_bash_n_with_hostile_names(matrix: Matrix, installer: str) 
         words = list(lexer)
         assert not {"rm", "-rf", "~", "$dollar", "$x", "'y'", "$HOME", "`x`/bin/python"} & set(words)
         assert any("src dir;rm -rf ~" in w for w in words)
+
+
+def test_precompiled_recipe(matrix: Matrix) -> None:
+    host = h200_device(installed=())
+    p = plan_source_build(host, matrix, Request(), precompiled=True)
+    assert dict(p.env) == {"VLLM_USE_PRECOMPILED": "1", "VLLM_TARGET_DEVICE": "cuda"}
+    assert p.steps[-1].argv[-2:] == ("-e", "./vllm-src") and p.toolkit is None and p.checks == ()
+    assert p.vllm.build is not None and p.vllm.build.precompiled
+    with pytest.raises(NoCompatibleStack, match="--precompiled reuses"):
+        plan_source_build(h200_device(), matrix, Request(), precompiled=True, keep_torch=True)

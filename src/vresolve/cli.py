@@ -120,6 +120,8 @@ def _add_plan_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep-torch", action="store_true",
                    help="build vLLM from source against the torch installed in this environment (kept)")
     p.add_argument("--src-dir", default="vllm-src", metavar="DIR", help="where a source build clones vLLM")
+    p.add_argument("--precompiled", action="store_true",
+                   help="a checkout for changing vLLM's Python code only: VLLM_USE_PRECOMPILED=1, editable install")
     p.add_argument("--pypi-only", action="store_true",
                    help="only wheels from your configured index (when PyTorch's and vLLM's own indexes are out of reach)")
     p.add_argument("--venv", metavar="DIR", help="the environment to create (default: .venv-vllm; conda: vllm-VERSION)")
@@ -220,7 +222,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from .resolve import NoCompatibleStack, alternatives, resolve
 
     m, host, request, detected_by = _plan_inputs(args)
-    source = args.source_build == "always" or args.keep_torch
+    source = args.source_build == "always" or args.keep_torch or args.precompiled
     try:
         if source:
             return _print_source_plan(args, m, host, request, detected_by, ())
@@ -228,9 +230,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
             res = resolve(host, m, request)
         except NoCompatibleStack as e:
             # auto: no wheel covers the GPU (or the platform): a source build may
-            no_wheel = args.source_build == "auto" and any(
+            no_wheel = args.source_build == "auto" and (request.cpu or any(
                 "do not run on" in c or "needs compute capability" in c or "has no wheel for linux" in c
-                for c in e.causes)
+                for c in e.causes))
             if not no_wheel:
                 raise
             try:
@@ -266,7 +268,8 @@ def _print_source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any
     from .srcbuild import plan_source_build
 
     sp = plan_source_build(host, m, request, keep_torch=args.keep_torch, installer=args.installer,
-                           env_dir=args.venv, src_dir=args.src_dir, why_no_wheel=why_no_wheel)
+                           env_dir=args.venv, src_dir=args.src_dir, why_no_wheel=why_no_wheel,
+                           precompiled=args.precompiled)
     if args.shell:
         sys.stdout.write(exports_text(sp.env, args.shell))
     elif _opt(args, "json"):
@@ -291,8 +294,8 @@ def _cmd_lock(args: argparse.Namespace) -> int:
     bad = [f for f in formats if f not in FORMATS]
     if bad or not formats:
         raise UsageError(f"--format: unknown format {', '.join(bad) or '(none)'} (expected any of: {', '.join(FORMATS)})")
-    if args.source_build == "always" or args.keep_torch:
-        raise UsageError("vresolve lock locks wheel plans; a source build's lock is its environment (not yet)")
+    if args.source_build == "always" or args.keep_torch or args.precompiled:
+        raise UsageError("vresolve lock locks wheel plans, not source builds (plan them with vresolve plan)")
     jobs: list[tuple[str, argparse.Namespace, Path]] = []
     out = Path(args.output)
     if args.profiles:

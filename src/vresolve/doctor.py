@@ -204,9 +204,21 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
             (k.fix if k else "") or "Run with --dtype float16.",
             [f"GPU {g.index}: {g.name} (sm_{g.compute_capability.major}{g.compute_capability.minor})" for g in old])
     if log:
+        torch_cuda = env.torch.cuda if env is not None and env.torch is not None else None
         for issue, ev in match_log(log, matrix.known_issues):
             extra = plan_text if issue.cause in REINSTALL_CAUSES and issue.severity == "error" else ""
-            findings.append(_from_issue(issue, ev, "log", extra))
+            found = _from_issue(issue, ev, "log", extra)
+            wanted = re.search(r"lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.(\d+)", log)
+            if issue.cause == "cuda-variant-mismatch" and wanted and torch_cuda:
+                # set against this environment: which side is the other CUDA major
+                found = Finding(cause=found.cause, severity=found.severity, title=found.title,
+                                explanation=found.explanation + f" Here, torch is built with CUDA {torch_cuda}; the "
+                                f"failing library asks for CUDA {wanted[1]}'s runtime"
+                                + (", so the other package is the odd one out." if not torch_cuda.startswith(
+                                    wanted[1] + ".") else ", which torch has: the package is missing its own."),
+                                fix=found.fix, evidence=(*found.evidence, f"torch.version.cuda = {torch_cuda}"),
+                                source="log")
+            findings.append(found)
     return _dedupe(findings)
 
 

@@ -425,8 +425,11 @@ def source_plan_human(p: Any, detected_by: str) -> list[Any]:
     if p.toolkit is not None:
         t.add_row("CUDA toolkit", f"{p.toolkit.version} at {p.cuda_home}")
         t.add_row("TORCH_CUDA_ARCH_LIST", ";".join(str(c) for c in p.archs))
-    t.add_row("MAX_JOBS / NVCC_THREADS", f"{p.max_jobs} / {p.nvcc_threads}" if p.max_jobs is not None
-              else "computed on the build machine from its memory and cores")
+    if p.max_jobs == 0:
+        t.add_row("kernels", "precompiled (VLLM_USE_PRECOMPILED=1): nothing is compiled")
+    else:
+        t.add_row("MAX_JOBS / NVCC_THREADS", f"{p.max_jobs} / {p.nvcc_threads}" if p.max_jobs is not None
+                  else "computed on the build machine from its memory and cores")
     if p.min_driver:
         t.add_row("needs", f"NVIDIA driver >= {p.min_driver}")
     out: list[Any] = [t, Text("Why:", style="bold")]

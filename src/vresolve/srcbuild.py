@@ -130,7 +130,7 @@ def _toolkit_on_host(host: Host, cuda: Version) -> Toolkit | None:
 
 def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torch: bool = False,
                       installer: str = "uv", env_dir: str | None = None, src_dir: str = "vllm-src",
-                      why_no_wheel: Sequence[str] = ()) -> SourcePlan:
+                      why_no_wheel: Sequence[str] = (), precompiled: bool = False) -> SourcePlan:
     """The source-build recipe for ``host``, or NoCompatibleStack saying why none works."""
     platform = host.platform.tag
     caps = () if request.cpu else _caps(host)
@@ -140,6 +140,10 @@ def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torc
         raise NoCompatibleStack("--keep-torch: no torch is installed in this environment",
                                 hints=["run vresolve from the environment whose torch you want to keep",
                                        "or leave out --keep-torch: the plan then installs the torch the release pins"])
+    if precompiled and keep_torch:
+        raise NoCompatibleStack("--precompiled reuses a release's compiled kernels, which are built for the torch "
+                                "that release pins: it cannot keep another torch",
+                                hints=["leave out --keep-torch", "or leave out --precompiled and build the kernels"])
     kept_version = _public(kept.version) if kept else None
     kept_cuda = _version(kept.cuda) if kept and kept.cuda else None
     causes: list[str] = []
@@ -153,6 +157,9 @@ def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torc
             continue
         if target == "cpu" and not b.cpu:
             causes.append(f"{label} does not build for the CPU (VLLM_TARGET_DEVICE=cpu)")
+            continue
+        if precompiled and not b.precompiled:
+            causes.append(f"{label}'s setup.py has no VLLM_USE_PRECOMPILED")
             continue
         pin = _pin(r, platform)
         torch_build: TorchBuild | None = None
@@ -202,8 +209,9 @@ def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torc
                 continue
         else:
             tk, floor = None, None
-        return _recipe(host, matrix, request, r, target, caps, keep_torch, kept, torch_build, tk, floor,
+        plan = _recipe(host, matrix, request, r, target, caps, keep_torch, kept, torch_build, tk, floor,
                        installer, env_dir, src_dir, why_no_wheel)
+        return _precompiled(plan) if precompiled else plan
     what = f"vLLM {request.vllm}".strip() if str(request.vllm) else "vLLM"
     hints = []
     if keep_torch:
@@ -418,6 +426,29 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
                       reasons=tuple(reasons), warnings=tuple(warnings))
 
 
+def _precompiled(p: SourcePlan) -> SourcePlan:
+    """The recipe for changing only vLLM's Python code: an editable install that reuses compiled kernels.
+
+    ``VLLM_USE_PRECOMPILED=1`` makes vLLM's setup.py fetch the release's compiled extensions instead
+    of building them: no toolkit, no nvcc, no MAX_JOBS. The torch must be the one the release pins.
+    """
+    from dataclasses import replace
+
+    steps = [s for s in p.steps if s.tool != "conda" or "create" not in s.argv or "-p" not in s.argv]
+    steps = [s for s in steps if not (s.argv[-2:] == ("-v", f"./{p.src_dir}") or "-r" in s.argv)]
+    steps.append(BuildStep(tool=p.installer, argv=(*_pip(p.installer, p.python), "-e", f"./{p.src_dir}"),
+                           why="an editable install that reuses the release's compiled kernels "
+                               "(VLLM_USE_PRECOMPILED=1): edit the Python code in place"))
+    env = (("VLLM_USE_PRECOMPILED", "1"), ("VLLM_TARGET_DEVICE", p.target))
+    why = (("VLLM_USE_PRECOMPILED", "fetch the compiled extensions of this release instead of building them"),
+           ("VLLM_TARGET_DEVICE", "what vLLM's setup.py installs for"))
+    reasons = (*p.reasons[:-1], f"vLLM {p.vllm.version}'s kernels come precompiled: only the Python code is "
+               "taken from the checkout")
+    return replace(p, steps=tuple(steps), env=env, env_reasons=why, checks=(), max_jobs=0, reasons=reasons,
+                   toolkit=None, toolkit_found=None, cuda_home="",
+                   warnings=tuple(w for w in p.warnings if "MAX_JOBS" not in w))
+
+
 def _pip(installer: str, python: str) -> tuple[str, ...]:
     if installer == "uv":
         return ("uv", "pip", "install", "--python", python)
@@ -471,7 +502,7 @@ def render_script(p: SourcePlan) -> str:
     for (k, v), (_, why) in zip(p.env, p.env_reasons):
         out.append(f"# {why}")
         out.append(f"export {k}={_word(v)}")
-    if p.max_jobs is None:
+    if p.max_jobs is None:  # (0: nothing is compiled, as with VLLM_USE_PRECOMPILED)
         out += ["# MAX_JOBS and NVCC_THREADS from this machine: 2 nvcc threads on 8+ cores, a 4 GiB budget per",
                 "# nvcc thread in 80 % of the available memory, no more jobs than cores / NVCC_THREADS",
                 "export NVCC_THREADS=$(( $(nproc) >= 8 ? 2 : 1 ))" if p.target == "cuda" else "NVCC_THREADS=1",
@@ -479,7 +510,8 @@ def render_script(p: SourcePlan) -> str:
                 f"jobs=$(( mem_gib * 8 / 10 / ({GIB_PER_NVCC_THREAD} * NVCC_THREADS) ))",
                 "cores=$(( $(nproc) / NVCC_THREADS ))",
                 "export MAX_JOBS=$(( jobs < 1 ? 1 : (jobs > cores ? cores : jobs) ))"]
-    out.append("unset CMAKE_CUDA_ARCHITECTURES  # torch's CMake ignores it; TORCH_CUDA_ARCH_LIST rules")
+    if p.toolkit is not None and p.max_jobs != 0:
+        out.append("unset CMAKE_CUDA_ARCHITECTURES  # torch's CMake ignores it; TORCH_CUDA_ARCH_LIST rules")
     out.append("")
     if p.checks:
         out.append("# checks before building (the seed's pitfalls: nvcc != torch's CUDA, an unsupported gcc)")
