@@ -12,7 +12,6 @@ import pytest
 from vresolve import _entry
 from vresolve.cli import main
 
-from .conftest import TINY
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shlex
 import stat
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest

@@ -269,14 +269,14 @@ def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[Host
                      f"torch {torch.version} is built with CUDA {torch.cuda}, which needs NVIDIA driver >= {floor} "
                      f"(CUDA minor-version compatibility); this machine has {host.driver.version}.",
                      (k.fix if k else "") + f"\nInstall NVIDIA driver >= {floor}, or a torch built for an older CUDA.",
-                     (f"torch.cuda.is_available() = False", f"driver {host.driver.version}"))
+                     ("torch.cuda.is_available() = False", f"driver {host.driver.version}"))
             else:
                 emit("library-not-found", "error", "torch does not see the GPUs",
                      "torch.cuda.is_available() is False although NVIDIA GPUs are present: the CUDA driver library "
                      "does not load in this environment (container without the GPU, CUDA_VISIBLE_DEVICES, or a "
                      "broken driver install).", "Run nvidia-smi; check CUDA_VISIBLE_DEVICES and the container's "
                      "GPU options (--gpus all).",
-                     (f"torch.cuda.is_available() = False", *(f"{k}={v}" for k, v in host.env
+                     ("torch.cuda.is_available() = False", *(f"{k}={v}" for k, v in host.env
                                                              if k.endswith("VISIBLE_DEVICES")), *(torch.error or "",)))
         elif gpus and torch.available:
             missing = [g for g in gpus if not _caps_covered(torch.arch_list, g.compute_capability)]
