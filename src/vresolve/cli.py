@@ -486,15 +486,20 @@ def _cmd_matrix_show(args: argparse.Namespace) -> int:
 def _pinned_by_vllm(root: Path, package: str) -> set[Any]:
     """The releases of a companion that some vLLM wheel pins exactly (read from wheels/vllm.yaml)."""
     import yaml
-    from packaging.version import Version
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    from .values import exact_pin
 
     doc = yaml.safe_load((root / "wheels" / "vllm.yaml").read_text()) or {}
     out = set()
     for r in doc.get("releases") or ():
         for w in r.get("wheels") or ():
-            spec = str((w.get("requires") or {}).get(package, ""))
-            if spec.startswith("==") and "," not in spec and "*" not in spec:
-                out.add(Version(spec[2:]))
+            try:
+                pin = exact_pin(SpecifierSet(str((w.get("requires") or {}).get(package, ""))))
+            except InvalidSpecifier:
+                continue
+            if pin is not None:
+                out.add(pin)
     return out
 
 

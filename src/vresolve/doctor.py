@@ -20,11 +20,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from .host import EnvReport, Host, HostGpu
 from .matrix import KnownIssue, Matrix
-from .values import Capability
+from .values import ArchList, Capability, exact_pin, public_version
 
 __all__ = ["Finding", "SEVERITIES", "diagnose", "check_lock", "match_log", "observations", "worst_exit_code"]
 
@@ -86,20 +86,8 @@ def _from_issue(issue: KnownIssue, evidence: Sequence[str], source: str, fix_ext
 
 
 def _caps_covered(arch_list: Sequence[str], cc: Capability) -> bool:
-    """torch.cuda.get_arch_list() covers cc: SASS of its major with a minor not above, or PTX not above."""
-    for a in arch_list:
-        kind, _, num = a.partition("_")
-        if not num[:3].isdigit() and not num[:2].isdigit():
-            continue
-        digits = "".join(ch for ch in num if ch.isdigit())
-        if len(digits) < 2:
-            continue
-        major, minor = int(digits[:-1]), int(digits[-1])
-        if kind == "sm" and major == cc.major and minor <= cc.minor and num == digits:
-            return True
-        if kind == "compute" and (major, minor) <= (cc.major, cc.minor):
-            return True
-    return False
+    """torch.cuda.get_arch_list() covers cc (the rule of :meth:`ArchList.covers`)."""
+    return ArchList.from_torch(arch_list).covers(cc)
 
 
 def _is_source_tree(origin: str | None) -> str | None:
@@ -122,20 +110,9 @@ def _torch_pin(lines: Sequence[str]) -> Version | None:
             continue
         if req.name.lower() != "torch":
             continue
-        items = list(req.specifier)
-        if len(items) == 1 and items[0].operator == "==":
-            try:
-                return Version(Version(items[0].version).public)
-            except InvalidVersion:
-                return None
+        pin = exact_pin(req.specifier)
+        return Version(pin.public) if pin is not None else None
     return None
-
-
-def _public(text: str | None) -> Version | None:
-    try:
-        return Version(Version(text).public) if text else None
-    except InvalidVersion:
-        return None
 
 
 def _issue(matrix: Matrix, cause: str) -> KnownIssue | None:
@@ -185,7 +162,7 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
             "Remove these directories from LD_LIBRARY_PATH for the vLLM environment, e.g.\n  unset LD_LIBRARY_PATH",
             [f"{d}: {', '.join(libs)}" for d, libs in shadows])
     if env is not None and env.torch is not None and env.torch.cuda:
-        tc = _public(env.torch.cuda)
+        tc = public_version(env.torch.cuda)
         for tk in host.toolkits:
             if tc is not None and (tk.version.major, tk.version.minor) != (tc.major, tc.minor):
                 k = _issue(matrix, "toolkit-mismatch")
@@ -242,7 +219,7 @@ def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[Host
         return
     torch_mod = env.module("torch")
     torch = env.torch
-    torch_version = _public(torch.version) if torch else None
+    torch_version = public_version(torch.version) if torch else None
     if torch_mod is not None and torch_mod.error and "No module named 'torch'" not in torch_mod.error:
         k = _classify(matrix, torch_mod.traceback or torch_mod.error)
         emit(k.cause if k else "library-not-found", "error", "torch does not import",
@@ -258,7 +235,7 @@ def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[Host
                  (f"torch {torch.version}, torch.version.cuda = None", f"GPUs: {', '.join(g.name for g in gpus)}"))
         elif gpus and not torch.available:
             floor = None
-            tc = _public(torch.cuda)
+            tc = public_version(torch.cuda)
             if tc is not None:
                 from .resolve import driver_floor
 
@@ -369,7 +346,7 @@ def observations(host: Host, env: EnvReport | None) -> list[str]:
             covered = all(_caps_covered(t.arch_list, g.compute_capability) for g in gpus)
             out.append(f"torch's arch list ({' '.join(t.arch_list)}) " + ("covers every GPU" if covered
                                                                          else "misses a GPU"))
-        tc = _public(t.cuda)
+        tc = public_version(t.cuda)
         for tk in host.toolkits:
             same = tc is not None and (tk.version.major, tk.version.minor) == (tc.major, tc.minor)
             out.append(f"nvcc {tk.version} at {tk.path} " + ("matches" if same else "differs from")
@@ -442,7 +419,7 @@ def check_lock(header: dict[str, object], host: Host, matrix: Matrix, env: EnvRe
         add("glibc-too-old", "error", f"the lock is for {plat}, this machine is {host.platform.tag}",
             "The locked wheels are built for another platform.", "Make a lock for this platform.")
     if env is not None and env.torch is not None and stack.get("torch"):
-        have = _public(env.torch.version)
+        have = public_version(env.torch.version)
         if have is not None and str(have) != str(stack["torch"]):
             add("installer-replaced-torch", "warning",
                 f"the environment's torch is {env.torch.version}, the lock's {stack['torch']}",

@@ -28,7 +28,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from .errors import MatrixError, MatrixProblem, UsageError
-from .values import PLATFORMS, VERIFIED_LEVELS, ArchList, Capability, DriverVersion, parse_variant
+from .values import PLATFORMS, VERIFIED_LEVELS, ArchList, Capability, DriverVersion, exact_pin, parse_variant
 
 __all__ = [
     "CAUSE_CODES",
@@ -1075,9 +1075,9 @@ def _cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, .
                       f"torch {pin} is not in torch.yaml's releases")
         for w in v.wheels:
             pin = w.requires.get("torch")
-            exact = _exact(pin)
+            exact = exact_pin(pin)
             for comp in ("xformers", "flashinfer-python"):  # a pinned companion must be built for the same torch
-                cv = _exact(w.requires.get(comp))
+                cv = exact_pin(w.requires.get(comp))
                 for cw in m.extra_wheels.get(comp, {}).get(cv, ()) if cv is not None else ():
                     ct = cw.requires.get("torch")
                     if exact is not None and ct is not None and str(ct) and not ct.contains(exact, prereleases=True):
@@ -1106,16 +1106,6 @@ def _cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, .
         if k.id in ids:
             p("known_issues.yaml", f"issues[{i}] {k.id!r}", "id", "id used twice")
         ids.add(k.id)
-
-
-def _exact(spec: SpecifierSet | None) -> Version | None:
-    """The version an ``==X`` specifier pins, else None."""
-    if spec is None:
-        return None
-    items = list(spec)
-    if len(items) == 1 and items[0].operator in ("==", "===") and "*" not in items[0].version:
-        return Version(items[0].version)
-    return None
 
 
 # --------------------------------------------------------------------------- entry points

@@ -42,7 +42,7 @@ from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Res
 from .errors import EXIT_NO_STACK, VresolveError
 from .host import Host, HostGpu
 from .matrix import Kernels, Matrix, Provenance, TorchRelease, TorchVariant, VllmRelease, Wheel
-from .values import ArchList, Capability, DriverVersion, variant_for_cuda
+from .values import ArchList, Capability, DriverVersion, exact_pin, variant_for_cuda
 
 __all__ = [
     "POLICIES",
@@ -130,11 +130,7 @@ class VllmBuild:
         return self.release.version
 
     def torch_pin(self) -> Version | None:
-        spec = self.pins.get("torch")
-        items = list(spec) if spec is not None else []
-        if len(items) == 1 and items[0].operator == "==":
-            return Version(items[0].version)
-        return None
+        return exact_pin(self.pins.get("torch"))
 
     def format_for_error(self) -> str:
         return self.label or f"vLLM {self.version} ({self.variant}, {_where_text(self.where)})"

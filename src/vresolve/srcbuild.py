@@ -34,13 +34,13 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from .host import Host, HostGpu, Toolkit
 from .matrix import CudaToolkit, Matrix, VllmRelease
 from .plan import Check, sh_value
 from .resolve import NoCompatibleStack, Request, TorchBuild, driver_floor
-from .values import Capability, DriverVersion
+from .values import Capability, DriverVersion, exact_pin, public_version
 
 __all__ = ["SourcePlan", "BuildStep", "plan_source_build", "build_parallelism", "render_script", "GIB_PER_NVCC_THREAD"]
 
@@ -119,9 +119,7 @@ def _gpu_text(gpus: Sequence[HostGpu], caps: Sequence[Capability]) -> str:
 
 
 def _pin(r: VllmRelease, platform: str) -> Version | None:
-    spec = r.pins(platform).get("torch")
-    items = list(spec) if spec is not None else []
-    return Version(items[0].version) if len(items) == 1 and items[0].operator == "==" else None
+    return exact_pin(r.pins(platform).get("torch"))
 
 
 def _toolkit_on_host(host: Host, cuda: Version) -> Toolkit | None:
@@ -144,8 +142,8 @@ def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torc
         raise NoCompatibleStack("--precompiled reuses a release's compiled kernels, which are built for the torch "
                                 "that release pins: it cannot keep another torch",
                                 hints=["leave out --keep-torch", "or leave out --precompiled and build the kernels"])
-    kept_version = _public(kept.version) if kept else None
-    kept_cuda = _version(kept.cuda) if kept and kept.cuda else None
+    kept_version = public_version(kept.version) if kept else None
+    kept_cuda = public_version(kept.cuda) if kept and kept.cuda else None
     causes: list[str] = []
     releases = sorted((r for r in matrix.vllm if request.vllm.contains(r.version, prereleases=True)),
                       key=lambda r: r.version, reverse=True)
@@ -232,20 +230,6 @@ def _dedupe(items: Sequence[str]) -> list[str]:
     return list(seen)
 
 
-def _public(text: str) -> Version | None:
-    try:
-        return Version(Version(text).public)
-    except InvalidVersion:
-        return None
-
-
-def _version(text: str) -> Version | None:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
-
-
 def _pick_torch(host: Host, matrix: Matrix, request: Request, pin: Version, caps: Sequence[Capability],
                 target: str) -> tuple[TorchBuild | None, str]:
     """The variant of torch ``pin`` to build against, or (None, why not)."""
@@ -289,7 +273,7 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
     py_minor = str(host.python_minor)
     torch_version = (kept.version if keep_torch else  # type: ignore[attr-defined]
                      f"{torch_build.version}+{torch_build.variant.variant}")  # type: ignore[union-attr]
-    torch_cuda = (_version(kept.cuda) if keep_torch and kept.cuda else  # type: ignore[attr-defined]
+    torch_cuda = (public_version(kept.cuda) if keep_torch and kept.cuda else  # type: ignore[attr-defined]
                   (torch_build.cuda if torch_build else None))
     found = _toolkit_on_host(host, torch_cuda) if torch_cuda is not None else None
     if tk is None:

@@ -7,11 +7,13 @@ types around afterwards.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 import re
 from dataclasses import dataclass
 from typing import Literal
 
-from packaging.version import Version
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
 
 __all__ = [
     "DriverVersion",
@@ -20,6 +22,8 @@ __all__ = [
     "Capability",
     "ArchList",
     "parse_variant",
+    "exact_pin",
+    "public_version",
     "variant_for_cuda",
 ]
 
@@ -115,6 +119,19 @@ class ArchList:
     def lowest(self) -> Capability | None:
         return min((*self.sass, *self.ptx), default=None)
 
+    @classmethod
+    def from_torch(cls, arch_list: Sequence[str]) -> ArchList:
+        """``torch.cuda.get_arch_list()`` (``sm_90``, ``sm_90a``, ``compute_90``) as an ArchList."""
+        sass, ptx = [], []
+        for a in arch_list:
+            kind, _, num = a.partition("_")
+            try:
+                cc = Capability.parse(num)
+            except ValueError:
+                continue
+            (sass if kind == "sm" else ptx if kind == "compute" else []).append(cc)
+        return cls(sass=tuple(sorted(set(sass))), ptx=tuple(sorted(set(ptx))))
+
     def __str__(self) -> str:
         parts = [str(s) for s in self.sass] + [f"{p}+PTX" for p in self.ptx]
         return ";".join(parts) if parts else "(none)"
@@ -186,6 +203,29 @@ def parse_variant(text: str) -> Version | None:
     if not m:
         raise ValueError(f"invalid variant {text!r} (expected 'cpu' or 'cuXYZ' such as 'cu128')")
     return Version(f"{m['major']}.{m['minor']}")
+
+
+def exact_pin(spec: SpecifierSet | None) -> Version | None:
+    """The version an ``==X`` specifier pins (local tag kept), else None.
+
+    >>> exact_pin(SpecifierSet("==2.14.0")), exact_pin(SpecifierSet(">=2.13"))
+    (<Version('2.14.0')>, None)
+    """
+    items = list(spec) if spec is not None else []
+    if len(items) == 1 and items[0].operator in ("==", "===") and "*" not in items[0].version:
+        try:
+            return Version(items[0].version)
+        except InvalidVersion:
+            return None
+    return None
+
+
+def public_version(text: str | None) -> Version | None:
+    """``2.11.0+cu130`` -> 2.11.0; None for nothing or an invalid version."""
+    try:
+        return Version(Version(text).public) if text else None
+    except InvalidVersion:
+        return None
 
 
 def variant_for_cuda(cuda: Version) -> str:
