@@ -34,11 +34,14 @@ def test_plan_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
         "vllm": "0.33.0", "torch": "2.14.0", "torchvision": "0.29.0", "torchaudio": "2.11.0", "variant": "cu130",
         "vllm_variant": "cu130", "cuda": "13.0", "python": "3.12", "install_kind": "wheel"}
     assert d["requires"] == {"min_driver": "580.65.06", "driver_policy": "minor-compat"}
-    assert d["steps"][-1]["argv"] == ["uv", "pip", "install", "--python", ".venv-vllm/bin/python", "vllm==0.33.0",
-                                      "torch==2.14.0", "torchvision==0.29.0", "torchaudio==2.11.0"]
+    # FlashInfer asks for cuda-python>=12.0 only: held on CUDA 13 (an old all-in-one release overwrites cuda-bindings)
+    assert d["steps"][-2]["argv"] == ["uv", "pip", "install", "--python", ".venv-vllm/bin/python", "vllm==0.33.0",
+                                      "torch==2.14.0", "torchvision==0.29.0", "torchaudio==2.11.0",
+                                      "cuda-python>=13.0,<14"]
+    assert d["steps"][-1]["argv"] == [".venv-vllm/bin/vllm", "download-kernels"]  # the wheel ships the command
     assert d["env"] == {"TORCH_CUDA_ARCH_LIST": "9.0"}
-    assert [v["expect"] for v in d["verify"]] == ["vllm 0.33.0", "torch CUDA 13.0", "cuda available True 1",
-                                                  "arch list covers every GPU"]
+    assert [v["expect"] for v in d["verify"]] == ["vllm 0.33.0: compiled extensions load", "torch CUDA 13.0",
+                                                  "cuda available True 1", "arch list covers every GPU"]
     assert d["alternatives"] == [] and d["reasons"]
 
 

@@ -7,6 +7,8 @@ and counts how many bytes it sent, so the tests can prove a wheel is never read 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import hashlib
 import io
 import json
@@ -40,11 +42,19 @@ vLLM
 """
 
 
-def make_wheel(metadata: str, name: str = "vllm", version: str = "0.33.0", padding: int = 300_000) -> bytes:
-    """A real wheel (zip) with a dist-info METADATA and an incompressible payload before it."""
+def make_wheel(metadata: str, name: str = "vllm", version: str = "0.33.0", padding: int = 300_000,
+               members: Sequence[str] | None = None) -> bytes:
+    """A real wheel (zip) with a dist-info METADATA and an incompressible payload before it.
+
+    ``members``: the wheel's other file names (empty files; the payload then has a name no reader
+    takes for a module); by default the payload is ``<name>/_C.abi3.so``.
+    """
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr(f"{name}/_C.abi3.so", os.urandom(padding), compress_type=zipfile.ZIP_STORED)
+        payload = f"{name}/_C.abi3.so" if members is None else f"{name}/payload.bin"
+        zf.writestr(payload, os.urandom(padding), compress_type=zipfile.ZIP_STORED)
+        for m in members or ():
+            zf.writestr(m, b"")
         for i in range(50):
             zf.writestr(f"{name}/mod_{i}.py", f"x = {i}\n")
         zf.writestr(f"{name}-{version}.dist-info/METADATA", metadata)

@@ -66,7 +66,8 @@ def test_lock_with_real_uv_on_a_loopback_index(index: _Server, tmp_path: Path, m
     header = read_lock_header(req)
     assert header == lock_header(plan, m)
     assert header["machine"] == {"gpus": {"NVIDIA H200": "9.0"}, "min_driver": "580.65.06", "cuda": "13.0",
-                                 "driver_policy": "minor-compat", "python": "3.12", "platform": "linux-x86_64"}
+                                 "driver_policy": "minor-compat", "python": "3.12", "platform": "linux-x86_64",
+                                 "glibc": "2.28"}  # no glibc given, no floor known: manylinux_2_28
     wheel = index.files["/files/tinydep-1.0-py3-none-any.whl"]
     assert f"tinydep==1.0 \\\n    --hash=sha256:{hashlib.sha256(wheel).hexdigest()}\n" in req
     assert [line.split("==")[0] for line in req.splitlines() if "==" in line] == ["tinydep", "torch", "torchvision", "vllm"]
@@ -127,3 +128,35 @@ def test_reference_lockfiles_are_current_against_the_index(capsys: pytest.Captur
                  "requirements,conda,env", "--check", "--json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0, [e["stale"] for e in report["locks"]]
+
+
+@pytest.mark.parametrize("glibc, locked", [("2.28", "1.0"), ("2.36", "1.1")])
+def test_lock_targets_the_hosts_glibc_and_every_package_has_a_wheel_for_it(
+        glibc: str, locked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """llguidance's case: its newest release has only manylinux_2_31 wheels (and an sdist). A lock for a
+    glibc 2.28 machine takes the older release with a 2_28 wheel, never the sdist; one for 2.36 the newest."""
+    from dataclasses import replace
+
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    s = _Server()
+    try:
+        for name, (version, requires) in {"vllm": ("0.33.0", ["torch==2.14.0", "torchvision==0.29.0", "gdep>=1.0"]),
+                                          "torch": ("2.14.0", []), "torchvision": ("0.29.0", ["torch==2.14.0"])}.items():
+            s.add_project_json(name, {f"{name}-{version}-py3-none-any.whl":
+                                      make_wheel(_meta(name, version, requires), name, version, padding=1000)})
+        s.add_project_json("gdep", {
+            "gdep-1.0-cp312-cp312-manylinux_2_28_x86_64.whl": make_wheel(_meta("gdep", "1.0", []), "gdep", "1.0", padding=1000),
+            "gdep-1.1-cp312-cp312-manylinux_2_31_x86_64.whl": make_wheel(_meta("gdep", "1.1", []), "gdep", "1.1", padding=1000),
+            "gdep-1.1.tar.gz": b"not a real sdist: building it must never be needed",
+        })
+        m, plan = _plan()
+        host = replace(plan.resolution.host, platform=PlatformInfo(os="linux", machine="x86_64", glibc=Version(glibc)))
+        plan = build_plan(m, resolve(host, m, Request()))
+        lock = compile_lock(plan, m, index_url=s.url + "/simple/")
+        req = lock.files["requirements"]
+        assert f"gdep=={locked} \\\n    --hash=sha256:" in req
+        assert req.count("--hash=") == 4  # one wheel each: no sdist hash for gdep
+        assert read_lock_header(req)["machine"]["glibc"] == glibc
+        assert f"manylinux_{glibc.replace('.', '_')}" in " ".join(lock.uv_argv)
+    finally:
+        s.close()

@@ -26,13 +26,15 @@ def replay_server() -> _Server:
     s = _Server()
     pages = json.load(gzip.open(RECORDED / "simple.json.gz", "rt"))
     metadata = json.load(gzip.open(RECORDED / "metadata.json.gz", "rt"))
+    members = json.load(gzip.open(RECORDED / "members.json.gz", "rt"))
     for name, doc in pages.items():
         s.pages[f"/simple/{name}/"] = ("application/vnd.pypi.simple.v1+json", json.dumps(doc).encode())
         for f in doc["files"]:
             if f["filename"] in metadata:
                 path = "/" + f["url"].lstrip("./")
                 project, version = f["filename"].split("-")[:2]
-                s.files[path] = make_wheel(metadata[f["filename"]], project, version, padding=2000)
+                s.files[path] = make_wheel(metadata[f["filename"]], project, version, padding=2000,
+                                           members=members.get(f["filename"]))
     return s
 
 

@@ -108,6 +108,9 @@ def _add_plan_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--driver", metavar="VER", help="the NVIDIA driver to plan for (default: detected, or unknown)")
     p.add_argument("--python", metavar="X.Y", help="the Python to plan for (default: this interpreter's)")
     p.add_argument("--platform", choices=("linux-x86_64", "linux-aarch64"), help="default: this machine's")
+    p.add_argument("--glibc", metavar="X.Y",
+                   help="the glibc to plan for (default: detected with --gpu auto, else unknown); wheels whose "
+                        "manylinux floor is newer are rejected")
     p.add_argument("--vllm", metavar="SPEC", help="a vLLM version or range: 0.10.1, '>=0.9,<0.11'")
     p.add_argument("--torch", metavar="SPEC", help="a torch version or range")
     p.add_argument("--variant", metavar="cuXYZ|cpu", help="torch's CUDA variant")
@@ -172,7 +175,7 @@ def _plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
     from dataclasses import replace
 
     from .detect import Overrides, detect_host, detect_interpreter, fill_capabilities
-    from .plan import parse_driver, parse_platform, parse_python, target_host
+    from .plan import parse_driver, parse_glibc, parse_platform, parse_python, target_host
     from .resolve import Request
     from .values import parse_variant
 
@@ -188,6 +191,7 @@ def _plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
         parse_python(args.python)
     if args.platform:
         parse_platform(args.platform)
+    glibc = parse_glibc(args.glibc) if args.glibc else None
     request = Request(vllm=_spec("--vllm", args.vllm), torch=_spec("--torch", args.torch), variant=args.variant,
                       driver_policy=args.driver_policy, pypi_only=args.pypi_only)
     gpu = args.gpu.strip()
@@ -196,6 +200,8 @@ def _plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
         host = fill_capabilities(detect_host(o, installed=args.keep_torch), m)
         if args.python:
             host = replace(host, python=parse_python(args.python))
+        if glibc is not None:
+            host = replace(host, platform=replace(host.platform, glibc=glibc))
         sources = sorted({g.source for g in host.gpus if g.source} | ({host.driver.source} if host.driver.source else set()))
         detected_by = "detected: " + (", ".join(sources) if sources else "no NVIDIA GPU found")
         if not host.gpus:
@@ -209,7 +215,7 @@ def _plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
         raise UsageError("--keep-torch: keeps the torch of this machine's environment, so it needs --gpu auto")
     base = detect_interpreter()
     host = target_host(m, gpus=gpu if gpu.lower() != "none" else "none", driver=args.driver, python=args.python,
-                       platform=args.platform, base=base)
+                       platform=args.platform, base=base, glibc=glibc)
     if not host.gpus:
         request = replace(request, cpu=True)
         return m, host, request, "--gpu none: the CPU backend"
@@ -219,36 +225,21 @@ def _plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
 def _cmd_plan(args: argparse.Namespace) -> int:
     from .plan import build_plan, exports_text
     from .render import envelope, error_human, plan_error_view, plan_human, plan_view
-    from .resolve import NoCompatibleStack, alternatives, resolve
+    from .resolve import NoCompatibleStack, alternatives
 
     m, host, request, detected_by = _plan_inputs(args)
-    source = args.source_build == "always" or args.keep_torch or args.precompiled
     try:
-        if source:
-            return _print_source_plan(args, m, host, request, detected_by, ())
-        try:
-            res = resolve(host, m, request)
-        except NoCompatibleStack as e:
-            # auto: no wheel covers the GPU (or the platform): a source build may
-            no_wheel = args.source_build == "auto" and (request.cpu or any(
-                "do not run on" in c or "needs compute capability" in c or "has no wheel for linux" in c
-                for c in e.causes))
-            if not no_wheel:
-                raise
-            try:
-                return _print_source_plan(args, m, host, request, detected_by,
-                                          [f"no prebuilt wheel fits ({e.headline}): building from source"])
-            except NoCompatibleStack as src:
-                raise NoCompatibleStack(e.headline, causes=[*e.causes, *src.causes],
-                                        hints=[h for h in e.hints if "source" not in h] + list(src.hints)) from None
+        res, into = _wheel_resolution(args, m, host, request, detected_by)
     except NoCompatibleStack as e:
         if _opt(args, "json"):
             _print_json(envelope("plan", plan_error_view(e)))
         else:
             print(error_human(e), file=sys.stderr)
         return e.exit_code
-    plan = build_plan(m, res, installer=args.installer, env_dir=args.venv,
-                      alternatives=alternatives(host, m, request, res))
+    if res is None:  # a source plan was printed
+        return EXIT_OK
+    plan = build_plan(m, res, installer=args.installer, env_dir=args.venv, into=into,
+                      alternatives=alternatives(host, m, request, res) if into is None else ())
     if args.shell:
         sys.stdout.write(exports_text(plan.env, args.shell))
         return EXIT_OK
@@ -259,6 +250,43 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     for item in plan_human(plan, detected_by):
         console.print(item)
     return EXIT_OK
+
+
+def _wheel_resolution(args: argparse.Namespace, m: Any, host: Any, request: Any, detected_by: str
+                      ) -> tuple[Any, str | None]:
+    """(the wheel stack, the interpreter to install into or None for a fresh environment); (None, None)
+    after printing a source plan, which is the answer when no wheel fits or a build is asked for."""
+    from .resolve import NoCompatibleStack, resolve, resolve_kept_torch
+
+    if args.keep_torch and not args.precompiled:
+        # a wheel that pins exactly the kept torch, built for its CUDA major, installs into this
+        # environment and keeps that torch: no hour-long build of what the wheel already is
+        try:
+            return resolve_kept_torch(host, m, request), host.python_executable or sys.executable
+        except NoCompatibleStack as e:
+            if host.installed_dist("torch") is None:
+                raise
+            _print_source_plan(args, m, host, request, detected_by, [f"{e.headline}: building from source"])
+            return None, None
+    if args.source_build == "always" or args.precompiled:
+        _print_source_plan(args, m, host, request, detected_by, ())
+        return None, None
+    try:
+        return resolve(host, m, request), None
+    except NoCompatibleStack as e:
+        # auto: no wheel covers the GPU (or the platform): a source build may
+        no_wheel = args.source_build == "auto" and (request.cpu or any(
+            "do not run on" in c or "needs compute capability" in c or "has no wheel for linux" in c
+            for c in e.causes))
+        if not no_wheel:
+            raise
+        try:
+            _print_source_plan(args, m, host, request, detected_by,
+                               [f"no prebuilt wheel fits ({e.headline}): building from source"])
+        except NoCompatibleStack as src:
+            raise NoCompatibleStack(e.headline, causes=[*e.causes, *src.causes],
+                                    hints=[h for h in e.hints if "source" not in h] + list(src.hints)) from None
+        return None, None
 
 
 def _print_source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any, detected_by: str,

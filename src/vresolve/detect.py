@@ -43,7 +43,7 @@ from .host import (
     Toolkit,
     TorchRuntime,
 )
-from .values import Capability, DriverVersion
+from .values import CORE_EXTENSIONS, EXTENSION_FILE_PATTERN, Capability, DriverVersion
 
 if TYPE_CHECKING:
     from .matrix import Matrix
@@ -648,7 +648,45 @@ if torch is not None:
     except BaseException as e:
         t["error"] = "%s: %s" % (type(e).__name__, e)
     out["torch"] = t
-for name in ("vllm", "vllm._C", "torchvision", "torchaudio", "xformers", "flashinfer", "flash_attn"):
+def attempt_file(name, path):
+    # the extension file itself, without its package's __init__ (which may hide the real error)
+    import importlib.machinery
+    rep = {"name": name, "origin": path}
+    try:
+        loader = importlib.machinery.ExtensionFileLoader(name, path)
+        importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path, loader=loader))
+    except BaseException as e:
+        chain, x = [], e
+        while x is not None and len(chain) < 8:
+            chain.append("%s: %s" % (type(x).__name__, x))
+            x = x.__cause__ or x.__context__
+        rep["error"] = chain[0][:2000]
+        rep["traceback"] = (traceback.format_exc() + "\n".join(chain[1:]))[-6000:]
+    out["modules"].append(rep)
+vllm = attempt("vllm")
+exts = {}
+root = spec_origin("vllm")
+if root and root.endswith("__init__.py"):
+    import os, re
+    pattern = re.compile(@PATTERN@)
+    root = os.path.dirname(root)
+    for d, dirs, files in os.walk(root):
+        dirs[:] = [x for x in dirs if x != "__pycache__"]
+        for f in files:
+            m = pattern.match(f)
+            if m:
+                name = os.path.relpath(os.path.join(d, m.group(1)), os.path.dirname(root)).replace(os.sep, ".")
+                exts.setdefault(name, os.path.join(d, f))
+out["vllm_extensions"] = sorted(exts)
+for name in @CORE@:
+    if name not in exts:
+        attempt(name)  # the error a user sees: No module named 'vllm._C'
+for name, path in sorted(exts.items()):
+    if name not in sys.modules:
+        attempt_file(name, path)
+    else:
+        out["modules"].append({"name": name, "origin": path})
+for name in ("torchvision", "torchaudio", "xformers", "flashinfer", "flash_attn"):
     attempt(name)
 try:
     from importlib import metadata
@@ -674,7 +712,8 @@ def probe_environment(python: str | None = None, timeout: float = 180.0, cwd: st
 
     exe = python or sys.executable
     try:
-        p = subprocess.run([exe, "-c", _ENV_SCRIPT], capture_output=True, text=True, timeout=timeout,
+        script = _ENV_SCRIPT.replace("@PATTERN@", repr(EXTENSION_FILE_PATTERN)).replace("@CORE@", repr(CORE_EXTENSIONS))
+        p = subprocess.run([exe, "-c", script], capture_output=True, text=True, timeout=timeout,
                            errors="replace", cwd=cwd)
     except subprocess.TimeoutExpired:
         return EnvReport(python=exe, error=f"importing the stack timed out after {timeout:g} s")
@@ -690,6 +729,7 @@ def probe_environment(python: str | None = None, timeout: float = 180.0, cwd: st
         python=exe, sys_path=tuple(d.get("sys_path") or ()),
         modules=tuple(ModuleReport.from_dict(m) for m in d.get("modules") or ()),
         requires=tuple((k, tuple(v)) for k, v in sorted((d.get("requires") or {}).items())),
+        vllm_extensions=tuple(str(x) for x in d.get("vllm_extensions") or ()),
         torch=TorchRuntime.from_dict(d["torch"]) if d.get("torch") else None)
 
 

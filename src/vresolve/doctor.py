@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import Version
 
-from .host import EnvReport, Host, HostGpu
+from .host import EnvReport, Host, HostGpu, ModuleReport
 from .matrix import KnownIssue, Matrix
-from .values import ArchList, Capability, exact_pin, public_version
+from .values import ArchList, Capability, core_extension, exact_pin, public_version
 
 __all__ = ["Finding", "SEVERITIES", "diagnose", "check_lock", "match_log", "observations", "worst_exit_code"]
 
@@ -211,6 +211,45 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return sorted(out, key=lambda f: order[f.severity])
 
 
+def _extensions(matrix: Matrix, host: Host, env: EnvReport) -> tuple[tuple[str, ...], str]:
+    """(the compiled modules the installed vLLM release's wheel ships on this platform, its main kernel module).
+
+    Read off the wheel's file list in the matrix; () when the release is not in the matrix (then the
+    main module is judged from what the installed package holds).
+    """
+    vllm = env.module("vllm")
+    version = public_version(vllm.version) if vllm is not None else None
+    release = matrix.vllm_release(version) if version is not None else None
+    wheels = release.wheels_for(host.platform.tag) if release is not None else ()
+    expected = wheels[0].extensions if wheels else ()
+    return expected, core_extension(expected or env.vllm_extensions)
+
+
+def _needs_libcuda(m: ModuleReport) -> bool:
+    return "libcuda.so.1" in (m.traceback or "") + (m.error or "")
+
+
+def _other_extensions(matrix: Matrix, env: EnvReport, expected: Sequence[str], core: str, no_driver: bool,
+                      emit: Callable[..., None]) -> None:
+    """vLLM's other compiled modules: the ones its wheel ships but this install lacks, and those that fail."""
+    missing = [m for m in expected if m != core and m not in env.vllm_extensions]
+    if missing:
+        k = _issue(matrix, "optional-kernel-missing")
+        emit("optional-kernel-missing", "warning", f"this vLLM lacks {len(missing)} compiled module(s) its wheel ships",
+             "The release's wheel ships these kernel libraries; this install (a source build, or a partial one) has "
+             "none of them, so the features that use them fall back or fail at run time.",
+             (k.fix if k else "") or "Install the release's wheel, or build with the architectures that need them.",
+             tuple(f"{m}: not in the installed package" for m in missing))
+    for name in env.vllm_extensions:
+        rep = env.module(name)
+        if name == core or rep is None or not rep.error or (no_driver and _needs_libcuda(rep)):
+            continue
+        k = _classify(matrix, rep.traceback or rep.error)
+        emit(k.cause if k else "optional-kernel-missing", "warning", f"{name} does not load",
+             (k.explanation if k else f"vLLM's compiled module {name} fails to load; the features that use it fail."),
+             (k.fix if k else "Reinstall vLLM's wheel for this torch."), (rep.error,))
+
+
 def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu],
                  emit: Callable[..., None]) -> None:
     if env.error:
@@ -267,31 +306,43 @@ def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[Host
                      k.fix if k else "Install a torch variant that covers this GPU.",
                      (f"torch.cuda.get_arch_list() = {torch.arch_list}",))
     vllm = env.module("vllm")
-    vllm_c = env.module("vllm._C")
+    expected, core = _extensions(matrix, host, env)
+    vllm_c = env.module(core)
+    no_driver = host.driver.version is None and not gpus
     if vllm is not None and vllm.origin:
         tree = _is_source_tree(vllm.origin)
-        c_failed = vllm_c is not None and vllm_c.error
+        c_failed = vllm_c is not None and bool(vllm_c.error)
+        driverless = c_failed and no_driver and _needs_libcuda(vllm_c)
+        if driverless:
+            c_failed = False
+            emit("library-not-found", "info", f"{core} needs the NVIDIA driver, absent on this machine",
+                 f"vLLM's CUDA kernels ({core}) link against the driver's libcuda.so.1; this machine has no NVIDIA "
+                 "driver, so they cannot load here. They are installed, and load on a machine with the driver.",
+                 "Nothing to do here; run vLLM on a machine with an NVIDIA GPU and driver.",
+                 (vllm_c.error or "",) if vllm_c else ())
         if tree and c_failed:
             k = _issue(matrix, "source-tree-shadowing")
             emit("source-tree-shadowing", "error", "A vLLM source checkout shadows the installed vLLM",
                  f"`import vllm` loads {vllm.origin}, a source tree whose compiled extension was never built, so "
-                 "vllm._C is missing there even if an installed vLLM has it.",
+                 f"{core} is missing there even if an installed vLLM has it.",
                  (k.fix if k else "") or f"Run from another directory, or remove {tree} from PYTHONPATH.",
-                 (f"vllm from {vllm.origin}", vllm_c.error or "", f"sys.path[0] = {env.sys_path[0]!r}"
+                 (f"vllm from {vllm.origin}", vllm_c.error or "" if vllm_c else "", f"sys.path[0] = {env.sys_path[0]!r}"
                   if env.sys_path else ""))
         elif c_failed:
             assert vllm_c is not None
             text = vllm_c.traceback or vllm_c.error or ""
-            if torch is not None and torch.cuda is None and "No module named 'vllm._C'" in text:
+            if torch is not None and torch.cuda is None and f"No module named '{core}'" in text:
                 k = _issue(matrix, "cpu-only-build")
                 emit("cpu-only-build", "error", "vLLM has no compiled extension for this torch",
-                     k.explanation if k else "vllm._C is missing: this vLLM was installed without its CUDA kernels.",
+                     k.explanation if k else f"{core} is missing: this vLLM was installed without its CUDA kernels.",
                      k.fix if k else "", (vllm_c.error or "", f"torch {torch.version}, CUDA None"))
             else:
                 k = _classify(matrix, text)
-                emit(k.cause if k else "torch-abi-mismatch", "error", k.title if k else "vllm._C does not load",
+                emit(k.cause if k else "torch-abi-mismatch", "error", k.title if k else f"{core} does not load",
                      k.explanation if k else "vLLM's compiled extension fails to load with this torch.",
                      k.fix if k else "", (vllm_c.error or "",))
+        if not tree:
+            _other_extensions(matrix, env, expected, core, no_driver, emit)
         pin = _torch_pin(env.requirement_lines("vllm"))
         if pin is not None and torch_version is not None and pin != torch_version:
             k = _issue(matrix, "torch-abi-mismatch")
@@ -363,10 +414,19 @@ def observations(host: Host, env: EnvReport | None) -> list[str]:
         if m.error:
             state += f", does not import: {m.error}"
         out.append(f"{name}: {state}")
-    c = env.module("vllm._C")
     v = env.module("vllm")
-    if v is not None and v.origin and c is not None:
-        out.append("vllm._C: " + ("imports" if not c.error else f"does not import ({c.error})"))
+    if v is not None and v.origin:
+        core = core_extension(env.vllm_extensions)
+        c = env.module(core)
+        if c is not None:
+            out.append(f"{core}: " + ("loads" if not c.error else f"does not load ({c.error})"))
+        if env.vllm_extensions:
+            reps = [m for m in (env.module(n) for n in env.vllm_extensions) if m is not None]
+            fails = [m for m in reps if m.error and not _needs_libcuda(m)]
+            driverless = [m for m in reps if m.error and _needs_libcuda(m)]
+            out.append(f"vLLM's compiled modules: {len(reps)} found, {len(reps) - len(fails) - len(driverless)} load"
+                       + (f", {len(driverless)} need the driver's libcuda.so.1" if driverless else "")
+                       + (f", {len(fails)} fail" if fails else ""))
     return out
 
 
@@ -418,6 +478,15 @@ def check_lock(header: dict[str, object], host: Host, matrix: Matrix, env: EnvRe
     if plat and plat != host.platform.tag:
         add("glibc-too-old", "error", f"the lock is for {plat}, this machine is {host.platform.tag}",
             "The locked wheels are built for another platform.", "Make a lock for this platform.")
+    want = machine.get("glibc")
+    if want and host.platform.glibc is not None and plat == host.platform.tag:
+        need = public_version(str(want))
+        if need is not None and host.platform.glibc < need:
+            add("glibc-too-old", "error", f"the lock's wheels need glibc >= {need}, this machine has {host.platform.glibc}",
+                f"{name} was locked for manylinux_{need.major}_{need.minor}: some of its wheels do not install on an "
+                "older glibc (the installer finds no wheel, or builds from source).",
+                "Make a lock for this machine: vresolve lock --gpu auto -o DIR (it targets this machine's glibc)",
+                f"this machine: glibc {host.platform.glibc}")
     if env is not None and env.torch is not None and stack.get("torch"):
         have = public_version(env.torch.version)
         if have is not None and str(have) != str(stack["torch"]):

@@ -246,6 +246,7 @@ class EnvReport:
     requires: tuple[tuple[str, tuple[str, ...]], ...] = ()  # dist -> its Requires-Dist lines naming torch*
     torch: TorchRuntime | None = None
     error: str | None = None  # the probe itself failed (timeout, crash)
+    vllm_extensions: tuple[str, ...] = ()  # compiled modules found in the installed vllm package's directory
 
     def module(self, name: str) -> ModuleReport | None:
         return next((m for m in self.modules if m.name == name), None)
@@ -256,4 +257,5 @@ class EnvReport:
     def to_dict(self) -> dict[str, Any]:
         return {"python": self.python, "sys_path": list(self.sys_path), "modules": [m.to_dict() for m in self.modules],
                 "requires": {d: list(r) for d, r in self.requires},
-                "torch": self.torch.to_dict() if self.torch else None, "error": self.error}
+                "torch": self.torch.to_dict() if self.torch else None, "error": self.error,
+                "vllm_extensions": list(self.vllm_extensions)}

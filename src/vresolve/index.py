@@ -307,6 +307,35 @@ class IndexClient:
             write_bytes_atomic(cached, data)
         return data, how
 
+    def read_members(self, f: IndexFile) -> list[str]:
+        """The member names of a wheel's zip (its central directory, read with range requests).
+
+        Cached for good like METADATA: a released file never changes.
+        """
+        import json
+
+        cached = self._cache_file("members", f"{f.url}#{sorted(f.hashes.items())}")
+        if cached is not None and cached.exists():
+            try:
+                names = json.loads(cached.read_text())
+                if isinstance(names, list) and all(isinstance(n, str) for n in names):
+                    self.cache_hits += 1
+                    return names
+            except ValueError:
+                pass
+        if self.offline:
+            raise PackageIndexError(f"{f.filename}: its file list is not in the cache (--offline)")
+        try:
+            with zipfile.ZipFile(_RangeReader(self, f.url)) as zf:
+                names = zf.namelist()
+        except zipfile.BadZipFile as e:
+            raise PackageIndexError(f"{f.filename}: not a readable zip ({e})") from None
+        if cached is not None:
+            from ._atomic import write_atomic
+
+            write_atomic(cached, json.dumps(names))
+        return names
+
 
 class _RangeReader(io.RawIOBase):
     """A seekable, read-only file over HTTP range requests, for ``zipfile``.

@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from packaging.version import Version
 from typing import Any
 
 from . import __version__
@@ -74,15 +76,19 @@ def _uv_bin() -> str:
         return found
 
 
+def _target_glibc(plan: InstallPlan) -> str:
+    r = plan.resolution
+    glibc = r.host.platform.glibc or r.glibc_floor or Version("2.28")
+    return f"{glibc.major}.{glibc.minor}"
+
+
 def _platform_triple(plan: InstallPlan) -> str:
-    """uv's --python-platform for the target: the manylinux floor the planned wheels need."""
-    host = plan.resolution.host
-    machine = host.platform.machine
-    glibc = "2.28"
-    for w in (plan.resolution.vllm.wheel,):
-        if w is not None and w.manylinux and tuple(map(int, w.manylinux.split("."))) > tuple(map(int, glibc.split("."))):
-            glibc = w.manylinux
-    return f"{machine}-manylinux_{glibc.replace('.', '_')}"
+    """uv's --python-platform for the target: the host's glibc, else the planned wheels' manylinux floor.
+
+    Every package of the closure is then locked at a version with a wheel for that platform
+    (``--no-build``): a package whose only wheels need a newer glibc is an error, not an sdist.
+    """
+    return f"{plan.resolution.host.platform.machine}-manylinux_{_target_glibc(plan).replace('.', '_')}"
 
 
 def lock_header(plan: InstallPlan, matrix: Matrix) -> dict[str, Any]:
@@ -99,7 +105,8 @@ def lock_header(plan: InstallPlan, matrix: Matrix) -> dict[str, Any]:
                   "torch_source": "pypi" if r.torch.pypi else "pytorch-index", "companions": dict(r.companions)},
         "machine": {"gpus": gpus, "min_driver": str(r.min_driver) if r.min_driver else None,
                     "driver_policy": r.request.driver_policy, "cuda": str(r.cuda) if r.cuda else None,
-                    "python": str(r.host.python_minor), "platform": r.host.platform.tag},
+                    "python": str(r.host.python_minor), "platform": r.host.platform.tag,
+                    "glibc": _target_glibc(plan)},
     }
 
 
@@ -109,7 +116,7 @@ def _header_lines(h: Mapping[str, Any], comment: str = "#") -> str:
     lines = [
         f"vLLM {s['vllm']} ({s['vllm_variant']}, {s['vllm_source']}) with torch {s['torch']}+{s['variant']} "
         f"({s['torch_source']})",
-        f"for: {gpus}; Python {m['python']}; {m['platform']}",
+        f"for: {gpus}; Python {m['python']}; {m['platform']}" + (f", glibc >= {m['glibc']}" if m.get("glibc") else ""),
         f"needs: NVIDIA driver >= {m['min_driver']} ({m['driver_policy']} policy, CUDA {m['cuda']})"
         if m["min_driver"] else "needs: no NVIDIA driver",
         f"made by vresolve {h['vresolve']} from matrix revision {h['matrix_revision']}; "
@@ -135,7 +142,7 @@ def _inputs(plan: InstallPlan, matrix: Matrix) -> tuple[list[str], list[str]]:
     """(requirement lines, index options) for uv pip compile."""
     from .plan import _pins, _vllm_index
 
-    _torch_pins, vllm_pins = _pins(plan.resolution)
+    _torch_pins, vllm_pins = _pins(matrix, plan.resolution)
     options: list[str] = []
     t = plan.resolution.torch
     if not t.pypi:
@@ -162,7 +169,7 @@ def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = N
         src.write_text("".join(f"{r}\n" for r in reqs))
         out = Path(tmp) / "pylock.toml"
         argv = [_uv_bin(), "pip", "compile", str(src), "--python-version", python,
-                "--python-platform", _platform_triple(plan), "--generate-hashes", "--no-header",
+                "--python-platform", _platform_triple(plan), "--generate-hashes", "--no-header", "--no-build",
                 "--output-file", str(out), *options]
         if index_url:
             argv += ["--index-url", index_url]
@@ -190,7 +197,12 @@ def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = N
                 break
             last = (stderr.strip().splitlines() or ["(no output)"])[-1]
             if not any(e in stderr for e in _NETWORK_ERRORS):
-                raise PackageIndexError(f"uv pip compile could not resolve the closure: {stderr.strip()[-1500:]}")
+                why = ""
+                if "has no usable wheels" in stderr or "no wheels with a matching platform" in stderr:
+                    why = (f"\nA package of the closure has no wheel for {_platform_triple(plan)} (the lock installs "
+                           "with --no-build: wheels only). If the target machine's glibc is newer, say so with "
+                           "--glibc X.Y; otherwise that package must be built from source there.")
+                raise PackageIndexError(f"uv pip compile could not resolve the closure: {stderr.strip()[-1500:]}{why}")
             time.sleep(min(2.0 * (attempt + 1), 10.0))
         else:
             raise PackageIndexError(f"uv pip compile failed after {retries + 1} attempts: {last}")

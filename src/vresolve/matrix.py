@@ -42,6 +42,7 @@ __all__ = [
     "TorchVariant",
     "TorchRelease",
     "Kernels",
+    "Asset",
     "VllmVariant",
     "Wheel",
     "SourceBuild",
@@ -202,6 +203,8 @@ class Wheel:
     sha256: str | None
     yanked: bool
     provenance: Provenance
+    extensions: tuple[str, ...] = ()  # compiled modules the wheel ships (vllm: read off its zip directory)
+    features: tuple[str, ...] = ()  # what it can do, known by a file it ships ("download-kernels")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -257,6 +260,17 @@ class SourceBuild:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Asset:
+    """Where a release-asset wheel is downloaded from: its URL (``{cp}``: the CPython tag, cp310)."""
+
+    url: str
+    provenance: Provenance
+
+    def url_for(self, python: Version) -> str:
+        return self.url.replace("{cp}", f"cp{python.major}{python.minor}")
+
+
+@dataclass(frozen=True, kw_only=True)
 class VllmVariant:
     variant: str
     cuda: Version | None
@@ -265,6 +279,12 @@ class VllmVariant:
     kernels: Kernels | None  # None: the release's kernels
     torch_pins: Mapping[str, Version]  # platform -> the torch this build pins, where not the PyPI wheel's
     provenance: Provenance
+    asset: Asset | None = None  # where == "release-assets": the wheel's download URL
+
+    @property
+    def trusted(self) -> bool:
+        """The build's facts and, for a release asset, its URL are verified."""
+        return self.provenance.trusted and (self.asset is None or self.asset.provenance.trusted)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -804,7 +824,7 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
             vd = r.mapping(vd, row, fld)
             if vd is None:
                 continue
-            r.known(vd, row, ("variant", "cuda", "where", "platforms", "kernels", "torch_pins", *_PROV),
+            r.known(vd, row, ("variant", "cuda", "where", "platforms", "kernels", "torch_pins", "asset", *_PROV),
                     prefix=fld + ".")
             vc = _read_variant_cuda(vd, row, r, fld)
             where = r.choice(vd, "where", row, VLLM_VARIANT_SOURCES, fld=f"{fld}.where")
@@ -823,15 +843,47 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
                 if pv is not None:
                     torch_pins[plat] = pv
             prov = r.provenance(vd, f"{row} {fld}")
-            if None not in (vc, where, plats, prov):
+            asset = _read_asset(vd, row, f"{fld}.asset", r, version, vc[0] if vc else None) \
+                if vd.get("asset") is not None else None
+            if where == "release-assets" and asset is None:
+                r.problem(row, f"{fld}.asset", "missing (a release-asset build needs its download URL)")
+            elif None not in (vc, where, plats, prov):
                 variants.append(VllmVariant(variant=vc[0], cuda=vc[1], where=where, platforms=plats,
-                                            kernels=vk, torch_pins=torch_pins, provenance=prov))
+                                            kernels=vk, torch_pins=torch_pins, provenance=prov, asset=asset))
         prov = r.provenance(d, row)
         if None not in (version, prov):
             releases.append(VllmRelease(version=version, cuda=cuda, kernels=kernels,
                                         variants=tuple(variants), wheels=wheels.get(version, ()),
                                         provenance=prov, build=build))
     return index, tuple(releases)
+
+
+_ASSET_RE = re.compile(r"^https://[A-Za-z0-9.-]+/[A-Za-z0-9._~%+/{}-]+\.whl$")
+
+
+def _read_asset(vd: dict[str, Any], row: str, fld: str, r: _Rows, version: Version | None,
+                variant: str | None) -> Asset | None:
+    d = r.mapping(vd["asset"], row, fld)
+    if d is None:
+        return None
+    r.known(d, row, ("url", *_PROV), prefix=fld + ".")
+    url = r.get(d, "url", row, str, fld=f"{fld}.url")
+    prov = r.provenance(d, f"{row} {fld}")
+    if url is None or prov is None:
+        return None
+    name = url.rsplit("/", 1)[-1].replace("{cp}", "cp310")
+    if not _ASSET_RE.match(url) or url.replace("{cp}", "").count("{") or url.replace("{cp}", "").count("}"):
+        r.problem(row, f"{fld}.url", f"expected an https URL of a wheel ({{cp}} the only placeholder), got {url!r}")
+        return None
+    try:
+        _, wversion, _, _ = parse_wheel_filename(name)
+    except InvalidWheelFilename as e:
+        r.problem(row, f"{fld}.url", str(e))
+        return None
+    if version is not None and (wversion.public != version.public or wversion.local != (variant or None)):
+        r.problem(row, f"{fld}.url", f"names {wversion}, not {version}+{variant}")
+        return None
+    return Asset(url=url, provenance=prov)
 
 
 def _read_source_build(b: Any, row: str, r: _Rows) -> SourceBuild | None:
@@ -918,7 +970,7 @@ def _read_wheels(doc: dict[str, Any], r: _Rows, package: str) -> dict[Version, t
             wd = r.mapping(wd, row, fld)
             if wd is None:
                 continue
-            r.known(wd, row, ("filename", "requires_python", "requires", "pythons", "cuda", "sha256",
+            r.known(wd, row, ("filename", "requires_python", "requires", "pythons", "cuda", "extensions", "features", "sha256",
                               "yanked", *_PROV), prefix=fld + ".")
             w = _read_wheel(wd, row, fld, r, package, version)
             if w is not None:
@@ -956,17 +1008,30 @@ def _read_wheel(wd: dict[str, Any], row: str, fld: str, r: _Rows, package: str,
             requires[k] = s
     pythons = r.list_of(wd, "pythons", row, Version, "Python version", required=False, fld=f"{fld}.pythons")
     cuda = r.version(wd, "cuda", row, required=False, fld=f"{fld}.cuda")
+    extensions = r.list_of(wd, "extensions", row, _module_name, "dotted module name", required=False,
+                           fld=f"{fld}.extensions")
+    features = r.list_of(wd, "features", row, str, "feature", required=False, fld=f"{fld}.features")
     sha = r.get(wd, "sha256", row, str, required=False, fld=f"{fld}.sha256")
     if sha is not None and not re.fullmatch(r"[0-9a-f]{64}", sha):
         r.problem(row, f"{fld}.sha256", f"expected 64 hex digits, got {sha!r}")
     yanked = r.get(wd, "yanked", row, bool, required=False, fld=f"{fld}.yanked") or False
     prov = r.provenance(wd, f"{row} {fld}")
-    if parsed is None or prov is None or pythons is None:
+    if parsed is None or prov is None or pythons is None or extensions is None or features is None:
         return None
     (plat, manylinux), build, python_tag = parsed
     return Wheel(filename=filename, platform=plat, manylinux=manylinux, build=build, python_tag=python_tag,
                  requires_python=rp, requires=requires, pythons=pythons, cuda=cuda, sha256=sha,
-                 yanked=yanked, provenance=prov)
+                 yanked=yanked, provenance=prov, extensions=extensions, features=features)
+
+
+_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _module_name(text: str) -> str:
+    """A dotted Python module name (``vllm._C``); ValueError otherwise (the value goes into a check)."""
+    if not isinstance(text, str) or not _MODULE_RE.match(text):
+        raise ValueError(text)
+    return text
 
 
 # --------------------------------------------------------------------------- cross references
@@ -1111,7 +1176,7 @@ def _cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, .
 # --------------------------------------------------------------------------- entry points
 
 
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 
 
 def _cache_key(revision: str) -> str:
@@ -1308,6 +1373,10 @@ def _wheel(w: Wheel) -> dict[str, Any]:
         d["pythons"] = [str(v) for v in w.pythons]
     if w.cuda is not None:
         d["cuda"] = str(w.cuda)
+    if w.extensions:
+        d["extensions"] = list(w.extensions)
+    if w.features:
+        d["features"] = list(w.features)
     if w.sha256 is not None:
         d["sha256"] = w.sha256
     if w.yanked:
@@ -1366,6 +1435,7 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
                 "where": v.where, "platforms": list(v.platforms),
                 **({"kernels": _kernels(v.kernels)} if v.kernels is not None else {}),
                 **({"torch_pins": {k: str(x) for k, x in v.torch_pins.items()}} if v.torch_pins else {}),
+                **({"asset": {"url": v.asset.url, **_prov(v.asset.provenance)}} if v.asset else {}),
                 **_prov(v.provenance)} for v in r.variants]} if r.variants else {}),
             **_prov(r.provenance)} for r in m.vllm],
     }

@@ -23,7 +23,7 @@ from .errors import UsageError
 from .host import DriverInfo, Host, HostGpu, PlatformInfo
 from .matrix import Matrix
 from .resolve import Resolution, TorchBuild, VllmBuild
-from .values import Capability, DriverVersion
+from .values import EXTENSION_FILE_PATTERN, Capability, DriverVersion
 
 __all__ = ["INSTALLERS", "Step", "Check", "InstallPlan", "build_plan", "target_host", "parse_gpus", "shell_line",
            "exports_text", "sh_value"]
@@ -124,11 +124,22 @@ def parse_python(text: str) -> Version:
     return v
 
 
+def parse_glibc(text: str) -> Version:
+    try:
+        v = Version(text)
+    except InvalidVersion:
+        v = None
+    if v is None or len(v.release) != 2 or v.major != 2 or v.pre or v.post or v.dev or v.local:
+        raise UsageError(f"--glibc: invalid glibc version {text!r} (expected X.Y such as '2.28')")
+    return v
+
+
 def target_host(matrix: Matrix, *, gpus: str, driver: str | None, python: str | None, platform: str | None,
-                base: Host) -> Host:
+                base: Host, glibc: Version | None = None) -> Host:
     """The machine to plan for when it is not this one (``--gpu NAME`` or ``--gpu none``).
 
-    ``base`` supplies what the flags leave out (this interpreter's Python and platform).
+    ``base`` supplies what the flags leave out (this interpreter's Python and platform); another
+    machine's glibc is not this one's: unknown unless ``glibc`` (``--glibc``) gives it.
     """
     gpu_list = () if gpus == "none" else parse_gpus(matrix, gpus)
     drv = DriverInfo(version=parse_driver(driver), source="--driver") if driver else DriverInfo()
@@ -136,7 +147,7 @@ def target_host(matrix: Matrix, *, gpus: str, driver: str | None, python: str | 
     if platform:
         plat = parse_platform(platform)
     return Host(driver=drv, gpus=gpu_list, python=parse_python(python) if python else base.python,
-                platform=PlatformInfo(os=plat.os, machine=plat.machine, glibc=plat.glibc))
+                platform=PlatformInfo(os=plat.os, machine=plat.machine, glibc=glibc))
 
 
 def parse_platform(text: str) -> PlatformInfo:
@@ -152,8 +163,8 @@ def _local(version: str, variant: str) -> str:
     return version if "+" in version else f"{version}+{variant}"
 
 
-def _pins(res: Resolution) -> tuple[list[str], list[str]]:
-    """(torch-index pins, vLLM step pins)."""
+def _pins(matrix: Matrix, res: Resolution) -> tuple[list[str], list[str]]:
+    """(torch-index pins, vLLM step requirements)."""
     t: TorchBuild = res.torch
     v: VllmBuild = res.vllm
     torch_family = ["torch", "torchvision", "torchaudio"]
@@ -164,8 +175,41 @@ def _pins(res: Resolution) -> tuple[list[str], list[str]]:
     else:
         torch_pins = [f"{k}=={_local(versions[k], t.variant.variant)}" for k in torch_family if k in versions]
         family = torch_pins
-    vllm_version = str(v.version) if v.where == "pypi" else _local(str(v.version), v.variant)
-    return torch_pins, [f"vllm=={vllm_version}", *family]
+    if v.asset is not None:  # a GitHub release asset: no index has it, so its URL is the requirement
+        vllm_req = f"vllm @ {v.asset.url_for(res.host.python)}"
+    else:
+        vllm_req = f"vllm=={v.version if v.where == 'pypi' else _local(str(v.version), v.variant)}"
+    return torch_pins, [vllm_req, *family, *_constraints(matrix, res)]
+
+
+# cuda-python up to 12.6.2.post1 was one package holding cuda/bindings/*; from 12.8.0 on it is a
+# metapackage that requires cuda-bindings~=X.Y.Z. FlashInfer asks only for cuda-python>=12.0, so when
+# the newest cuda-bindings (another requirement's pick, e.g. torch's cuda-bindings>=13.0.3,<14) is newer
+# than the newest cuda-python, uv backtracks to the old all-in-one 12.6.2.post1, whose 28 files overwrite
+# cuda-bindings' own in whichever order the installer unpacks them (observed: uv pip compile of the H200
+# plan picks cuda-python==12.6.2.post1 with cuda-bindings==13.5.0; pip picks 13.x). Keeping cuda-python on
+# the stack's CUDA major, at a metapackage release, keeps the two consistent.
+_CUDA_PYTHON_FLOOR = {12: "12.8", 13: "13.0"}
+
+
+def _constraints(matrix: Matrix, res: Resolution) -> list[str]:
+    """Extra requirements that keep an installer from a broken pick the pins allow."""
+    out = []
+    fi = res.companions.get("flashinfer-python")
+    cuda = res.torch.cuda
+    if fi and cuda is not None and cuda.major in _CUDA_PYTHON_FLOOR and "cuda-python" in _companion_requires(
+            matrix, "flashinfer-python", fi):
+        out.append(f"cuda-python>={_CUDA_PYTHON_FLOOR[cuda.major]},<{cuda.major + 1}")
+    return out
+
+
+def _companion_requires(matrix: Matrix, package: str, version: str) -> set[str]:
+    """The requirement names a companion's wheels declare (as recorded from their METADATA)."""
+    try:
+        wanted = Version(version)
+    except InvalidVersion:
+        return set()
+    return {k for w in matrix.extra_wheels.get(package, {}).get(wanted, ()) for k in w.requires}
 
 
 def _vllm_index(matrix: Matrix, v: VllmBuild) -> str | None:
@@ -174,14 +218,17 @@ def _vllm_index(matrix: Matrix, v: VllmBuild) -> str | None:
     return f"{matrix.vllm_index}/{v.version}/{v.variant}"
 
 
-def _steps(matrix: Matrix, res: Resolution, installer: str, env_dir: str) -> list[Step]:
+def _steps(matrix: Matrix, res: Resolution, installer: str, env_dir: str, into: str | None = None) -> list[Step]:
     t, v = res.torch, res.vllm
     py = f"{res.host.python_minor}"
-    torch_pins, vllm_pins = _pins(res)
+    torch_pins, vllm_pins = _pins(matrix, res)
     torch_index = f"{matrix.torch_index}/{t.variant.variant}"
     vllm_index = _vllm_index(matrix, v)
     steps: list[Step] = []
-    if installer == "uv":
+    if into is not None:  # the existing environment whose torch is kept: its exact pin keeps it
+        base: tuple[str, ...] = (("uv", "pip", "install", "--python", into) if installer == "uv"
+                                 else (into, "-m", "pip", "install"))
+    elif installer == "uv":
         steps.append(Step(tool="uv", argv=("uv", "venv", "--python", py, "--seed", env_dir),
                           why=f"a fresh environment with Python {py} (uv fetches that Python if it is missing)"))
         base = ("uv", "pip", "install", "--python", f"{env_dir}/bin/python")
@@ -198,11 +245,23 @@ def _steps(matrix: Matrix, res: Resolution, installer: str, env_dir: str) -> lis
                           argv=(*base, "--index-url", torch_index, *torch_pins),
                           why=f"torch {t.version}+{t.variant.variant} and its companions from the PyTorch index only"))
     extra: tuple[str, ...] = ("--extra-index-url", vllm_index) if vllm_index else ()
-    where = "your configured index" + (f" and vLLM's {v.variant} index" if vllm_index else "")
+    if v.asset is not None:
+        where = "its GitHub release asset (the URL), the rest from your configured index"
+    else:
+        where = "your configured index" + (f" and vLLM's {v.variant} index" if vllm_index else "")
     why = f"vLLM {v.version} from {where}; the exact torch pins keep the torch already chosen"
     if t.pypi:
-        why = f"vLLM {v.version} with the torch it pins ({t.version}, PyPI's {t.variant.variant} build), from your configured index"
+        why = f"vLLM {v.version} with the torch it pins ({t.version}, PyPI's {t.variant.variant} build), from {where}"
+    if any(p.startswith("cuda-python") for p in vllm_pins):
+        why += "; cuda-python held on CUDA's major (an old all-in-one cuda-python overwrites cuda-bindings)"
     steps.append(Step(tool=base[0] if installer != "conda" else "conda", argv=(*base, *extra, *vllm_pins), why=why))
+    if v.cuda is not None and res.companions.get("flashinfer-python") and v.wheel is not None \
+            and "download-kernels" in v.wheel.features:
+        run = ("conda", "run", "-n", env_dir, "vllm") if installer == "conda" else (f"{env_dir}/bin/vllm",)
+        steps.append(Step(tool="vllm", argv=(*run, "download-kernels"),
+                          why="FlashInfer's precompiled kernels for this FlashInfer and CUDA (flashinfer-cubin, "
+                              "flashinfer-jit-cache, from FlashInfer's own index); without them vLLM compiles "
+                              "kernels at startup, minutes on Hopper"))
     return steps
 
 
@@ -221,11 +280,83 @@ _COVERAGE = (
 )
 
 
+# Imports every compiled extension module of the installed vLLM package (found in its directory)
+# and checks that the ones the wheel ships (read off its zip directory) are all there. On a machine
+# without the NVIDIA driver, an extension whose only fault is the missing libcuda.so.1 counts as
+# present, and the output says so.
+_EXTENSIONS = r"""
+import importlib.machinery, importlib.util, os, re, sys
+expected = @EXPECTED@
+import torch, vllm
+pattern = re.compile(@PATTERN@)
+root = os.path.dirname(vllm.__file__)
+found = {}
+for d, dirs, files in os.walk(root):
+    dirs[:] = [x for x in dirs if x != "__pycache__"]
+    for f in files:
+        m = pattern.match(f)
+        if m:
+            name = os.path.relpath(os.path.join(d, m.group(1)), os.path.dirname(root)).replace(os.sep, ".")
+            found.setdefault(name, os.path.join(d, f))
+missing = sorted(set(expected) - set(found))
+bad, driverless = [], []
+for name, path in sorted(found.items()):
+    if name in sys.modules:
+        continue
+    try:  # the file itself, as the package would load it, without the package's own __init__ checks
+        spec = importlib.util.spec_from_file_location(name, path,
+                                                      loader=importlib.machinery.ExtensionFileLoader(name, path))
+        importlib.util.module_from_spec(spec)
+    except Exception as e:
+        chain, x = [], e
+        while x is not None and len(chain) < 8:
+            chain.append("%s: %s" % (type(x).__name__, x))
+            x = x.__cause__ or x.__context__
+        text = " <- ".join(chain)
+        (driverless if "libcuda.so.1" in text else bad).append((name, text))
+for name in missing:
+    print("MISSING %s: the wheel ships it, this install lacks it" % name)
+for name, text in bad:
+    print("FAILS %s: %s" % (name, text[:400]))
+for name, _ in driverless:
+    print("needs libcuda.so.1 (no NVIDIA driver on this machine), counted as present: %s" % name)
+ok = bool(found) and not missing and not bad
+print("vllm %s: compiled extensions %s (%d)" % (vllm.__version__.split("+")[0], "load" if ok else "DO NOT ALL LOAD",
+                                                len(found)))
+"""
+
+
+def extension_check(version: Version, extensions: Sequence[str]) -> tuple[str, str]:
+    """(the Python of the check that vLLM's compiled extensions load, the line it prints on success).
+
+    ``extensions``: the modules the planned wheel ships (empty when the matrix has no list for the build:
+    then every module found in the installed package must load).
+    """
+    import json
+
+    script = _EXTENSIONS.replace("@EXPECTED@", json.dumps(sorted(extensions))).replace(
+        "@PATTERN@", repr(EXTENSION_FILE_PATTERN))
+    return script.lstrip("\n"), f"vllm {version.public}: compiled extensions load"
+
+
+def planned_extensions(res: Resolution) -> tuple[str, ...]:
+    """The compiled modules of the planned vLLM wheel, as read off the wheel; () when not recorded.
+
+    A variant build from another index is the same build recipe as the PyPI wheel of its release
+    (the matrix's variant rows say so), so the PyPI wheel's list stands for it; a CPU build differs.
+    """
+    v = res.vllm
+    if v.wheel is None or (v.cuda is None) != (v.release.cuda is None):
+        return ()
+    return v.wheel.extensions
+
+
 def _verify(res: Resolution, python: str) -> list[Check]:
     t, v = res.torch, res.vllm
-    checks = [Check(name="vLLM's compiled extension imports",
-                    argv=(python, "-c", 'import vllm, vllm._C; print("vllm", vllm.__version__)'),
-                    expect=f"vllm {v.version}")]
+    exts = planned_extensions(res)
+    script, expect = extension_check(v.version, exts)
+    what = f"the {len(exts)} compiled extensions its wheel ships" if exts else "its compiled extensions"
+    checks = [Check(name=f"vLLM imports, with {what}", argv=(python, "-c", script), expect=expect)]
     if t.cuda is not None:
         checks.append(Check(name="torch is the planned CUDA build",
                             argv=(python, "-c", 'import torch; print("torch CUDA", torch.version.cuda)'),
@@ -262,16 +393,30 @@ def _exports(res: Resolution) -> tuple[list[tuple[str, str]], list[tuple[str, st
 
 
 def build_plan(matrix: Matrix, res: Resolution, *, installer: str = "uv", env_dir: str | None = None,
-               alternatives: Sequence[tuple[Resolution, str]] = ()) -> InstallPlan:
+               alternatives: Sequence[tuple[Resolution, str]] = (), into: str | None = None) -> InstallPlan:
+    """The install plan; ``into``: the interpreter of an existing environment to install into, keeping its
+    torch (``--keep-torch``), instead of a fresh environment."""
     if installer not in INSTALLERS:
         raise UsageError(f"--installer: invalid value {installer!r} (expected one of: {', '.join(INSTALLERS)})")
+    if into is not None and installer == "conda":
+        installer = "pip"  # the environment exists: its own pip installs into it
     env_dir = env_dir or (f"vllm-{res.vllm.version}" if installer == "conda" else ".venv-vllm")
-    python = f"{env_dir}/bin/python" if installer != "conda" else "python"
+    if into is not None:
+        import os.path
+
+        env_dir = os.path.dirname(os.path.dirname(into)) or into
+    python = into or (f"{env_dir}/bin/python" if installer != "conda" else "python")
     checks = _verify(res, python)
+    kept = res.host.installed_dist("torch") if into is not None else None
+    if kept is not None:
+        checks.append(Check(name="the installer kept your torch", argv=(python, "-c", 'import torch; print("torch", '
+                                                                                      'torch.__version__)'),
+                            expect=f"torch {kept.version}"))
     if installer == "conda":
         checks = [Check(name=c.name, argv=("conda", "run", "-n", env_dir, *c.argv), expect=c.expect) for c in checks]
     env, why = _exports(res)
-    return InstallPlan(resolution=res, installer=installer, env_dir=env_dir, steps=tuple(_steps(matrix, res, installer, env_dir)),
+    return InstallPlan(resolution=res, installer=installer, env_dir=env_dir,
+                       steps=tuple(_steps(matrix, res, installer, env_dir, into)),
                        env=tuple(env), env_reasons=tuple(why), verify=tuple(checks), alternatives=tuple(alternatives))
 
 

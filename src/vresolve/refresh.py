@@ -14,6 +14,7 @@ and, with ``--apply``, writes the files atomically.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from packaging.version import Version
 
 from .index import IndexClient, IndexFile
 from .matrix import wheel_platform, dump_yaml
+from .values import EXTENSION_FILE_PATTERN
 
 __all__ = ["PACKAGES", "Progress", "generate", "merge_since", "torch_index_variants", "derive_cuda", "pins_for_platform", "diff_files",
            "render_wheels_doc"]
@@ -41,17 +43,18 @@ class _Spec:
     first: Version  # oldest release the matrix covers
     keep: tuple[str, ...]  # Requires-Dist names to record
     one_per_platform: bool  # read one wheel per platform (torch*: one per Python tag otherwise)
+    members: bool = False  # also read the zip's file list: the compiled extension modules it ships
 
 
 PACKAGES: dict[str, _Spec] = {
     "vllm": _Spec(Version("0.4.0"), ("torch", "torchvision", "torchaudio", "xformers", "flashinfer-python",
-                                     "triton"), False),
+                                     "triton"), False, members=True),
     "torch": _Spec(Version("2.0.0"), ("triton",), True),
     "torchvision": _Spec(Version("0.15.0"), ("torch",), True),
     "torchaudio": _Spec(Version("2.0.0"), ("torch",), True),
     # companions vLLM pins: only the releases some vLLM wheel pins (``versions`` from wheels/vllm.yaml)
     "xformers": _Spec(Version("0.0.20"), ("torch",), True),
-    "flashinfer-python": _Spec(Version("0.1.0"), ("torch",), True),
+    "flashinfer-python": _Spec(Version("0.1.0"), ("torch", "cuda-python"), True),
 }
 _LINUX = ("linux-x86_64", "linux-aarch64", "any")
 _PYTHONS = tuple(f"3.{m}" for m in range(8, 16))
@@ -158,7 +161,38 @@ def _select(files: list[IndexFile], spec: _Spec, versions: set[Version] | None) 
     return picks
 
 
-def _wheel_row(package: str, spec: _Spec, pick: _Pick, metadata: bytes) -> dict[str, Any]:
+_EXTENSION_RE = re.compile(EXTENSION_FILE_PATTERN)
+_PACKAGE_DIR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def extension_modules(members: Iterable[str]) -> list[str]:
+    """The importable compiled modules among a wheel's members, as dotted names, sorted.
+
+    ``vllm/_C.abi3.so`` -> ``vllm._C``; ``vllm/third_party/deep_gemm/_C.cpython-312-x86_64-linux-gnu.so``
+    -> ``vllm.third_party.deep_gemm._C`` (one name for every Python's copy). Shared libraries that
+    auditwheel vendors (``vllm.libs/libfoo-1a2b.so.1``) are not modules and are left out.
+
+    >>> extension_modules(["vllm/_C.abi3.so", "vllm/x.py", "vllm.libs/libgomp-a34b3233.so.1",
+    ...                    "vllm/a/_m.cpython-311-x86_64-linux-gnu.so", "vllm/a/_m.cpython-312-x86_64-linux-gnu.so"])
+    ['vllm._C', 'vllm.a._m']
+    """
+    out = set()
+    for name in members:
+        *dirs, base = name.split("/")
+        m = _EXTENSION_RE.match(base)
+        if m and dirs and all(_PACKAGE_DIR_RE.match(d) for d in dirs):
+            out.add(".".join((*dirs, m[1])))
+    return sorted(out)
+
+
+#: what a wheel can do, known by a file it ships (observed in the wheels' zip directories)
+FEATURE_FILES = {
+    "download-kernels": "vllm/entrypoints/cli/download_kernels.py",  # `vllm download-kernels` (FlashInfer cubins)
+}
+
+
+def _wheel_row(package: str, spec: _Spec, pick: _Pick, metadata: bytes,
+               members: list[str] | None = None) -> dict[str, Any]:
     meta = Metadata.from_email(metadata, validate=False)
     reqs = list(meta.requires_dist or [])
     rp = meta.requires_python
@@ -177,6 +211,12 @@ def _wheel_row(package: str, spec: _Spec, pick: _Pick, metadata: bytes) -> dict[
         cuda = derive_cuda(reqs, pick.platform)
         if cuda is not None:
             row["cuda"] = cuda
+    if members is not None:
+        row["extensions"] = extension_modules(members)
+        names = set(members)
+        features = [k for k, f in FEATURE_FILES.items() if f in names]
+        if features:
+            row["features"] = features
     if "sha256" in pick.file.hashes:
         row["sha256"] = pick.file.hashes["sha256"]
     if pick.file.yanked:
@@ -200,7 +240,8 @@ def generate(client: IndexClient, package: str, *, versions: set[Version] | None
     def read(pick: _Pick) -> dict[str, Any]:
         nonlocal done
         data, _how = client.read_metadata(pick.file)
-        row = _wheel_row(package, spec, pick, data)
+        members = client.read_members(pick.file) if spec.members else None
+        row = _wheel_row(package, spec, pick, data, members)
         done += 1
         if progress:
             progress(package, done, len(picks))

@@ -41,7 +41,7 @@ from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Res
 
 from .errors import EXIT_NO_STACK, VresolveError
 from .host import Host, HostGpu
-from .matrix import Kernels, Matrix, Provenance, TorchRelease, TorchVariant, VllmRelease, Wheel
+from .matrix import Asset, Kernels, Matrix, Provenance, TorchRelease, TorchVariant, VllmRelease, Wheel, wheel_platform
 from .values import ArchList, Capability, DriverVersion, exact_pin, variant_for_cuda
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "driver_serves",
     "vllm_builds",
     "resolve",
+    "resolve_kept_torch",
     "alternatives",
 ]
 
@@ -124,6 +125,17 @@ class VllmBuild:
     name: str = "vllm"
     label: str = ""  # "vLLM 0.33.0 (cu130, PyPI wheel)", filled in by vllm_builds
     trusted: bool = True  # False: the matrix marks this build's facts unverified
+    asset: Asset | None = None  # where == "release-assets": the wheel's download URL
+
+    @property
+    def manylinux(self) -> Version | None:
+        """The glibc floor of the wheel this build installs; None when not known (another index's wheel)."""
+        if self.where == "pypi":
+            return _glibc(self.wheel.manylinux) if self.wheel is not None else None
+        if self.asset is not None:
+            plat = wheel_platform(self.asset.url.rsplit("-", 1)[-1].removesuffix(".whl"))
+            return _glibc(plat[1]) if plat else None
+        return None
 
     @property
     def version(self) -> Version:
@@ -165,8 +177,20 @@ class TorchBuild:
     def archs(self) -> ArchList:
         return self.variant.archs.get(self.platform, ArchList())
 
+    @property
+    def manylinux(self) -> Version | None:
+        """PyPI's wheel's glibc floor; None for the PyTorch index's builds (not recorded)."""
+        if not self.pypi:
+            return None
+        w = next((w for w in self.release.wheels if w.platform == self.platform and not w.yanked), None)
+        return _glibc(w.manylinux) if w is not None else None
+
     def format_for_error(self) -> str:
         return self.label
+
+
+def _glibc(text: str | None) -> Version | None:
+    return Version(text) if text else None
 
 
 def _where_text(where: str) -> str:
@@ -307,8 +331,8 @@ def vllm_builds(matrix: Matrix, platform: str) -> list[VllmBuild]:
                                  kernels=v.kernels or r.kernels, wheel=wheels[0] if wheels else None,
                                  pins=vpins, provenance=v.provenance,
                                  label=f"vLLM {r.version} ({v.variant}, {_where_text(v.where)})",
-                                 trusted=v.provenance.trusted))
-    out.sort(key=lambda b: (not b.provenance.trusted, -_vkey(b.version), b.where != "pypi",
+                                 trusted=v.trusted, asset=v.asset))
+    out.sort(key=lambda b: (not b.trusted, -_vkey(b.version), b.where != "pypi",
                             -(b.cuda.major * 100 + b.cuda.minor) if b.cuda else 0))
     return out
 
@@ -330,7 +354,7 @@ class Rejection:
     """
 
     build: Candidate
-    kind: str  # "driver" | "gpu" | "python" | "platform"
+    kind: str  # "driver" | "gpu" | "python" | "platform" | "glibc"
     text: str | None = None  # the sentence, for kinds other than "driver"
     needs_driver: DriverVersion | None = None  # for kind == "driver"
     driver: DriverVersion | None = None
@@ -394,10 +418,11 @@ class _Checker:
         self.platform = host.platform.tag
         self.python = host.python_minor
         self.driver = host.driver.version
+        self.glibc = host.platform.glibc
         self._rejections: list[Rejection] = []
         self._driver_rejections: list[tuple[Candidate, DriverVersion, bool]] = []
         self.skipped_unverified = False  # the cautious pass left out some build
-        self._shape = (matrix.revision, self.platform, self.python,
+        self._shape = (matrix.revision, self.platform, self.python, self.glibc,
                        tuple((g.name, g.compute_capability) for g in self.gpus))
 
     def reject(self, c: Candidate, kind: str, reason: str) -> None:
@@ -474,6 +499,9 @@ class _Checker:
             bad = self._python_reason(c)
             if bad:
                 return "python", bad
+            bad = self._glibc_reason(c)
+            if bad:
+                return "glibc", bad
             if c.cuda is None or not self.gpus:
                 return "ok", ""
             k = c.kernels
@@ -490,12 +518,23 @@ class _Checker:
         if self.python not in c.release.python:
             return "python", (f"{c.label} has no wheel for Python {self.python} "
                               f"(it has {', '.join(map(str, c.release.python))})")
+        bad = self._glibc_reason(c)
+        if bad:
+            return "glibc", bad
         if c.cuda is None or not self.gpus:
             return "ok", ""
         missing, ptx = _coverage(c.archs, self.gpus)
         if missing:
             return "gpu", f"{c.label} ({c.archs}) does not run on {_gpu_list(missing)}"
         return ("ptx" if ptx else "ok"), ""
+
+    def _glibc_reason(self, c: Candidate) -> str | None:
+        """The build's wheel needs a newer glibc than the host's (its manylinux floor)."""
+        floor = c.manylinux
+        if floor is None or self.glibc is None or floor <= self.glibc:
+            return None
+        what = f"vLLM {c.version}'s {c.variant} wheel" if isinstance(c, VllmBuild) else f"torch {c.version}'s wheel"
+        return f"{what} needs glibc >= {floor} (manylinux_{floor.major}_{floor.minor}); this host has {self.glibc}"
 
     def _python_reason(self, c: VllmBuild) -> str | None:
         py = f"{self.python}.0"
@@ -510,6 +549,11 @@ class _Checker:
                     f" (it requires Python {rp})" if rp else "")
         elif rp is not None and not rp.contains(py, prereleases=True):
             return f"{c.label} requires Python {rp}, not {self.python}"
+        elif c.asset is not None and "{cp}" in c.asset.url:
+            # one asset per CPython, built by the same workflow as the PyPI wheels: the same Pythons
+            tag = f"cp{self.python.major}{self.python.minor}-"
+            if not any(w.python_tag.startswith(tag) for w in c.release.wheels_for(self.platform)):
+                return f"{c.label} has no wheel for Python {self.python}"
         return None
 
 
@@ -595,6 +639,7 @@ class Resolution:
     cuda: Version | None  # the newest CUDA in the stack: the one the driver must serve
     min_driver: DriverVersion | None
     ptx_gpus: tuple[HostGpu, ...]  # GPUs that run some part of the stack only through PTX JIT
+    glibc_floor: Version | None  # the newest manylinux floor among the planned wheels (None: not known)
     reasons: tuple[str, ...]
     warnings: tuple[str, ...]
     checker: Any = field(repr=False, compare=False)  # holds the rejections, made into text only if asked
@@ -701,9 +746,47 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
     if host.driver.version is None and not request.cpu:
         warnings.append(f"no driver given: the plan needs driver >= {floor}" if floor else
                         "no driver given and the minimum driver is unknown")
+    floors = [f for f in (v.manylinux, t.manylinux) if f is not None]
+    glibc_floor = max(floors) if floors else None
+    if glibc_floor is not None:
+        if host.platform.glibc is not None:
+            reasons.append(f"the wheels need glibc >= {glibc_floor} (manylinux_{glibc_floor.major}_{glibc_floor.minor}); "
+                           f"this host has {host.platform.glibc}")
+        else:
+            warnings.append(f"glibc not known: the wheels need glibc >= {glibc_floor} (manylinux_"
+                            f"{glibc_floor.major}_{glibc_floor.minor}); give --glibc X.Y to plan for another machine's")
     return Resolution(host=host, request=request, vllm=v, torch=t, companions=companions,
                       cuda=max(cudas) if cudas else None, min_driver=floor, ptx_gpus=tuple(ptx),
+                      glibc_floor=glibc_floor,
                       reasons=tuple(reasons), warnings=tuple(warnings), checker=checker)
+
+
+def resolve_kept_torch(host: Host, matrix: Matrix, request: Request) -> Resolution:
+    """The newest vLLM wheel that runs on ``host`` with the torch installed in this environment, kept.
+
+    A wheel fits when its own METADATA pins exactly that torch release and the build is made for the
+    kept torch's CUDA major (the rules :func:`resolve` applies: vLLM and torch on one CUDA major, arch
+    lists, driver, Python, glibc). NoCompatibleStack when none does (then a source build is the way).
+    """
+    from dataclasses import replace
+
+    kept = host.installed_dist("torch")
+    if kept is None:
+        raise NoCompatibleStack("--keep-torch: no torch is installed in this environment",
+                                hints=["run vresolve from the environment whose torch you want to keep",
+                                       "or leave out --keep-torch: the plan then installs the torch the release pins"])
+    version = Version(kept.version)
+    cuda = Version(kept.cuda) if kept.cuda else None
+    local = version.local or ""
+    variant = local if local == "cpu" or local.startswith("cu") else (variant_for_cuda(cuda) if cuda else "cpu")
+    if request.variant is not None and request.variant != variant:
+        raise NoCompatibleStack(f"--variant {request.variant}: the kept torch {kept.version} is a {variant} build")
+    pinned = SpecifierSet(f"=={version.public}") & request.torch
+    try:
+        return resolve(host, matrix, replace(request, torch=pinned, variant=variant, cpu=request.cpu or cuda is None))
+    except NoCompatibleStack as e:
+        raise NoCompatibleStack(f"no vLLM wheel pins your torch {kept.version} and runs here ({e.headline})",
+                                causes=e.causes) from None
 
 
 def _exact_text(spec: SpecifierSet) -> str:
@@ -738,7 +821,7 @@ def _explain(host: Host, matrix: Matrix, request: Request, checker: _Checker, pr
         causes.append(f"driver {host.driver.version} serves CUDA {served or 'none'} at most under the "
                       f"{request.driver_policy} policy; the least demanding build that fits otherwise, "
                       f"{least.candidate}, needs {least.needs_driver}")
-    for kind in ("gpu", "python", "platform"):
+    for kind in ("gpu", "python", "platform", "glibc"):
         of_kind = [r for r in rejections if r.kind == kind and r.text is not None]
         if of_kind:
             causes.append(of_kind[0].reason)  # the newest release's reason
@@ -771,6 +854,8 @@ def _explain(host: Host, matrix: Matrix, request: Request, checker: _Checker, pr
         hints.append("build vLLM from source for this GPU's architecture (--source-build always)")
     if "python" in kinds:
         hints.append("use a Python version the release supports (--python X.Y; uv can install it)")
+    if "glibc" in kinds:
+        hints.append("use a newer Linux distribution (glibc), a container image with one, or an older vLLM")
     headline = (f"no build of vLLM {request.vllm or ''}".rstrip() + f" runs on this machine "
                 f"({_machine_text(host, request)})")
     return NoCompatibleStack(headline, causes=causes, hints=hints)
@@ -783,7 +868,7 @@ def _machine_text(host: Host, request: Request) -> str:
     if not request.cpu and host.gpus:
         parts.append(_gpu_list(host.gpus))
     parts.append(f"Python {host.python_minor}")
-    parts.append(host.platform.tag)
+    parts.append(host.platform.tag + (f", glibc {host.platform.glibc}" if host.platform.glibc else ""))
     return ", ".join(parts)
 
 

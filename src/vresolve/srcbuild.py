@@ -40,7 +40,7 @@ from .host import Host, HostGpu, Toolkit
 from .matrix import CudaToolkit, Matrix, VllmRelease
 from .plan import Check, sh_value
 from .resolve import NoCompatibleStack, Request, TorchBuild, driver_floor
-from .values import Capability, DriverVersion, exact_pin, public_version
+from .values import CORE_EXTENSIONS, Capability, DriverVersion, exact_pin, public_version
 
 __all__ = ["SourcePlan", "BuildStep", "plan_source_build", "build_parallelism", "render_script", "GIB_PER_NVCC_THREAD"]
 
@@ -393,7 +393,7 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
                                                  f"./{src_dir}"),
                            why="build and install vLLM against the torch in the environment "
                                "(--no-build-isolation: no private build environment with another torch)"))
-    verify = [_op_check(python, target, r)]
+    verify = [_op_check(python, target, r, host.platform.tag)]
     reasons.append(f"vLLM {r.version}'s CMake builds {', '.join(map(str, caps))} with nvcc {tk.version}"
                    if tk is not None else f"vLLM {r.version} builds for the CPU (VLLM_TARGET_DEVICE=cpu)")
     if b.precompiled and not keep_torch:
@@ -439,23 +439,38 @@ def _pip(installer: str, python: str) -> tuple[str, ...]:
     return (python, "-m", "pip", "install")
 
 
+# silu_and_mul is in every release's main kernel library, under torch.ops._C from 0.5.0 on
+# (PR #5047 moved the ops from a pybind11 submodule, vllm._C.ops, to TORCH_LIBRARY(_C)); from 0.22.0 it is
+# registered by _C_stable_libtorch (STABLE_TORCH_LIBRARY_FRAGMENT(_C, ...), csrc/libtorch_stable/
+# torch_bindings.cpp), and from 0.24.0 CUDA builds have no _C at all. So the check loads the release's
+# main kernel modules (read off its wheel's file list) and calls the op where the tag registers it.
 _OP_CHECK = (
-    'import torch, vllm._C\n'
+    'import importlib, torch\n'
+    'for name in {modules}:\n'
+    '    importlib.import_module(name)\n'
     'dev = "{device}"\n'
     'dt = torch.float16 if dev == "cuda" else torch.float32\n'
     'x = torch.randn(8, 64, device=dev, dtype=dt)\n'
     'out = torch.empty(8, 32, device=dev, dtype=dt)\n'
-    'torch.ops._C.silu_and_mul(out, x)\n'
+    'op = {op}\n'
+    'op(out, x)\n'
     'ref = torch.nn.functional.silu(x[:, :32].float()) * x[:, 32:].float()\n'
     'ok = torch.allclose(out.float(), ref, atol=2e-2, rtol=2e-2)\n'
-    'print("vllm._C silu_and_mul " + ("matches torch" if ok else "DIFFERS from torch"))\n'
+    'print("vLLM kernels: silu_and_mul " + ("matches torch" if ok else "DIFFERS from torch"))\n'
 )
+_PYBIND_OPS = Version("0.5.0")  # before: vllm._C.ops (pybind11)
 
 
-def _op_check(python: str, target: str, r: VllmRelease) -> Check:
-    return Check(name=f"vLLM {r.version}'s compiled extension imports and one of its ops matches torch",
-                 argv=(python, "-c", _OP_CHECK.format(device="cuda" if target == "cuda" else "cpu")),
-                 expect="vllm._C silu_and_mul matches torch")
+def _op_check(python: str, target: str, r: VllmRelease, platform: str = "linux-x86_64") -> Check:
+    wheels = r.wheels_for(platform) or r.wheels
+    shipped = wheels[0].extensions if wheels and target == "cuda" else ()
+    modules = [m for m in CORE_EXTENSIONS if m in shipped] or [CORE_EXTENSIONS[0]]  # CPU builds: vllm._C
+    op = ('importlib.import_module("vllm._C").ops.silu_and_mul' if r.version < _PYBIND_OPS
+          else "torch.ops._C.silu_and_mul")
+    return Check(name=f"vLLM {r.version}'s kernels ({', '.join(modules)}) load and one of its ops matches torch",
+                 argv=(python, "-c", _OP_CHECK.format(device="cuda" if target == "cuda" else "cpu",
+                                                      modules=repr(modules), op=op)),
+                 expect="vLLM kernels: silu_and_mul matches torch")
 
 
 # --------------------------------------------------------------------------- the script

@@ -25,7 +25,22 @@ __all__ = [
     "exact_pin",
     "public_version",
     "variant_for_cuda",
+    "EXTENSION_FILE_PATTERN",
+    "core_extension",
 ]
+
+#: The file name of a compiled Python extension module: ``_C.abi3.so``, ``_m.cpython-312-x86_64-linux-gnu.so``
+#: (group 1: the module's last name). Shared by refresh (a wheel's zip directory), the plan's verify step
+#: and doctor's probe (an installed package's directory).
+EXTENSION_FILE_PATTERN = r"^([A-Za-z_][A-Za-z0-9_]*)(?:\.abi3|\.cpython-[A-Za-z0-9_-]+)?\.so$"
+#: vLLM's main kernel library: ``_C`` up to 0.23.x, ``_C_stable_libtorch`` (torch's stable ABI) from 0.19.0 on
+#: (both in 0.19.0-0.23.x, only the second from 0.24.0); read off each wheel's file list.
+CORE_EXTENSIONS = ("vllm._C", "vllm._C_stable_libtorch")
+
+
+def core_extension(extensions: Sequence[str]) -> str:
+    """The module that holds vLLM's main kernels in a build shipping ``extensions`` (``vllm._C`` if unknown)."""
+    return next((c for c in CORE_EXTENSIONS if c in extensions), CORE_EXTENSIONS[0])
 
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64")
 WHEEL_PLATFORMS = (*PLATFORMS, "any")  # "any": a pure-Python wheel (py3-none-any)
