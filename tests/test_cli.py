@@ -27,13 +27,14 @@ def test_plan_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     d = json.loads(out)
     assert d["schema"] == "vresolve.plan/1"
     assert d["host"] == {"driver": "580.159.04", "cuda_driver": None, "python": "3.12", "platform": "linux-x86_64",
+                         "glibc": None,  # another machine's glibc is not this one's: unknown without --glibc
                          "gpus": [{"name": "NVIDIA H200", "compute_capability": "9.0", "count": 1}],
                          "detected_by": "given on the command line"}
     assert {k: d["stack"][k] for k in ("vllm", "torch", "torchvision", "torchaudio", "variant", "vllm_variant",
                                        "cuda", "python", "install_kind")} == {
         "vllm": "0.33.0", "torch": "2.14.0", "torchvision": "0.29.0", "torchaudio": "2.11.0", "variant": "cu130",
         "vllm_variant": "cu130", "cuda": "13.0", "python": "3.12", "install_kind": "wheel"}
-    assert d["requires"] == {"min_driver": "580.65.06", "driver_policy": "minor-compat"}
+    assert d["requires"] == {"min_driver": "580.65.06", "driver_policy": "minor-compat", "glibc": "2.28"}
     # FlashInfer asks for cuda-python>=12.0 only: held on CUDA 13 (an old all-in-one release overwrites cuda-bindings)
     assert d["steps"][-2]["argv"] == ["uv", "pip", "install", "--python", ".venv-vllm/bin/python", "vllm==0.33.0",
                                       "torch==2.14.0", "torchvision==0.29.0", "torchaudio==2.11.0",

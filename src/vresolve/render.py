@@ -270,7 +270,8 @@ def _host_view(h: Host, detected_by: str) -> dict[str, Any]:
     return {"driver": str(h.driver.version) if h.driver.version else None,
             "cuda_driver": str(h.driver.cuda) if h.driver.cuda else None,
             "gpus": [{"name": n, "compute_capability": cc, "count": c} for (n, cc), c in groups.items()],
-            "python": str(h.python_minor), "platform": h.platform.tag, "detected_by": detected_by}
+            "python": str(h.python_minor), "platform": h.platform.tag,
+            "glibc": str(h.platform.glibc) if h.platform.glibc else None, "detected_by": detected_by}
 
 
 def stack_view(r: Any) -> dict[str, Any]:
@@ -294,7 +295,8 @@ def plan_view(p: Any, detected_by: str) -> dict[str, Any]:
         "host": _host_view(r.host, detected_by),
         "stack": stack_view(r),
         "requires": {"min_driver": str(r.min_driver) if r.min_driver else None,
-                     "driver_policy": r.request.driver_policy},
+                     "driver_policy": r.request.driver_policy,
+                     "glibc": str(r.glibc_floor) if r.glibc_floor else None},
         "installer": p.installer, "environment": p.env_dir,
         "steps": [{"tool": s.tool, "argv": list(s.argv), "shell": shell_line(s.argv), "why": s.why} for s in p.steps],
         "env": dict(p.env),
@@ -332,6 +334,8 @@ def plan_human(p: Any, detected_by: str) -> list[Any]:
         t.add_row("[bold]needs[/bold]", floor, f"CUDA {r.cuda}, {r.request.driver_policy} policy")
     else:
         t.add_row("[bold]needs[/bold]", "no GPU, no driver", "the CPU backend")
+    if r.glibc_floor is not None:
+        t.add_row("", f"glibc >= {r.glibc_floor}", f"manylinux_{r.glibc_floor.major}_{r.glibc_floor.minor} wheels")
     out.append(t)
     out.append(Text("Why:", style="bold"))
     out += [Text(f"  - {x}") for x in r.reasons]

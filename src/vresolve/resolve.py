@@ -455,6 +455,10 @@ class _Checker:
                 continue  # the first, cautious pass uses verified facts only
             if self.request.pypi_only and not (c.pypi if isinstance(c, TorchBuild) else c.where == "pypi"):
                 continue  # --pypi-only: the variant indexes are out of reach
+            if not self.allow_unverified and self.glibc is not None and c.manylinux is None \
+                    and (c.cuda is not None or isinstance(c, VllmBuild)):
+                skipped = True
+                continue  # the glibc this build's wheel needs is not recorded: cautious, like an unverified fact
             kind, reason = self._verdict(c)
             if kind != "ok" and kind != "ptx":
                 rejected.append(Rejection(build=c, kind=kind, text=reason))
@@ -552,7 +556,9 @@ class _Checker:
         elif c.asset is not None and "{cp}" in c.asset.url:
             # one asset per CPython, built by the same workflow as the PyPI wheels: the same Pythons
             tag = f"cp{self.python.major}{self.python.minor}-"
-            if not any(w.python_tag.startswith(tag) for w in c.release.wheels_for(self.platform)):
+            if not any(w.python_tag.startswith(tag) or (w.python_tag.endswith("abi3") and (
+                    w.requires_python is None or w.requires_python.contains(py, prereleases=True)))
+                       for w in c.release.wheels_for(self.platform)):
                 return f"{c.label} has no wheel for Python {self.python}"
         return None
 
@@ -681,6 +687,10 @@ def _stack_warnings(host: Host, v: VllmBuild, t: TorchBuild) -> list[str]:
                    "run models with --dtype float16")
     if len(families) and any(c < Capability(7, 0) for c in ccs):
         out.append("GPUs below compute capability 7.0 are not supported by vLLM's kernels")
+    if v.asset is not None and not v.asset.provenance.trusted:
+        out.append(f"the download URL of {v.format_for_error()} is unverified"
+                   f"{': ' + v.asset.provenance.note if v.asset.provenance.note else ''}; if it answers 404, "
+                   "look for the file on the release page")
     for what, prov in (("vLLM build", v.provenance), ("torch build", t.variant.provenance)):
         if not prov.trusted:
             out.append(f"the matrix's facts about this {what} ({v.format_for_error() if what.startswith('vLLM') else t.format_for_error()}) "
@@ -746,6 +756,12 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
     if host.driver.version is None and not request.cpu:
         warnings.append(f"no driver given: the plan needs driver >= {floor}" if floor else
                         "no driver given and the minimum driver is unknown")
+    if host.platform.glibc is not None:
+        unknown = [b.format_for_error() for b in (v, t) if b.manylinux is None]
+        if unknown:
+            warnings.append(f"the glibc that {' and '.join(unknown)} need{'s' if len(unknown) == 1 else ''} is not "
+                            f"recorded (not a PyPI wheel): if the installer finds no wheel, glibc "
+                            f"{host.platform.glibc} is too old for it")
     floors = [f for f in (v.manylinux, t.manylinux) if f is not None]
     glibc_floor = max(floors) if floors else None
     if glibc_floor is not None:
