@@ -43,7 +43,7 @@ from .host import (
     Toolkit,
     TorchRuntime,
 )
-from .values import CORE_EXTENSIONS, EXTENSION_FILE_PATTERN, Capability, DriverVersion
+from .values import CORE_EXTENSIONS, EXTENSION_HELPERS, Capability, DriverVersion
 
 if TYPE_CHECKING:
     from .matrix import Matrix
@@ -649,34 +649,14 @@ if torch is not None:
         t["error"] = "%s: %s" % (type(e).__name__, e)
     out["torch"] = t
 def attempt_file(name, path):
-    # the extension file itself, without its package's __init__ (which may hide the real error)
-    import importlib.machinery
+    error = load_extension(name, path)
     rep = {"name": name, "origin": path}
-    try:
-        loader = importlib.machinery.ExtensionFileLoader(name, path)
-        importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path, loader=loader))
-    except BaseException as e:
-        chain, x = [], e
-        while x is not None and len(chain) < 8:
-            chain.append("%s: %s" % (type(x).__name__, x))
-            x = x.__cause__ or x.__context__
-        rep["error"] = chain[0][:2000]
-        rep["traceback"] = (traceback.format_exc() + "\n".join(chain[1:]))[-6000:]
+    if error:
+        rep["error"], rep["traceback"] = error.split(" <- ")[0][:2000], error[-6000:]
     out["modules"].append(rep)
 vllm = attempt("vllm")
-exts = {}
 root = spec_origin("vllm")
-if root and root.endswith("__init__.py"):
-    import os, re
-    pattern = re.compile(@PATTERN@)
-    root = os.path.dirname(root)
-    for d, dirs, files in os.walk(root):
-        dirs[:] = [x for x in dirs if x != "__pycache__"]
-        for f in files:
-            m = pattern.match(f)
-            if m:
-                name = os.path.relpath(os.path.join(d, m.group(1)), os.path.dirname(root)).replace(os.sep, ".")
-                exts.setdefault(name, os.path.join(d, f))
+exts = find_extensions(root[:-len("/__init__.py")]) if root and root.endswith("/__init__.py") else {}
 out["vllm_extensions"] = sorted(exts)
 for name in @CORE@:
     if name not in exts:
@@ -712,7 +692,7 @@ def probe_environment(python: str | None = None, timeout: float = 180.0, cwd: st
 
     exe = python or sys.executable
     try:
-        script = _ENV_SCRIPT.replace("@PATTERN@", repr(EXTENSION_FILE_PATTERN)).replace("@CORE@", repr(CORE_EXTENSIONS))
+        script = EXTENSION_HELPERS + _ENV_SCRIPT.replace("@CORE@", repr(CORE_EXTENSIONS))
         p = subprocess.run([exe, "-c", script], capture_output=True, text=True, timeout=timeout,
                            errors="replace", cwd=cwd)
     except subprocess.TimeoutExpired:

@@ -23,7 +23,7 @@ from .errors import UsageError
 from .host import DriverInfo, Host, HostGpu, PlatformInfo
 from .matrix import Matrix
 from .resolve import Resolution, TorchBuild, VllmBuild
-from .values import EXTENSION_FILE_PATTERN, Capability, DriverVersion
+from .values import EXTENSION_HELPERS, Capability, DriverVersion
 
 __all__ = ["INSTALLERS", "Step", "Check", "InstallPlan", "build_plan", "target_host", "parse_gpus", "shell_line",
            "exports_text", "sh_value"]
@@ -285,35 +285,16 @@ _COVERAGE = (
 # without the NVIDIA driver, an extension whose only fault is the missing libcuda.so.1 counts as
 # present, and the output says so.
 _EXTENSIONS = r"""
-import importlib.machinery, importlib.util, os, re, sys
+import sys
 expected = @EXPECTED@
 import torch, vllm
-pattern = re.compile(@PATTERN@)
-root = os.path.dirname(vllm.__file__)
-found = {}
-for d, dirs, files in os.walk(root):
-    dirs[:] = [x for x in dirs if x != "__pycache__"]
-    for f in files:
-        m = pattern.match(f)
-        if m:
-            name = os.path.relpath(os.path.join(d, m.group(1)), os.path.dirname(root)).replace(os.sep, ".")
-            found.setdefault(name, os.path.join(d, f))
+found = find_extensions(os.path.dirname(vllm.__file__))
 missing = sorted(set(expected) - set(found))
 bad, driverless = [], []
 for name, path in sorted(found.items()):
-    if name in sys.modules:
-        continue
-    try:  # the file itself, as the package would load it, without the package's own __init__ checks
-        spec = importlib.util.spec_from_file_location(name, path,
-                                                      loader=importlib.machinery.ExtensionFileLoader(name, path))
-        importlib.util.module_from_spec(spec)
-    except Exception as e:
-        chain, x = [], e
-        while x is not None and len(chain) < 8:
-            chain.append("%s: %s" % (type(x).__name__, x))
-            x = x.__cause__ or x.__context__
-        text = " <- ".join(chain)
-        (driverless if "libcuda.so.1" in text else bad).append((name, text))
+    error = None if name in sys.modules else load_extension(name, path)
+    if error:
+        (driverless if "libcuda.so.1" in error else bad).append((name, error))
 for name in missing:
     print("MISSING %s: the wheel ships it, this install lacks it" % name)
 for name, text in bad:
@@ -334,9 +315,8 @@ def extension_check(version: Version, extensions: Sequence[str]) -> tuple[str, s
     """
     import json
 
-    script = _EXTENSIONS.replace("@EXPECTED@", json.dumps(sorted(extensions))).replace(
-        "@PATTERN@", repr(EXTENSION_FILE_PATTERN))
-    return script.lstrip("\n"), f"vllm {version.public}: compiled extensions load"
+    script = "import os" + EXTENSION_HELPERS + _EXTENSIONS.replace("@EXPECTED@", json.dumps(sorted(extensions)))
+    return script, f"vllm {version.public}: compiled extensions load"
 
 
 def planned_extensions(res: Resolution) -> tuple[str, ...]:

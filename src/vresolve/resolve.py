@@ -193,6 +193,23 @@ def _glibc(text: str | None) -> Version | None:
     return Version(text) if text else None
 
 
+PYPI_COMPANIONS = ("xformers", "flashinfer-python")  # always from PyPI, whatever index torch comes from
+
+
+def companion_floors(matrix: Matrix, v: VllmBuild, platform: str, names: Sequence[str]
+                     ) -> list[tuple[str, Version, Version]]:
+    """(name, version, glibc floor) of the companions vLLM pins exactly, from their PyPI wheels' tags."""
+    out = []
+    for name in names:
+        pin = exact_pin(v.pins.get(name))
+        if pin is None:
+            continue
+        wheels = [w for w in matrix.extra_wheels.get(name, {}).get(pin, ()) if w.platform == platform and w.manylinux]
+        if wheels:
+            out.append((name, pin, min(Version(w.manylinux) for w in wheels if w.manylinux)))
+    return out
+
+
 def _where_text(where: str) -> str:
     return {"pypi": "PyPI wheel", "vllm-index": "vLLM's wheel index", "release-assets": "GitHub release assets",
             "pytorch": "PyTorch index"}.get(where, where)
@@ -533,11 +550,18 @@ class _Checker:
         return ("ptx" if ptx else "ok"), ""
 
     def _glibc_reason(self, c: Candidate) -> str | None:
-        """The build's wheel needs a newer glibc than the host's (its manylinux floor)."""
-        floor = c.manylinux
-        if floor is None or self.glibc is None or floor <= self.glibc:
+        """The build's wheel, or a companion it pins from PyPI, needs a newer glibc than the host's."""
+        if self.glibc is None:
             return None
+        floor = c.manylinux
         what = f"vLLM {c.version}'s {c.variant} wheel" if isinstance(c, VllmBuild) else f"torch {c.version}'s wheel"
+        if isinstance(c, VllmBuild) and (floor is None or floor <= self.glibc):
+            for name, version, cfloor in companion_floors(self.matrix, c, self.platform, PYPI_COMPANIONS):
+                if cfloor > self.glibc:
+                    floor, what = cfloor, f"{name} {version}'s wheel (pinned by vLLM {c.version})"
+                    break
+        if floor is None or floor <= self.glibc:
+            return None
         return f"{what} needs glibc >= {floor} (manylinux_{floor.major}_{floor.minor}); this host has {self.glibc}"
 
     def _python_reason(self, c: VllmBuild) -> str | None:
@@ -763,6 +787,8 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
                             f"recorded (not a PyPI wheel): if the installer finds no wheel, glibc "
                             f"{host.platform.glibc} is too old for it")
     floors = [f for f in (v.manylinux, t.manylinux) if f is not None]
+    floors += [f for _, _, f in companion_floors(matrix, v, host.platform.tag, PYPI_COMPANIONS
+                                                 + (("torchvision", "torchaudio") if t.pypi else ()))]
     glibc_floor = max(floors) if floors else None
     if glibc_floor is not None:
         if host.platform.glibc is not None:

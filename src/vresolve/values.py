@@ -38,6 +38,38 @@ EXTENSION_FILE_PATTERN = r"^([A-Za-z_][A-Za-z0-9_]*)(?:\.abi3|\.cpython-[A-Za-z0
 CORE_EXTENSIONS = ("vllm._C", "vllm._C_stable_libtorch")
 
 
+#: Python source run inside the environment being checked (the plan's verify step, doctor's probe):
+#: ``find_extensions(package_dir)`` -> {dotted module name: file} of the compiled modules below it;
+#: ``load_extension(name, path)`` -> None, or the chain of errors ("ImportError: ... <- ...") of loading
+#: that file as the module, without running its package's ``__init__`` (which may hide the real error).
+EXTENSION_HELPERS = r"""
+def find_extensions(root):
+    import os, re
+    pattern = re.compile(@PATTERN@)
+    found = {}
+    for d, dirs, files in os.walk(root):
+        dirs[:] = [x for x in dirs if x != "__pycache__"]
+        for f in files:
+            m = pattern.match(f)
+            if m:
+                name = os.path.relpath(os.path.join(d, m.group(1)), os.path.dirname(root)).replace(os.sep, ".")
+                found.setdefault(name, os.path.join(d, f))
+    return found
+def load_extension(name, path):
+    import importlib.machinery, importlib.util
+    try:
+        loader = importlib.machinery.ExtensionFileLoader(name, path)
+        importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path, loader=loader))
+        return None
+    except Exception as e:
+        chain, x = [], e
+        while x is not None and len(chain) < 8:
+            chain.append("%s: %s" % (type(x).__name__, x))
+            x = x.__cause__ or x.__context__
+        return " <- ".join(chain)
+""".replace("@PATTERN@", repr(EXTENSION_FILE_PATTERN))
+
+
 def core_extension(extensions: Sequence[str]) -> str:
     """The module that holds vLLM's main kernels in a build shipping ``extensions`` (``vllm._C`` if unknown)."""
     return next((c for c in CORE_EXTENSIONS if c in extensions), CORE_EXTENSIONS[0])
