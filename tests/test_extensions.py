@@ -150,5 +150,8 @@ def test_the_verify_script_runs_against_an_installed_package(tmp_path: Path) -> 
         pytest.skip("this interpreter's _json is built in, not a shared extension")
     (site / "vllm" / "_C_stable_libtorch.abi3.so").unlink()
     (site / "vllm" / "_json.abi3.so").write_bytes(Path(src).read_bytes())
+    # another CPython's copy of a module (vLLM 0.20-0.31 ship deep_gemm's _C once per Python) is not loaded
+    other = f"cpython-{sys.version_info.major}{sys.version_info.minor + 1}-x86_64-linux-gnu"
+    (site / "vllm" / f"_json.{other}.so").write_bytes(b"another Python's build")
     p = run(["vllm._json"])
     assert p.returncode == 0 and "vllm 0.33.0: compiled extensions load (1)" in p.stdout, p.stdout + p.stderr

@@ -44,14 +44,16 @@ CORE_EXTENSIONS = ("vllm._C", "vllm._C_stable_libtorch")
 #: that file as the module, without running its package's ``__init__`` (which may hide the real error).
 EXTENSION_HELPERS = r"""
 def find_extensions(root):
-    import os, re
+    import importlib.machinery, os, re
     pattern = re.compile(@PATTERN@)
+    # a wheel may hold one copy per CPython (_C.cpython-312-x86_64-linux-gnu.so): only this one's loads here
+    mine = [x for x in importlib.machinery.EXTENSION_SUFFIXES if x.startswith(".cpython-")]
     found = {}
     for d, dirs, files in os.walk(root):
         dirs[:] = [x for x in dirs if x != "__pycache__"]
         for f in files:
             m = pattern.match(f)
-            if m:
+            if m and (".cpython-" not in f or any(f.endswith(x) for x in mine)):
                 name = os.path.relpath(os.path.join(d, m.group(1)), os.path.dirname(root)).replace(os.sep, ".")
                 found.setdefault(name, os.path.join(d, f))
     return found
