@@ -158,3 +158,32 @@ def test_plan_output_cache(tiny_copy: Callable[..., Path], capsys: pytest.Captur
     assert _entry.main(["plan", "--gpu", "auto", "--json", "--matrix", str(path)]) in (0, 1)
     capsys.readouterr()
     assert len(list(cache.glob("plan-*.out"))) == 2
+
+
+def test_explanation_hints_keep_the_whole_request(capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: the 'drop the vLLM constraint' hint re-resolved without --pypi-only, and offered a build
+    (0.8.5.post1+cu118, a release asset) that the same command without --vllm does not find."""
+    args = ["plan", "--gpu", "A100", "--driver", "470.82.01", "--python", "3.10", "--pypi-only", "--json"]
+    code, out, _ = run([*args, "--vllm", "0.33.0"], capsys)
+    hints = json.loads(out)["error"]["hints"]
+    assert code == 1 and not [h for h in hints if "drop the vLLM constraint" in h], hints
+    code, _, _ = run(args, capsys)
+    assert code == 1  # consistent: without --vllm nothing runs here either
+    # without --pypi-only the hint is right, and names what the unconstrained plan gives
+    code, out, _ = run([*args[:-2], "--json", "--vllm", "0.33.0"], capsys)
+    assert any("drop the vLLM constraint (==0.33.0): vLLM 0.8.5.post1 runs here" in h
+               for h in json.loads(out)["error"]["hints"])
+
+
+def test_precompiled_recipe_says_only_what_it_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: --precompiled edited a finished build recipe, and kept its reasons that a toolkit is
+    installed with conda and that CMake builds the arch, although neither step is in it."""
+    code, out, _ = run(["plan", "--gpu", "RTX 5090", "--driver", "580.95.05", "--python", "3.12", "--precompiled",
+                        "--json"], capsys)
+    assert code == 0
+    d = json.loads(out)
+    text = " ".join(d["reasons"])
+    assert "conda" not in text and "CMake" not in text and "precompiled" in text
+    assert not [s for s in d["steps"] if "conda" in s["argv"] or "--no-build-isolation" in s["argv"]]
+    assert d["env"].get("VLLM_USE_PRECOMPILED") == "1" and "MAX_JOBS" not in d["env"] and "CUDA_HOME" not in d["env"]
+    assert d["steps"][-1]["argv"][-2:] == ["-e", "./vllm-src"]

@@ -840,6 +840,8 @@ def _exact_text(spec: SpecifierSet) -> str:
 
 def _explain(host: Host, matrix: Matrix, request: Request, checker: _Checker, provider: _Provider) -> NoCompatibleStack:
     """Turn the rejections into a hardware-terms explanation and concrete hints."""
+    from dataclasses import replace
+
     any_version = len(request.vllm) == 0
     wanted = [b for b in provider.vllm if request.cpu == (b.cuda is None)
               and (any_version or request.vllm.contains(b.version, prereleases=True))]
@@ -887,8 +889,7 @@ def _explain(host: Host, matrix: Matrix, request: Request, checker: _Checker, pr
             hints.append(f"use --driver-policy minor-compat: vLLM {alt.vllm.version} runs on this driver under "
                          "CUDA minor-version compatibility")
     if str(request.vllm):
-        older = _try(host, matrix, Request(vllm=SpecifierSet(), torch=request.torch, variant=request.variant,
-                                             driver_policy=request.driver_policy, cpu=request.cpu))
+        older = _try(host, matrix, replace(request, vllm=SpecifierSet()))  # the rest of the request kept
         if older is not None:
             hints.append(f"drop the vLLM constraint ({request.vllm}): vLLM {older.vllm.version} runs here")
     kinds = {r.kind for r in rejections}

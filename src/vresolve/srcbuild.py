@@ -207,9 +207,8 @@ def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torc
                 continue
         else:
             tk, floor = None, None
-        plan = _recipe(host, matrix, request, r, target, caps, keep_torch, kept, torch_build, tk, floor,
-                       installer, env_dir, src_dir, why_no_wheel)
-        return _precompiled(plan) if precompiled else plan
+        return _recipe(host, matrix, request, r, target, caps, keep_torch, kept, torch_build, tk, floor,
+                       installer, env_dir, src_dir, why_no_wheel, precompiled)
     what = f"vLLM {request.vllm}".strip() if str(request.vllm) else "vLLM"
     hints = []
     if keep_torch:
@@ -267,15 +266,19 @@ def _pick_torch(host: Host, matrix: Matrix, request: Request, pin: Version, caps
 def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target: str, caps: tuple[Capability, ...],
             keep_torch: bool, kept: object, torch_build: TorchBuild | None, tk: CudaToolkit | None,
             floor: DriverVersion | None, installer: str, env_dir: str | None, src_dir: str,
-            why_no_wheel: Sequence[str]) -> SourcePlan:
+            why_no_wheel: Sequence[str], precompiled: bool = False) -> SourcePlan:
+    """The recipe. ``precompiled``: an editable install that reuses the release's compiled kernels
+    (``VLLM_USE_PRECOMPILED=1``): no toolkit, no nvcc, no MAX_JOBS; the torch is the one the release pins."""
     assert r.build is not None
     b = r.build
+    if precompiled:
+        tk = None  # nothing is compiled
     py_minor = str(host.python_minor)
     torch_version = (kept.version if keep_torch else  # type: ignore[attr-defined]
                      f"{torch_build.version}+{torch_build.variant.variant}")  # type: ignore[union-attr]
     torch_cuda = (public_version(kept.cuda) if keep_torch and kept.cuda else  # type: ignore[attr-defined]
                   (torch_build.cuda if torch_build else None))
-    found = _toolkit_on_host(host, torch_cuda) if torch_cuda is not None else None
+    found = _toolkit_on_host(host, torch_cuda) if torch_cuda is not None and not precompiled else None
     if tk is None:
         cuda_home = ""
     elif found is not None:
@@ -341,7 +344,11 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
     max_jobs, threads = build_parallelism(host.cpu_count, host.memory_mib)
     env: list[tuple[str, str]] = []
     why: list[tuple[str, str]] = []
-    if target == "cuda":
+    if precompiled:
+        max_jobs = 0
+        env.append(("VLLM_USE_PRECOMPILED", "1"))
+        why.append(("VLLM_USE_PRECOMPILED", "fetch the compiled extensions of this release instead of building them"))
+    elif target == "cuda":
         env.append(("CUDA_HOME", cuda_home))
         why.append(("CUDA_HOME", f"the CUDA {tk.version if tk else ''} toolkit vLLM's CMake builds with"))
         env.append(("PATH", "$CUDA_HOME/bin:$PATH"))
@@ -353,12 +360,12 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
             env.append(("NVCC_THREADS", str(threads)))
             why.append(("NVCC_THREADS", "threads per nvcc job (2 on machines of 8 cores or more)"))
     env.append(("VLLM_TARGET_DEVICE", target))
-    why.append(("VLLM_TARGET_DEVICE", "what vLLM's setup.py builds for"))
-    if max_jobs is not None:
+    why.append(("VLLM_TARGET_DEVICE", "what vLLM's setup.py " + ("installs for" if precompiled else "builds for")))
+    if max_jobs:
         env.append(("MAX_JOBS", str(max_jobs)))
         why.append(("MAX_JOBS", f"{host.memory_mib / 1024:.0f} GiB x 80 % / ({GIB_PER_NVCC_THREAD} GiB x "
                                 f"{threads} nvcc threads), at most {host.cpu_count} cores / {threads}"))
-    if host.tool("ccache"):
+    if host.tool("ccache") and not precompiled:
         for k in ("CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_CUDA_COMPILER_LAUNCHER"):
             env.append((k, "ccache"))
             why.append((k, "ccache is on this machine: a rebuild reuses what compiled before"))
@@ -386,20 +393,26 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
                                cwd=src_dir,
                                why="drop the torch pins from vLLM's requirements, so the build keeps your torch"))
     reqs = b.requirements or "requirements-build.txt"
-    # from the top directory (a relative environment path stays right), naming the tree's paths
-    steps.append(BuildStep(tool=installer, argv=(*_pip(installer, python), "-r", f"{src_dir}/{reqs}"),
-                           why="the build requirements (cmake, ninja, ...) into the environment itself"))
-    steps.append(BuildStep(tool=installer, argv=(*_pip(installer, python), "--no-build-isolation", "-v",
-                                                 f"./{src_dir}"),
-                           why="build and install vLLM against the torch in the environment "
-                               "(--no-build-isolation: no private build environment with another torch)"))
+    if precompiled:
+        steps.append(BuildStep(tool=installer, argv=(*_pip(installer, python), "-e", f"./{src_dir}"),
+                               why="an editable install that reuses the release's compiled kernels "
+                                   "(VLLM_USE_PRECOMPILED=1): edit the Python code in place"))
+        reasons.append(f"vLLM {r.version}'s kernels come precompiled: only the Python code is taken from the checkout")
+    else:
+        # from the top directory (a relative environment path stays right), naming the tree's paths
+        steps.append(BuildStep(tool=installer, argv=(*_pip(installer, python), "-r", f"{src_dir}/{reqs}"),
+                               why="the build requirements (cmake, ninja, ...) into the environment itself"))
+        steps.append(BuildStep(tool=installer, argv=(*_pip(installer, python), "--no-build-isolation", "-v",
+                                                     f"./{src_dir}"),
+                               why="build and install vLLM against the torch in the environment "
+                                   "(--no-build-isolation: no private build environment with another torch)"))
+        reasons.append(f"vLLM {r.version}'s CMake builds {', '.join(map(str, caps))} with nvcc {tk.version}"
+                       if tk is not None else f"vLLM {r.version} builds for the CPU (VLLM_TARGET_DEVICE=cpu)")
     verify = [_op_check(python, target, r, host.platform.tag)]
-    reasons.append(f"vLLM {r.version}'s CMake builds {', '.join(map(str, caps))} with nvcc {tk.version}"
-                   if tk is not None else f"vLLM {r.version} builds for the CPU (VLLM_TARGET_DEVICE=cpu)")
-    if b.precompiled and not keep_torch:
+    if b.precompiled and not keep_torch and not precompiled:
         reasons.append("if you change only vLLM's Python code: VLLM_USE_PRECOMPILED=1 with an editable install reuses "
                        "the release's compiled kernels instead of building them")
-    if max_jobs is None:
+    if max_jobs is None and not precompiled:
         warnings.append("the build machine's memory is unknown: the recipe computes MAX_JOBS there "
                         f"({GIB_PER_NVCC_THREAD} GiB per nvcc thread in 80 % of MemAvailable)")
     return SourcePlan(host=host, request=request, vllm=r, target=target, archs=caps, torch_version=torch_version,
@@ -408,29 +421,6 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
                       src_dir=src_dir, max_jobs=max_jobs, nvcc_threads=threads, min_driver=floor, env=tuple(env),
                       env_reasons=tuple(why), steps=tuple(steps), checks=tuple(checks), verify=tuple(verify),
                       reasons=tuple(reasons), warnings=tuple(warnings))
-
-
-def _precompiled(p: SourcePlan) -> SourcePlan:
-    """The recipe for changing only vLLM's Python code: an editable install that reuses compiled kernels.
-
-    ``VLLM_USE_PRECOMPILED=1`` makes vLLM's setup.py fetch the release's compiled extensions instead
-    of building them: no toolkit, no nvcc, no MAX_JOBS. The torch must be the one the release pins.
-    """
-    from dataclasses import replace
-
-    steps = [s for s in p.steps if s.tool != "conda" or "create" not in s.argv or "-p" not in s.argv]
-    steps = [s for s in steps if not (s.argv[-2:] == ("-v", f"./{p.src_dir}") or "-r" in s.argv)]
-    steps.append(BuildStep(tool=p.installer, argv=(*_pip(p.installer, p.python), "-e", f"./{p.src_dir}"),
-                           why="an editable install that reuses the release's compiled kernels "
-                               "(VLLM_USE_PRECOMPILED=1): edit the Python code in place"))
-    env = (("VLLM_USE_PRECOMPILED", "1"), ("VLLM_TARGET_DEVICE", p.target))
-    why = (("VLLM_USE_PRECOMPILED", "fetch the compiled extensions of this release instead of building them"),
-           ("VLLM_TARGET_DEVICE", "what vLLM's setup.py installs for"))
-    reasons = (*p.reasons[:-1], f"vLLM {p.vllm.version}'s kernels come precompiled: only the Python code is "
-               "taken from the checkout")
-    return replace(p, steps=tuple(steps), env=env, env_reasons=why, checks=(), max_jobs=0, reasons=reasons,
-                   toolkit=None, toolkit_found=None, cuda_home="",
-                   warnings=tuple(w for w in p.warnings if "MAX_JOBS" not in w))
 
 
 def _pip(installer: str, python: str) -> tuple[str, ...]:
