@@ -13,7 +13,6 @@ from vresolve import _entry
 from vresolve.cli import main
 
 
-
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     code = main(argv)
     out, err = capsys.readouterr()

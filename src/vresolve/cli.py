@@ -170,7 +170,7 @@ def _spec(flag: str, text: str | None) -> Any:
         raise UsageError(f"{flag}: invalid version or range {text!r} (expected e.g. '0.10.1' or '>=0.9,<0.11')") from None
 
 
-def _plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
+def _plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:  # noqa: C901 (issue 12: to split)
     """(matrix, host, request, detected_by) from the plan flags; detection only for --gpu auto."""
     from dataclasses import replace
 
@@ -312,7 +312,7 @@ def _print_source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any
 # --------------------------------------------------------------------------- lock
 
 
-def _cmd_lock(args: argparse.Namespace) -> int:
+def _cmd_lock(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to split)
     from .lock import FILE_NAMES, FORMATS, check_lock, compile_lock, write_lock
     from .plan import build_plan
     from .render import envelope
@@ -391,7 +391,7 @@ def _env_python(flag: str | None) -> str:
     return sys.executable
 
 
-def _cmd_doctor(args: argparse.Namespace) -> int:
+def _cmd_doctor(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to split)
     from .detect import Overrides, detect_host, fill_capabilities, library_shadows, probe_environment
     from .doctor import diagnose, worst_exit_code
     from .plan import build_plan, shell_line
@@ -531,15 +531,13 @@ def _pinned_by_vllm(root: Path, package: str) -> set[Any]:
     return out
 
 
-def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
+def _cmd_matrix_refresh(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to split)
     from ._atomic import write_atomic
+    from ._cache import cache_dir
     from .index import IndexClient, configured_index_url
     from .matrix import default_matrix_path
-    from .refresh import PACKAGES, diff_files, generate, render_wheels_doc
+    from .refresh import PACKAGES, diff_files, generate, merge_since, render_wheels_doc
     from .render import envelope
-
-    from ._cache import cache_dir
-    from .refresh import merge_since
 
     root = Path(_opt(args, "matrix") or default_matrix_path())
     url, origin = configured_index_url(args.index_url)

@@ -186,7 +186,7 @@ def parse_smi_query(text: str, fields: tuple[str, ...] = SMI_FIELDS) -> list[dic
             continue
         if len(rec) != len(fields):
             raise ValueError(f"expected {len(fields)} comma-separated fields, got {len(rec)}: {', '.join(rec)[:120]!r}")
-        row = {k: v.strip() for k, v in zip(fields, rec)}
+        row = {k: v.strip() for k, v in zip(fields, rec, strict=True)}
         if not row["index"].isdigit():
             raise ValueError(f"not a GPU index: {row['index']!r}")
         rows.append(row)
@@ -298,7 +298,7 @@ def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _probe_proc(o: Overrides, found: _Found) -> None:
+def _probe_proc(o: Overrides, found: _Found) -> None:  # noqa: C901 (issue 12: to split)
     """Driver from /sys and /proc; GPU names from /proc (no compute capability there)."""
     if found.driver.version is None:
         sys_version = _driver_or_none(_read(o, "/sys/module/nvidia/version"))
@@ -331,7 +331,7 @@ def _probe_proc(o: Overrides, found: _Found) -> None:
             continue
         minor = info.get("Device Minor", "")
         gpus.append((int(minor) if minor.isdigit() else len(gpus), info))
-    for n, (minor, info) in enumerate(sorted(gpus, key=lambda x: x[0])):
+    for n, (_, info) in enumerate(sorted(gpus, key=lambda x: x[0])):
         found.gpus.append(HostGpu(index=n, name=info["Model"], uuid=info.get("GPU UUID"),
                                   pci_bus_id=info.get("Bus Location"), source="/proc/driver/nvidia/gpus"))
 
@@ -369,7 +369,7 @@ def _run(o: Overrides, argv: list[str]) -> tuple[int, str] | str:
     return p.returncode, (p.stdout + p.stderr)
 
 
-def _probe_smi(o: Overrides, found: _Found, need_gpus: bool) -> None:
+def _probe_smi(o: Overrides, found: _Found, need_gpus: bool) -> None:  # noqa: C901 (issue 12: to split)
     """GPUs (with compute capability) and the driver from ``nvidia-smi --query-gpu``; CUDA from its banner."""
     smi = o.nvidia_smi
     if need_gpus or found.driver.version is None:
@@ -478,7 +478,7 @@ def _probe_memory(o: Overrides) -> int | None:
     return total
 
 
-def _probe_toolkits(o: Overrides, problems: list[str]) -> tuple[Toolkit, ...]:
+def _probe_toolkits(o: Overrides, problems: list[str]) -> tuple[Toolkit, ...]:  # noqa: C901 (issue 12: to split)
     """CUDA toolkits: nvcc on PATH, $CUDA_HOME / $CUDA_PATH, /usr/local/cuda*.
 
     The version comes from the toolkit's ``version.json`` (no process), else ``nvcc --version``.
@@ -737,7 +737,7 @@ def library_shadows(environ: Mapping[str, str] | None = None) -> tuple[tuple[str
 # --------------------------------------------------------------------------- entry points
 
 
-def detect_host(o: Overrides | None = None, *, probe_gpus: bool = True, installed: bool = True) -> Host:
+def detect_host(o: Overrides | None = None, *, probe_gpus: bool = True, installed: bool = True) -> Host:  # noqa: C901 (issue 12: to split)
     """Everything this machine can tell, overrides first. Never raises on an odd machine."""
     o = o or Overrides.from_env()
     found = _Found()

@@ -124,7 +124,7 @@ def _classify(matrix: Matrix, text: str) -> KnownIssue | None:
     return hits[0][0] if hits else None
 
 
-def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
+def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,  # noqa: C901 (issue 12: to split)
              shadows: Sequence[tuple[str, Sequence[str]]] = (), log: str | None = None,
              reinstall: Sequence[str] = ()) -> list[Finding]:
     """Findings about this environment and/or a log.
@@ -250,7 +250,7 @@ def _other_extensions(matrix: Matrix, env: EnvReport, expected: Sequence[str], c
              (k.fix if k else "Reinstall vLLM's wheel for this torch."), (rep.error,))
 
 
-def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu],
+def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu],  # noqa: C901 (issue 12: to split)
                  emit: Callable[..., None]) -> None:
     if env.error:
         emit("library-not-found", "warning", "The environment could not be inspected", env.error,
@@ -369,7 +369,7 @@ def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[Host
                  ev)
 
 
-def observations(host: Host, env: EnvReport | None) -> list[str]:
+def observations(host: Host, env: EnvReport | None) -> list[str]:  # noqa: C901 (issue 12: to split)
     """What doctor saw, in plain words, whether or not anything is wrong (the state it judged)."""
     out = []
     gpus = [g for g in host.gpus if g.compute_capability is not None]
@@ -430,7 +430,7 @@ def observations(host: Host, env: EnvReport | None) -> list[str]:
     return out
 
 
-def check_lock(header: dict[str, object], host: Host, matrix: Matrix, env: EnvReport | None = None,
+def check_lock(header: dict[str, object], host: Host, matrix: Matrix, env: EnvReport | None = None,  # noqa: C901 (issue 12: to split)
                name: str = "the lock") -> list[Finding]:
     """Does this machine meet the assumptions a lock recorded (``doctor --lock FILE``)?"""
     from .values import DriverVersion

@@ -185,6 +185,10 @@ class Host:
     def tool(self, name: str) -> str | None:
         return next((v for k, v in self.tools if k == name), None)
 
+    def known_gpus(self) -> list[tuple[HostGpu, Capability]]:
+        """The GPUs whose compute capability is known, each with it."""
+        return [(g, g.compute_capability) for g in self.gpus if g.compute_capability is not None]
+
     def installed_dist(self, name: str) -> InstalledDist | None:
         return next((d for d in self.installed if d.name == name), None)
 

@@ -76,7 +76,7 @@ def _uv_config_files() -> list[Path]:
     return [Path("/etc/uv/uv.toml"), Path(xdg) / "uv" / "uv.toml"]
 
 
-def configured_index_url(flag: str | None = None) -> tuple[str, str]:
+def configured_index_url(flag: str | None = None) -> tuple[str, str]:  # noqa: C901 (issue 12: to split)
     """The simple-API URL to read, and where it came from (for messages).
 
     Order: the flag; ``PIP_INDEX_URL``; ``UV_DEFAULT_INDEX`` / ``UV_INDEX_URL``; the last pip
@@ -190,7 +190,7 @@ class IndexClient:
 
         return self.cache / "http" / kind / hashlib.sha256(key.encode()).hexdigest()
 
-    def _cached_page(self, url: str, accept: str) -> tuple[str, str, str] | None:
+    def _cached_page(self, url: str, accept: str) -> tuple[str, str, str]:
         """(final URL, content type, body) of a listing, revalidated with ETag / Last-Modified."""
         import json
 

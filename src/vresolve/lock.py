@@ -31,9 +31,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from packaging.version import Version
-from typing import Any
 
 from . import __version__
 from ._atomic import write_atomic
@@ -156,7 +156,7 @@ def _inputs(plan: InstallPlan, matrix: Matrix) -> tuple[list[str], list[str]]:
     return vllm_pins, options
 
 
-def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = None, offline: bool = False,
+def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = None, offline: bool = False,  # noqa: C901 (issue 12: to split)
                  timeout: float = 600.0, retries: int = 2, progress: Callable[[str], None] | None = None
                  ) -> LockFiles:
     """Resolve the closure with one ``uv pip compile`` and derive every lock format from it."""
@@ -229,7 +229,7 @@ def _derive(plan: InstallPlan, matrix: Matrix, uv_pylock: str, seconds: float, a
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
-        import tomli as tomllib
+        import tomli as tomllib  # type: ignore[import-not-found, no-redef]
     header = lock_header(plan, matrix)
     try:
         # uv's answer with vresolve's record added, validated by packaging.pylock exactly as it is written

@@ -568,7 +568,7 @@ def _kind(value: Any) -> str:
 _PROV = ("source", "verified", "note")
 
 
-def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tuple[CudaToolkit, ...]]:
+def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tuple[CudaToolkit, ...]]:  # noqa: C901 (issue 12: to split)
     majors = []
     for row, d in r.rows(doc, "majors", "major"):
         r.known(d, row, ("major", "minor_compat_driver", *_PROV))
@@ -756,7 +756,7 @@ def _read_variant_cuda(d: dict[str, Any], row: str, r: _Rows, fld: str) -> tuple
     return name, cuda
 
 
-def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel, ...]]
+def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel, ...]]  # noqa: C901 (issue 12: to split)
                 ) -> tuple[tuple[str, Provenance] | None, tuple[TorchRelease, ...]]:
     index = _read_index(doc, r)
     releases = []
@@ -792,7 +792,7 @@ def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel
             if vc[0] in seen:
                 r.problem(row, f"{fld}.variant", f"variant {vc[0]!r} listed twice")
             seen.add(vc[0])
-            for plat, flag in defaults.items():
+            for plat in defaults:
                 if plat not in archs:
                     r.problem(row, f"{fld}.pypi_default.{plat}", f"the variant has no archs for {plat}")
             variants.append(TorchVariant(
@@ -806,7 +806,7 @@ def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel
     return index, tuple(releases)
 
 
-def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel, ...]]
+def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel, ...]]  # noqa: C901 (issue 12: to split)
                ) -> tuple[tuple[str, Provenance] | None, tuple[VllmRelease, ...]]:
     index = _read_index(doc, r)
     releases = []
@@ -1049,7 +1049,7 @@ def _named_versions(doc: dict[str, Any] | None, table: str, major_minor: bool = 
     return out
 
 
-def _cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ...]]],
+def _cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ...]]],  # noqa: C901 (issue 12: to split)
                  docs: Mapping[str, dict[str, Any] | None], problems: list[MatrixProblem]) -> None:
     def p(file: str, row: str, fld: str, msg: str) -> None:
         problems.append(MatrixProblem(file, row, fld, msg))
@@ -1184,9 +1184,7 @@ def _cache_key(revision: str) -> str:
 
     from packaging import __version__ as packaging_version
 
-    from . import __version__
-
-    from . import values
+    from . import __version__, values
 
     h = hashlib.sha256(f"{_CACHE_FORMAT}|{revision}|{__version__}|{packaging_version}|{sys.version}".encode())
     for module in (__file__, values.__file__):  # the code that built the objects, so edits miss the cache
@@ -1242,7 +1240,7 @@ def load_matrix(path: str | os.PathLike[str] | None = None, *, cache: bool = Tru
     return m
 
 
-def _parse_matrix(root: Path, raw: Mapping[str, bytes | None], revision: str) -> Matrix:
+def _parse_matrix(root: Path, raw: Mapping[str, bytes | None], revision: str) -> Matrix:  # noqa: C901 (issue 12: to split)
     import yaml
 
     loader = _yaml_loader()

@@ -355,13 +355,13 @@ def _verify(res: Resolution, python: str) -> list[Check]:
 def _exports(res: Resolution) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     env: list[tuple[str, str]] = []
     why: list[tuple[str, str]] = []
-    gpus = [g for g in res.host.gpus if g.compute_capability is not None]
-    if len({g.compute_capability for g in gpus}) > 1:
+    ccs = [cc for _, cc in res.host.known_gpus()]
+    if len(set(ccs)) > 1:
         env.append(("CUDA_DEVICE_ORDER", "PCI_BUS_ID"))
         why.append(("CUDA_DEVICE_ORDER", "GPUs of different kinds: make CUDA number them as nvidia-smi does "
                                           "(CUDA's default puts the fastest first)"))
-    if gpus:
-        caps = sorted({g.compute_capability.base for g in gpus})
+    if ccs:
+        caps = sorted({cc.base for cc in ccs})
         env.append(("TORCH_CUDA_ARCH_LIST", ";".join(str(c) for c in caps)))
         why.append(("TORCH_CUDA_ARCH_LIST", "kernels compiled at run time (FlashInfer, torch extensions) target "
                                              "exactly this machine's GPUs"))

@@ -31,7 +31,7 @@ from packaging.utils import (
 from packaging.version import Version
 
 from .index import IndexClient, IndexFile
-from .matrix import wheel_platform, dump_yaml
+from .matrix import dump_yaml, wheel_platform
 from .values import EXTENSION_FILE_PATTERN
 
 __all__ = ["PACKAGES", "Progress", "generate", "merge_since", "torch_index_variants", "derive_cuda", "pins_for_platform", "diff_files",
@@ -103,7 +103,7 @@ def derive_cuda(reqs: Iterable[Requirement], platform: str = "linux-x86_64") -> 
     machine = platform.split("-", 1)[1] if "-" in platform else "x86_64"
     env = {"platform_system": "Linux", "sys_platform": "linux", "platform_machine": machine, "extra": "",
            "python_version": "3.12", "python_full_version": "3.12.0", "os_name": "posix"}
-    candidates = {}
+    candidates: dict[str, str] = {}
     for req in reqs:
         if req.marker is not None and not _applies(req.marker, env):
             continue
@@ -148,16 +148,16 @@ def _select(files: list[IndexFile], spec: _Spec, versions: set[Version] | None) 
             continue
         groups.setdefault((version, plat[0]), []).append((f, tag.interpreter, tag.abi))
     picks = []
-    for (version, plat), items in sorted(groups.items()):
+    for (version, where), items in sorted(groups.items()):
         if not spec.one_per_platform:
-            picks += [_Pick(version, plat, f, ()) for f, _, _ in sorted(items, key=lambda x: x[0].filename)]
+            picks += [_Pick(version, where, f, ()) for f, _, _ in sorted(items, key=lambda x: x[0].filename)]
             continue
         cp = sorted({int(i[2:]) for _, i, abi in items if i.startswith("cp") and not abi.endswith("t")})
         pythons = tuple(f"{str(n)[0]}.{str(n)[1:]}" for n in cp)  # 310 -> "3.10"
         # read the newest CPython's wheel that is not free-threaded
         best = max(items, key=lambda x: (not x[2].endswith("t"), int(x[1][2:]) if x[1][2:].isdigit() else 0,
                                          x[0].filename))
-        picks.append(_Pick(version, plat, best[0], pythons))
+        picks.append(_Pick(version, where, best[0], pythons))
     return picks
 
 
@@ -191,7 +191,7 @@ FEATURE_FILES = {
 }
 
 
-def _wheel_row(package: str, spec: _Spec, pick: _Pick, metadata: bytes,
+def _wheel_row(package: str, spec: _Spec, pick: _Pick, metadata: bytes,  # noqa: C901 (issue 12: to split)
                members: list[str] | None = None) -> dict[str, Any]:
     meta = Metadata.from_email(metadata, validate=False)
     reqs = list(meta.requires_dist or [])
@@ -250,7 +250,7 @@ def generate(client: IndexClient, package: str, *, versions: set[Version] | None
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         rows = list(pool.map(read, picks))
     releases: dict[Version, list[dict[str, Any]]] = {}
-    for pick, row in zip(picks, rows):
+    for pick, row in zip(picks, rows, strict=True):
         releases.setdefault(pick.version, []).append(row)
     return {"package": package, "releases": [
         {"version": str(v), "wheels": sorted(ws, key=lambda w: w["filename"])}

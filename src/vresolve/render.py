@@ -160,7 +160,7 @@ def _source_cell(p: Provenance) -> str:
     return p.verified + ("" if len(p.source) == 1 else f" ({len(p.source)} sources)")
 
 
-def matrix_table_human(m: Matrix, table: str) -> Table:
+def matrix_table_human(m: Matrix, table: str) -> Table:  # noqa: C901 (issue 12: to split)
     """A rich table of one matrix table, one line per row."""
     from rich.table import Table
 
@@ -204,7 +204,7 @@ def matrix_table_human(m: Matrix, table: str) -> Table:
     return t
 
 
-def detect_human(h: Host) -> Table:
+def detect_human(h: Host) -> Table:  # noqa: C901 (issue 12: to split)
     """The detected machine, one fact per line, with the source that answered it."""
     from rich.table import Table
 
@@ -312,7 +312,7 @@ def plan_error_view(err: Any) -> dict[str, Any]:
     return {"error": {"code": err.code, "message": err.headline, "causes": list(err.causes), "hints": list(err.hints)}}
 
 
-def plan_human(p: Any, detected_by: str) -> list[Any]:
+def plan_human(p: Any, detected_by: str) -> list[Any]:  # noqa: C901 (issue 12: to split)
     """Renderables: the stack table, then why, then copy-pasteable commands."""
     from rich.table import Table
     from rich.text import Text
@@ -348,7 +348,7 @@ def plan_human(p: Any, detected_by: str) -> list[Any]:
         out.append(Text(f"  {shell_line(s.argv)}"))
     if p.env:
         out.append(Text("Environment:", style="bold"))
-        for (k, v), (_, why) in zip(p.env, p.env_reasons):
+        for (k, v), (_, why) in zip(p.env, p.env_reasons, strict=True):
             out.append(Text(f"  # {why}", style="dim"))
             out.append(Text(f"  export {k}={v}"))
     out.append(Text("Verify:", style="bold"))

@@ -512,7 +512,7 @@ class _Checker:
             self._driver_rejections = []
         return self._rejections
 
-    def _verdict(self, c: Candidate) -> _Verdict:
+    def _verdict(self, c: Candidate) -> _Verdict:  # noqa: C901 (issue 12: to split)
         """The driver-independent checks of one build on this host shape."""
         if isinstance(c, VllmBuild):
             if c.wheel is None and c.where == "pypi":
@@ -528,7 +528,7 @@ class _Checker:
             k = c.kernels
             if k is None:
                 return "gpu", f"{c.label}: its kernels' arch list is not in the matrix"
-            too_old = [g for g in self.gpus if g.compute_capability < k.min_compute_capability]
+            too_old = [g for g, cc in self.host.known_gpus() if cc < k.min_compute_capability]
             if too_old:
                 return "gpu", (f"{c.label} needs compute capability >= {k.min_compute_capability}; "
                                f"{_gpu_list(too_old)} is older")
@@ -599,7 +599,7 @@ def _torch_builds(matrix: Matrix, platform: str) -> dict[Version, list[TorchBuil
     return out
 
 
-class _Provider(AbstractProvider):  # type: ignore[type-arg]
+class _Provider(AbstractProvider):
     """A thin adapter: requirements and candidates own the logic; the checker owns the host."""
 
     def __init__(self, matrix: Matrix, checker: _Checker, request: Request) -> None:
@@ -635,7 +635,7 @@ class _Provider(AbstractProvider):  # type: ignore[type-arg]
 
         def matches() -> Iterator[Candidate]:
             for c, floor, ptx in pool:
-                if id(c) in bad or not all(r.is_satisfied_by(c) for r in reqs):
+                if id(c) in bad or not all(r.is_satisfied_by(c) for r in reqs):  # type: ignore[arg-type]
                     continue
                 ok = seen.get(id(c))
                 if ok is None:
@@ -698,14 +698,15 @@ def _min_driver(matrix: Matrix, res_vllm: VllmBuild, res_torch: TorchBuild, gpus
 
 def _stack_warnings(host: Host, v: VllmBuild, t: TorchBuild) -> list[str]:
     out = []
-    gpus = [g for g in host.gpus if g.compute_capability is not None]
-    families = {g.compute_capability.major for g in gpus}
-    ccs = {g.compute_capability for g in gpus}
+    known = host.known_gpus()
+    gpus = [g for g, _ in known]
+    families = {cc.major for _, cc in known}
+    ccs = {cc for _, cc in known}
     if len(ccs) > 1:
         out.append(f"this machine mixes GPU architectures ({_gpu_list(gpus)}): tensor parallelism across them "
                    "runs at the speed of the slowest and may fail for kernels one of them lacks; set "
                    "CUDA_VISIBLE_DEVICES to GPUs of one kind per vLLM instance")
-    old = [g for g in gpus if g.compute_capability < Capability(8, 0)]
+    old = [g for g, cc in known if cc < Capability(8, 0)]
     if old:
         out.append(f"{_gpu_list(old)}: compute capability below 8.0 has no bfloat16 and no FlashAttention 2; "
                    "run models with --dtype float16")
@@ -722,7 +723,7 @@ def _stack_warnings(host: Host, v: VllmBuild, t: TorchBuild) -> list[str]:
     return out
 
 
-def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
+def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:  # noqa: C901 (issue 12: to split)
     """The best stack for ``host`` under ``request``, or NoCompatibleStack with causes and hints."""
     if request.driver_policy not in POLICIES:
         raise ValueError(request.driver_policy)
@@ -838,7 +839,7 @@ def _exact_text(spec: SpecifierSet) -> str:
     return str(spec)
 
 
-def _explain(host: Host, matrix: Matrix, request: Request, checker: _Checker, provider: _Provider) -> NoCompatibleStack:
+def _explain(host: Host, matrix: Matrix, request: Request, checker: _Checker, provider: _Provider) -> NoCompatibleStack:  # noqa: C901 (issue 12: to split)
     """Turn the rejections into a hardware-terms explanation and concrete hints."""
     from dataclasses import replace
 

@@ -126,7 +126,7 @@ def _toolkit_on_host(host: Host, cuda: Version) -> Toolkit | None:
     return next((t for t in host.toolkits if (t.version.major, t.version.minor) == (cuda.major, cuda.minor)), None)
 
 
-def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torch: bool = False,
+def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torch: bool = False,  # noqa: C901 (issue 12: to split)
                       installer: str = "uv", env_dir: str | None = None, src_dir: str = "vllm-src",
                       why_no_wheel: Sequence[str] = (), precompiled: bool = False) -> SourcePlan:
     """The source-build recipe for ``host``, or NoCompatibleStack saying why none works."""
@@ -165,6 +165,7 @@ def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torc
             if not b.use_existing_torch:
                 causes.append(f"{label} has no use_existing_torch.py, so it cannot build against your torch")
                 continue
+            assert kept is not None  # checked above
             if pin is not None and kept_version is not None and pin.release[:2] > kept_version.release[:2]:
                 causes.append(f"{label} is made for torch {pin}, newer than your torch {kept.version}")
                 continue
@@ -263,7 +264,7 @@ def _pick_torch(host: Host, matrix: Matrix, request: Request, pin: Version, caps
     return TorchBuild(release=release, variant=best, platform=platform, pypi=platform in best.pypi_default), ""
 
 
-def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target: str, caps: tuple[Capability, ...],
+def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target: str, caps: tuple[Capability, ...],  # noqa: C901 (issue 12: to split)
             keep_torch: bool, kept: object, torch_build: TorchBuild | None, tk: CudaToolkit | None,
             floor: DriverVersion | None, installer: str, env_dir: str | None, src_dir: str,
             why_no_wheel: Sequence[str], precompiled: bool = False) -> SourcePlan:
@@ -361,7 +362,7 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
             why.append(("NVCC_THREADS", "threads per nvcc job (2 on machines of 8 cores or more)"))
     env.append(("VLLM_TARGET_DEVICE", target))
     why.append(("VLLM_TARGET_DEVICE", "what vLLM's setup.py " + ("installs for" if precompiled else "builds for")))
-    if max_jobs:
+    if max_jobs and host.memory_mib:
         env.append(("MAX_JOBS", str(max_jobs)))
         why.append(("MAX_JOBS", f"{host.memory_mib / 1024:.0f} GiB x 80 % / ({GIB_PER_NVCC_THREAD} GiB x "
                                 f"{threads} nvcc threads), at most {host.cpu_count} cores / {threads}"))
@@ -488,7 +489,7 @@ def render_script(p: SourcePlan) -> str:
     for s in p.steps[:clone]:
         out += [f"# {s.why}", _line(s.argv), ""]
     out.append("# the build environment")
-    for (k, v), (_, why) in zip(p.env, p.env_reasons):
+    for (k, v), (_, why) in zip(p.env, p.env_reasons, strict=True):
         out.append(f"# {why}")
         out.append(f"export {k}={_word(v)}")
     if p.max_jobs is None:  # (0: nothing is compiled, as with VLLM_USE_PRECOMPILED)

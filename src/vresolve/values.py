@@ -7,8 +7,8 @@ types around afterwards.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -171,7 +171,8 @@ class ArchList:
     @classmethod
     def from_torch(cls, arch_list: Sequence[str]) -> ArchList:
         """``torch.cuda.get_arch_list()`` (``sm_90``, ``sm_90a``, ``compute_90``) as an ArchList."""
-        sass, ptx = [], []
+        sass: list[Capability] = []
+        ptx: list[Capability] = []
         for a in arch_list:
             kind, _, num = a.partition("_")
             try:
