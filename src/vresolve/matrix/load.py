@@ -1,25 +1,16 @@
-"""The compatibility matrix: YAML under ``compat_matrix/`` -> frozen typed objects.
+"""Reading the matrix: every file once (PyYAML's C loader), each row checked against the schema.
 
-``load_matrix(path)`` reads every file once (PyYAML's C loader), checks each row against
-the schema of ``compat_matrix/SCHEMA.md`` and the tables against each other, and either
-returns a :class:`Matrix` or raises :class:`MatrixError` listing *every* problem, each
-naming its file, row and field. Versions, specifiers, capabilities and regular
-expressions are parsed here, once; nothing after this module sees a raw version string.
-
-``matrix_to_dicts(matrix)`` is the inverse (file name -> YAML document), so that
-``load(dump(load(x))) == load(x)``.
+Problems are collected, not raised one by one: :func:`load_matrix` raises one MatrixError listing
+every problem, each naming its file, row and field. Nothing after this module sees a raw string.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import hashlib
 import os
-import pickle
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,34 +18,37 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from .errors import MatrixError, MatrixProblem, UsageError
-from .values import PLATFORMS, VERIFIED_LEVELS, ArchList, Capability, DriverVersion, exact_pin, parse_variant
-
-__all__ = [
-    "CAUSE_CODES",
-    "FILES",
-    "Provenance",
-    "DriverFloor",
-    "CudaMajor",
-    "CudaToolkit",
-    "Architecture",
-    "Gpu",
-    "TorchVariant",
-    "TorchRelease",
-    "Kernels",
-    "Asset",
-    "VllmVariant",
-    "Wheel",
-    "SourceBuild",
-    "VllmRelease",
-    "KnownIssue",
-    "Matrix",
-    "default_matrix_path",
-    "wheel_platform",
-    "dump_yaml",
-    "load_matrix",
-    "matrix_to_dicts",
-]
+from ..errors import MatrixError, MatrixProblem, UsageError
+from ..values import PLATFORMS, VERIFIED_LEVELS, ArchList, Capability, DriverVersion, parse_variant
+from . import cache as _cache
+from .checks import cross_check
+from .model import (
+    CAUSE_CODES,
+    FILES,
+    OPTIONAL_FILES,
+    SEGMENTS,
+    SEVERITIES,
+    VLLM_VARIANT_SOURCES,
+    WHEEL_PACKAGES,
+    Architecture,
+    Asset,
+    CudaMajor,
+    CudaToolkit,
+    DriverFloor,
+    Gpu,
+    Kernels,
+    KnownIssue,
+    Matrix,
+    Provenance,
+    SourceBuild,
+    ToolkitUpdate,
+    TorchRelease,
+    TorchVariant,
+    VllmRelease,
+    VllmVariant,
+    Wheel,
+    wheel_platform,
+)
 
 
 def _yaml_loader() -> Any:
@@ -63,331 +57,13 @@ def _yaml_loader() -> Any:
 
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-CAUSE_CODES = (
-    "source-tree-shadowing",
-    "cpu-only-build",
-    "torch-abi-mismatch",
-    "cuda-variant-mismatch",
-    "arch-not-in-build",
-    "driver-too-old",
-    "ptx-toolchain-too-new",
-    "optional-kernel-missing",
-    "toolkit-mismatch",
-    "build-isolation",
-    "build-oom",
-    "installer-replaced-torch",
-    "library-not-found",
-    "nvml-driver-mismatch",
-    "gpu-too-old-for-feature",
-    "python-unsupported",
-    "glibc-too-old",
-    "companion-mismatch",
-)
-SEVERITIES = ("error", "warning", "info")
-SEGMENTS = ("datacenter", "workstation", "consumer", "jetson", "superchip")
-VLLM_VARIANT_SOURCES = ("vllm-index", "release-assets", "pypi")
-
-#: file name -> the tables (top-level keys) it holds
-FILES: dict[str, tuple[str, ...]] = {
-    "cuda.yaml": ("majors", "toolkits"),
-    "gpus.yaml": ("architectures", "gpus"),
-    "torch.yaml": ("index", "releases"),
-    "vllm.yaml": ("index", "releases"),
-    "known_issues.yaml": ("issues",),
-    "wheels/torch.yaml": ("package", "releases"),
-    "wheels/torchvision.yaml": ("package", "releases"),
-    "wheels/torchaudio.yaml": ("package", "releases"),
-    "wheels/vllm.yaml": ("package", "releases"),
-    "wheels/xformers.yaml": ("package", "releases"),
-    "wheels/flashinfer-python.yaml": ("package", "releases"),
-}
-OPTIONAL_FILES = ("wheels/xformers.yaml", "wheels/flashinfer-python.yaml")  # companions vLLM pins; may be absent
-WHEEL_PACKAGES = ("torch", "torchvision", "torchaudio", "vllm", "xformers", "flashinfer-python")
-
-
-# --------------------------------------------------------------------------- objects
-# Frozen dataclasses without __slots__: the validated matrix is cached as a pickle, and
-# unpickling slotted dataclasses goes through a Python-level __setstate__ per object
-# (about three times slower for the matrix's ~5,000 objects).
-
-
-@dataclass(frozen=True, kw_only=True)
-class Provenance:
-    """Where a row's facts come from and how they were checked."""
-
-    source: tuple[str, ...]
-    verified: str
-    note: str | None = None
-
-    @property
-    def trusted(self) -> bool:
-        """False for ``unverified`` rows, which the resolver treats cautiously."""
-        return self.verified != "unverified"
-
-
-@dataclass(frozen=True, kw_only=True)
-class DriverFloor:
-    """Minimum driver versions; None where NVIDIA publishes none (written as ``null``)."""
-
-    linux: DriverVersion | None
-    windows: DriverVersion | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class CudaMajor:
-    major: int
-    minor_compat_driver: DriverFloor
-    provenance: Provenance
-
-
-@dataclass(frozen=True, kw_only=True)
-class ToolkitUpdate:
-    version: Version
-    min_driver: DriverFloor
-
-
-@dataclass(frozen=True, kw_only=True)
-class CudaToolkit:
-    version: Version  # major.minor
-    released: str  # "2025-01-23", or "2020-07" where only the month is sourced
-    min_driver: DriverFloor
-    updates: tuple[ToolkitUpdate, ...]
-    nvcc_lowest: Capability
-    nvcc_highest: Capability
-    nvcc_list: tuple[Capability, ...] | None
-    provenance: Provenance
-    host_gcc: tuple[int, int] | None = None  # (min, max) GCC major versions this nvcc supports
-    install_conda: tuple[str, tuple[str, ...]] | None = None  # (channel, packages) installing exactly this nvcc
-    install_pip: tuple[str, ...] = ()  # NVIDIA's pip packages for exactly this nvcc
-    host_provenance: Provenance | None = None
-
-    def can_target(self, cc: Capability) -> bool:
-        """Whether this toolkit's nvcc can emit SASS for ``cc``."""
-        if self.nvcc_list is not None:
-            return cc.base in self.nvcc_list
-        return self.nvcc_lowest <= cc.base <= self.nvcc_highest
-
-
-@dataclass(frozen=True, kw_only=True)
-class Architecture:
-    family: str
-    compute_capabilities: tuple[Capability, ...]
-    provenance: Provenance
-
-
-@dataclass(frozen=True, kw_only=True)
-class Gpu:
-    name: str
-    names: tuple[str, ...]
-    aliases: tuple[str, ...]
-    compute_capability: Capability
-    family: str
-    segment: str
-    memory_gib: float | None
-    provenance: Provenance
-
-
-@dataclass(frozen=True, kw_only=True)
-class Wheel:
-    """Facts read off one wheel's own METADATA (generated into ``wheels/*.yaml``)."""
-
-    filename: str
-    platform: str
-    manylinux: str | None  # "2.28", or None for other platform tags
-    build: int | None  # the build tag of a re-upload (``-2-`` in the name)
-    python_tag: str  # "cp38-abi3", "cp312-cp312"
-    requires_python: SpecifierSet | None
-    requires: Mapping[str, SpecifierSet]  # relevant Requires-Dist, markers evaluated for the platform
-    pythons: tuple[Version, ...]  # CPython versions with a wheel on this platform (torch*)
-    cuda: Version | None  # torch: the CUDA its nvidia-* / cuda-toolkit requirements name
-    sha256: str | None
-    yanked: bool
-    provenance: Provenance
-    extensions: tuple[str, ...] = ()  # compiled modules the wheel ships (vllm: read off its zip directory)
-    features: tuple[str, ...] = ()  # what it can do, known by a file it ships ("download-kernels")
-
-
-@dataclass(frozen=True, kw_only=True)
-class TorchVariant:
-    variant: str  # "cu128" | "cpu"
-    cuda: Version | None
-    pypi_default: frozenset[str]  # platforms where PyPI's plain wheel is this variant
-    archs: Mapping[str, ArchList]  # platform -> what the build contains
-    provenance: Provenance
-
-    @property
-    def platforms(self) -> tuple[str, ...]:
-        return tuple(self.archs)
-
-
-@dataclass(frozen=True, kw_only=True)
-class TorchRelease:
-    version: Version
-    python: tuple[Version, ...]
-    companions: Mapping[str, Version]
-    variants: tuple[TorchVariant, ...]
-    wheels: tuple[Wheel, ...]  # PyPI's wheels (generated)
-    provenance: Provenance
-
-    def variant(self, name: str) -> TorchVariant | None:
-        return next((v for v in self.variants if v.variant == name), None)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Kernels:
-    archs: ArchList
-    min_compute_capability: Capability
-
-
-@dataclass(frozen=True, kw_only=True)
-class SourceBuild:
-    """How a vLLM release builds from source (its CMakeLists, setup.py and scripts at the tag)."""
-
-    cuda_archs: tuple[tuple[SpecifierSet, tuple[Capability, ...]], ...]  # (nvcc version range, CUDA_SUPPORTED_ARCHS)
-    use_existing_torch: str | None  # the script's path in the tree (it moved to tools/ in 0.31.0), or None
-    requirements: str | None  # the build-requirements file
-    precompiled: bool  # VLLM_USE_PRECOMPILED
-    cpu: bool  # VLLM_TARGET_DEVICE=cpu
-    cmake: Version | None
-    provenance: Provenance
-
-    def archs_for(self, cuda: Version) -> tuple[Capability, ...] | None:
-        """What vLLM's CMake accepts from TORCH_CUDA_ARCH_LIST with an nvcc of this CUDA."""
-        for spec, archs in self.cuda_archs:
-            if spec.contains(cuda, prereleases=True):
-                return archs
-        return None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Asset:
-    """Where a release-asset wheel is downloaded from: its URL (``{cp}``: the CPython tag, cp310)."""
-
-    url: str
-    provenance: Provenance
-
-    def url_for(self, python: Version) -> str:
-        return self.url.replace("{cp}", f"cp{python.major}{python.minor}")
-
-
-@dataclass(frozen=True, kw_only=True)
-class VllmVariant:
-    variant: str
-    cuda: Version | None
-    where: str
-    platforms: tuple[str, ...]
-    kernels: Kernels | None  # None: the release's kernels
-    torch_pins: Mapping[str, Version]  # platform -> the torch this build pins, where not the PyPI wheel's
-    provenance: Provenance
-    asset: Asset | None = None  # where == "release-assets": the wheel's download URL
-
-    @property
-    def trusted(self) -> bool:
-        """The build's facts and, for a release asset, its URL are verified."""
-        return self.provenance.trusted and (self.asset is None or self.asset.provenance.trusted)
-
-
-@dataclass(frozen=True, kw_only=True)
-class VllmRelease:
-    version: Version
-    cuda: Version | None  # CUDA of the PyPI wheel
-    kernels: Kernels | None
-    variants: tuple[VllmVariant, ...]
-    wheels: tuple[Wheel, ...]  # PyPI's wheels (generated)
-    provenance: Provenance
-    build: SourceBuild | None = None
-
-    def wheels_for(self, platform: str) -> tuple[Wheel, ...]:
-        """This platform's wheels, the highest build tag first (what installers pick)."""
-        ws = [w for w in self.wheels if w.platform == platform and not w.yanked]
-        return tuple(sorted(ws, key=lambda w: w.build or 0, reverse=True))
-
-    def pins(self, platform: str) -> Mapping[str, SpecifierSet]:
-        """The Requires-Dist pins of the wheel an installer would take on ``platform``."""
-        ws = self.wheels_for(platform)
-        return ws[0].requires if ws else {}
-
-    @property
-    def requires_python(self) -> SpecifierSet | None:
-        return next((w.requires_python for w in self.wheels if w.requires_python), None)
-
-
-@dataclass(frozen=True, kw_only=True)
-class KnownIssue:
-    """A log signature -> cause -> explanation and fix. ``patterns()`` compiles on first use."""
-
-    id: str
-    cause: str
-    severity: str
-    title: str
-    signatures: tuple[str, ...]  # regular expressions, checked at load; see patterns()
-    explanation: str
-    fix: str
-    provenance: Provenance
-
-    def patterns(self) -> tuple[re.Pattern[str], ...]:
-        return tuple(re.compile(s, re.MULTILINE) for s in self.signatures)  # re caches compiled patterns
-
-
-@dataclass(frozen=True, kw_only=True)
-class Matrix:
-    path: str = field(compare=False)
-    revision: str = field(compare=False)  # sha256 of the files' bytes, first 16 hex digits
-    cuda_majors: tuple[CudaMajor, ...]
-    toolkits: tuple[CudaToolkit, ...]
-    architectures: tuple[Architecture, ...]
-    gpus: tuple[Gpu, ...]
-    torch_index: str
-    torch_index_provenance: Provenance
-    torch: tuple[TorchRelease, ...]
-    vllm_index: str
-    vllm_index_provenance: Provenance
-    vllm: tuple[VllmRelease, ...]
-    known_issues: tuple[KnownIssue, ...]
-    extra_wheels: Mapping[str, Mapping[Version, tuple[Wheel, ...]]]  # torchvision, torchaudio
-
-    def toolkit(self, version: Version) -> CudaToolkit | None:
-        """The toolkit row of ``version``'s major.minor (12.8.1 -> the 12.8 row)."""
-        index = _INDEXES.get(("toolkits", self.revision))
-        if index is None:
-            index = _INDEXES[("toolkits", self.revision)] = {(t.version.major, t.version.minor): t
-                                                             for t in self.toolkits}
-        return index.get((version.major, version.minor))
-
-    def cuda_major(self, major: int) -> CudaMajor | None:
-        return next((m for m in self.cuda_majors if m.major == major), None)
-
-    def torch_release(self, version: Version) -> TorchRelease | None:
-        return next((r for r in self.torch if r.version == version), None)
-
-    def vllm_release(self, version: Version) -> VllmRelease | None:
-        return next((r for r in self.vllm if r.version == version), None)
-
-    def find_gpu(self, text: str) -> Gpu | None:
-        """A GPU by its reported name, another reported name or an alias (case-insensitive)."""
-        key = _gpu_key(text)
-        return next(
-            (g for g in self.gpus if key in {_gpu_key(n) for n in (g.name, *g.names, *g.aliases)}),
-            None,
-        )
-
-
-_INDEXES: dict[tuple[str, str], Any] = {}  # lookup tables per matrix revision, built on first use
-
-
-def _gpu_key(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
-# --------------------------------------------------------------------------- location
-
 
 def default_matrix_path() -> Path:
     """``$VRESOLVE_MATRIX``, else the copy inside the installed package, else the checkout's."""
     env = os.environ.get("VRESOLVE_MATRIX")
     if env:
         return Path(env)
-    beside = Path(__file__).parent / "compat_matrix"  # where the wheel puts it: the package's own resource
+    beside = Path(__file__).parents[1] / "compat_matrix"  # where the wheel puts it: the package's own resource
     if beside.is_dir():
         return beside
     from importlib import resources  # slower to import; for installs that are not plain directories
@@ -395,11 +71,8 @@ def default_matrix_path() -> Path:
     packaged = resources.files("vresolve") / "compat_matrix"
     if packaged.is_dir():
         return Path(str(packaged))
-    checkout = Path(__file__).resolve().parents[2] / "compat_matrix"
+    checkout = Path(__file__).resolve().parents[3] / "compat_matrix"
     return checkout
-
-
-# --------------------------------------------------------------------------- reading
 
 
 class _Rows:
@@ -575,7 +248,7 @@ def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tu
         major = r.get(d, "major", row, int)
         floor = r.driver_floor(d, "minor_compat_driver", row)
         prov = r.provenance(d, row)
-        if None not in (major, floor, prov):
+        if major is not None and floor is not None and prov is not None:
             majors.append(CudaMajor(major=major, minor_compat_driver=floor, provenance=prov))
     toolkits = []
     for row, d in r.rows(doc, "toolkits", "version"):
@@ -614,7 +287,8 @@ def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tu
                           f"spans {min(nvcc_list)}..{max(nvcc_list)}, but lowest/highest say {lowest}..{highest}")
         host = _read_toolkit_host(d, row, r)
         prov = r.provenance(d, row)
-        if None not in (version, released, floor, lowest, highest, prov):
+        if (version is not None and released is not None and floor is not None and lowest is not None and
+            highest is not None and prov is not None):
             toolkits.append(CudaToolkit(
                 version=version, released=released, min_driver=floor, updates=tuple(updates),
                 nvcc_lowest=lowest, nvcc_highest=highest, nvcc_list=nvcc_list, provenance=prov, **host))
@@ -660,7 +334,7 @@ def _read_gpus(doc: dict[str, Any], r: _Rows) -> tuple[tuple[Architecture, ...],
         family = r.get(d, "family", row, str)
         ccs = r.caps(d, "compute_capabilities", row)
         prov = r.provenance(d, row)
-        if None not in (family, ccs, prov):
+        if family is not None and ccs is not None and prov is not None:
             archs.append(Architecture(family=family, compute_capabilities=ccs, provenance=prov))
     gpus = []
     for row, d in r.rows(doc, "gpus", "name"):
@@ -674,7 +348,8 @@ def _read_gpus(doc: dict[str, Any], r: _Rows) -> tuple[tuple[Architecture, ...],
         segment = r.choice(d, "segment", row, SEGMENTS)
         memory = r.get(d, "memory_gib", row, (int, float), required=False)
         prov = r.provenance(d, row)
-        if None not in (name, names, aliases, cc, family, segment, prov):
+        if (name is not None and names is not None and aliases is not None and cc is not None and
+            family is not None and segment is not None and prov is not None):
             gpus.append(Gpu(name=name, names=names, aliases=aliases, compute_capability=cc,
                             family=family, segment=segment, memory_gib=memory, provenance=prov))
     return tuple(archs), tuple(gpus)
@@ -799,7 +474,7 @@ def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel
                 variant=vc[0], cuda=vc[1], archs=archs, provenance=prov,
                 pypi_default=frozenset(p for p, flag in defaults.items() if flag is True)))
         prov = r.provenance(d, row)
-        if None not in (version, python, prov):
+        if version is not None and python is not None and prov is not None:
             releases.append(TorchRelease(version=version, python=python, companions=companions,
                                          variants=tuple(variants), wheels=wheels.get(version, ()),
                                          provenance=prov))
@@ -847,11 +522,11 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
                 if vd.get("asset") is not None else None
             if where == "release-assets" and asset is None:
                 r.problem(row, f"{fld}.asset", "missing (a release-asset build needs its download URL)")
-            elif None not in (vc, where, plats, prov):
+            elif vc is not None and where is not None and plats is not None and prov is not None:
                 variants.append(VllmVariant(variant=vc[0], cuda=vc[1], where=where, platforms=plats,
                                             kernels=vk, torch_pins=torch_pins, provenance=prov, asset=asset))
         prov = r.provenance(d, row)
-        if None not in (version, prov):
+        if version is not None and prov is not None:
             releases.append(VllmRelease(version=version, cuda=cuda, kernels=kernels,
                                         variants=tuple(variants), wheels=wheels.get(version, ()),
                                         provenance=prov, build=build))
@@ -930,31 +605,11 @@ def _read_known_issues(doc: dict[str, Any], r: _Rows) -> tuple[KnownIssue, ...]:
         explanation = r.get(d, "explanation", row, str)
         fix = r.get(d, "fix", row, str)
         prov = r.provenance(d, row)
-        if None not in (ident, cause, severity, title, sigs, explanation, fix, prov):
+        if (ident is not None and cause is not None and severity is not None and title is not None and
+            sigs is not None and explanation is not None and fix is not None and prov is not None):
             out.append(KnownIssue(id=ident, cause=cause, severity=severity, title=title, signatures=sigs,
                                   explanation=explanation, fix=fix, provenance=prov))
     return tuple(out)
-
-
-_MANYLINUX_RE = re.compile(r"^manylinux_(\d+)_(\d+)_(x86_64|aarch64)$")
-_LEGACY_MANYLINUX = {"manylinux1": "2.5", "manylinux2010": "2.12", "manylinux2014": "2.17"}
-
-
-def wheel_platform(tag_platform: str) -> tuple[str, str | None] | None:
-    """``manylinux_2_28_x86_64`` -> ("linux-x86_64", "2.28"); ``win_amd64`` -> ("windows-x86_64", None)."""
-    m = _MANYLINUX_RE.match(tag_platform)
-    if m:
-        return f"linux-{m[3]}", f"{m[1]}.{m[2]}"
-    for legacy, glibc in _LEGACY_MANYLINUX.items():
-        if tag_platform.startswith(legacy + "_"):
-            return f"linux-{tag_platform[len(legacy) + 1:]}", glibc
-    if tag_platform.startswith("linux_"):
-        return f"linux-{tag_platform[6:]}", None
-    if tag_platform == "win_amd64":
-        return "windows-x86_64", None
-    if tag_platform == "any":
-        return "any", None
-    return None
 
 
 def _read_wheels(doc: dict[str, Any], r: _Rows, package: str) -> dict[Version, tuple[Wheel, ...]]:
@@ -1018,8 +673,9 @@ def _read_wheel(wd: dict[str, Any], row: str, fld: str, r: _Rows, package: str,
     prov = r.provenance(wd, f"{row} {fld}")
     if parsed is None or prov is None or pythons is None or extensions is None or features is None:
         return None
-    (plat, manylinux), build, python_tag = parsed
-    return Wheel(filename=filename, platform=plat, manylinux=manylinux, build=build, python_tag=python_tag,
+    (where, manylinux), build_tag, python_tag = parsed
+    assert filename is not None  # parsed from it
+    return Wheel(filename=filename, platform=where, manylinux=manylinux, build=build_tag, python_tag=python_tag,
                  requires_python=rp, requires=requires, pythons=pythons, cuda=cuda, sha256=sha,
                  yanked=yanked, provenance=prov, extensions=extensions, features=features)
 
@@ -1034,175 +690,11 @@ def _module_name(text: str) -> str:
     return text
 
 
-# --------------------------------------------------------------------------- cross references
-
-
-def _named_versions(doc: dict[str, Any] | None, table: str, major_minor: bool = False) -> set[Version]:
-    """Versions a table names, including rows dropped for other problems (no knock-on errors)."""
-    out = set()
-    for row in (doc or {}).get(table) or ():
-        try:
-            v = Version(row["version"])
-        except (TypeError, KeyError, InvalidVersion):
-            continue
-        out.add(Version(f"{v.major}.{v.minor}") if major_minor else v)
-    return out
-
-
-def _cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ...]]],  # noqa: C901 (issue 12: to split)
-                 docs: Mapping[str, dict[str, Any] | None], problems: list[MatrixProblem]) -> None:
-    def p(file: str, row: str, fld: str, msg: str) -> None:
-        problems.append(MatrixProblem(file, row, fld, msg))
-
-    # cuda.yaml
-    majors = {c.major for c in m.cuda_majors}
-    seen_tk: set[Version] = set()
-    for i, t in enumerate(m.toolkits):
-        row = f"toolkits[{i}] '{t.version}'"
-        if t.version in seen_tk:
-            p("cuda.yaml", row, "version", "toolkit listed twice")
-        seen_tk.add(t.version)
-        if t.version.major not in majors:
-            p("cuda.yaml", row, "version", f"CUDA {t.version.major} has no row in 'majors'")
-        for u in t.updates:
-            if (u.version.major, u.version.minor) != (t.version.major, t.version.minor):
-                p("cuda.yaml", row, "updates", f"update {u.version} is not an update of {t.version}")
-
-    toolkits_named = _named_versions(docs["cuda.yaml"], "toolkits", major_minor=True)
-
-    def need_cuda(file: str, row: str, fld: str, cuda: Version | None) -> None:
-        if docs["cuda.yaml"] is not None and cuda is not None and Version(f"{cuda.major}.{cuda.minor}") not in toolkits_named:
-            p(file, row, fld, f"CUDA {cuda} is not in cuda.yaml's toolkits")
-
-    # gpus.yaml
-    families = {a.family: a for a in m.architectures}
-    any_toolkit = lambda cc: any(t.can_target(cc) for t in m.toolkits)  # noqa: E731
-    seen_names: dict[str, str] = {}
-    for i, g in enumerate(m.gpus):
-        row = f"gpus[{i}] {g.name!r}"
-        fam = families.get(g.family)
-        if fam is None:
-            p("gpus.yaml", row, "family", f"unknown family {g.family!r} (not in 'architectures')")
-        elif g.compute_capability not in fam.compute_capabilities:
-            p("gpus.yaml", row, "compute_capability",
-              f"{g.compute_capability} is not a capability of the {g.family} family "
-              f"({', '.join(map(str, fam.compute_capabilities))})")
-        if m.toolkits and not any_toolkit(g.compute_capability):
-            p("gpus.yaml", row, "compute_capability",
-              f"no CUDA toolkit in cuda.yaml can target {g.compute_capability}")
-        for label in (g.name, *g.names, *g.aliases):
-            key = _gpu_key(label)
-            if key in seen_names and seen_names[key] != g.name:
-                p("gpus.yaml", row, "aliases" if label in g.aliases else "names",
-                  f"{label!r} also names {seen_names[key]!r}")
-            seen_names[key] = g.name
-
-    # torch.yaml
-    for i, t in enumerate(m.torch):
-        row = f"releases[{i}] '{t.version}'"
-        for v in t.variants:
-            need_cuda("torch.yaml", row, f"variants '{v.variant}'.cuda", v.cuda)
-        for plat in ("linux-x86_64", "linux-aarch64"):
-            defaults = [v.variant for v in t.variants if plat in v.pypi_default]
-            if len(defaults) > 1:
-                p("torch.yaml", row, "variants", f"{len(defaults)} variants claim to be PyPI's default on {plat}: {defaults}")
-        for w in t.wheels:
-            want = [v for v in t.variants if w.platform in v.pypi_default]
-            if want and w.platform.startswith("linux") and want[0].cuda != w.cuda and not (
-                    want[0].cuda and w.cuda and (want[0].cuda.major, want[0].cuda.minor) == (w.cuda.major, w.cuda.minor)):
-                p("torch.yaml", row, f"variants '{want[0].variant}'.pypi_default",
-                  f"the PyPI wheel {w.filename} requires CUDA {w.cuda or 'none'} (its METADATA), "
-                  f"not {want[0].cuda or 'none'}")
-        for comp, table in m.extra_wheels.items():
-            cv = t.companions.get(comp)
-            if cv is None or cv not in table:
-                continue
-            specs = [w.requires["torch"] for w in table[cv] if w.platform.startswith("linux") and "torch" in w.requires]
-            if specs and not any(s.contains(t.version, prereleases=True) for s in specs):
-                p("torch.yaml", row, f"companions.{comp}",
-                  f"{comp} {cv}'s wheels require torch {', '.join(sorted({str(s) for s in specs}))}, "
-                  f"which excludes {t.version}")
-    torch_versions = _named_versions(docs["torch.yaml"], "releases")
-
-    # vllm.yaml
-    seen_v: set[Version] = set()
-    for i, v in enumerate(m.vllm):
-        row = f"releases[{i}] '{v.version}'"
-        if v.version in seen_v:
-            p("vllm.yaml", row, "version", "release listed twice")
-        seen_v.add(v.version)
-        need_cuda("vllm.yaml", row, "cuda", v.cuda)
-        for var in v.variants:
-            need_cuda("vllm.yaml", row, f"variants '{var.variant}'.cuda", var.cuda)
-            for plat, pin in var.torch_pins.items():
-                if torch_versions and Version(pin.public) not in torch_versions:
-                    p("vllm.yaml", row, f"variants '{var.variant}'.torch_pins.{plat}",
-                      f"torch {pin} is not in torch.yaml's releases")
-        for w in v.wheels:
-            pin = w.requires.get("torch")
-            exact = exact_pin(pin)
-            for comp in ("xformers", "flashinfer-python"):  # a pinned companion must be built for the same torch
-                cv = exact_pin(w.requires.get(comp))
-                for cw in m.extra_wheels.get(comp, {}).get(cv, ()) if cv is not None else ():
-                    ct = cw.requires.get("torch")
-                    if exact is not None and ct is not None and str(ct) and not ct.contains(exact, prereleases=True):
-                        p("wheels/vllm.yaml", row, f"{w.filename}.requires.{comp}",
-                          f"{comp} {cv} requires torch {ct}, but this wheel pins torch {exact}")
-            if pin is not None and exact is None:
-                p("wheels/vllm.yaml", row, f"{w.filename}.requires.torch", f"expected an exact pin, got {str(pin)!r}")
-            elif exact is not None and torch_versions and exact not in torch_versions:
-                p("wheels/vllm.yaml", row, f"{w.filename}.requires.torch",
-                  f"torch {exact} is not in torch.yaml's releases")
-    for pkg, curated, file in (("torch", m.torch, "torch.yaml"), ("vllm", m.vllm, "vllm.yaml")):
-        generated = wheels.get(pkg, {})
-        if not generated:
-            continue
-        rows = {r.version for r in curated}
-        for i, r in enumerate(curated):
-            if r.version not in generated:
-                p(file, f"releases[{i}] '{r.version}'", "version",
-                  f"no such release in wheels/{pkg}.yaml (regenerate it, or remove the row)")
-        for version in sorted(set(generated) - rows):
-            p(f"wheels/{pkg}.yaml", f"release '{version}'", "version", f"the release has no row in {file}")
-
-    # known_issues.yaml
-    ids: set[str] = set()
-    for i, k in enumerate(m.known_issues):
-        if k.id in ids:
-            p("known_issues.yaml", f"issues[{i}] {k.id!r}", "id", "id used twice")
-        ids.add(k.id)
-
-
-# --------------------------------------------------------------------------- entry points
-
-
-_CACHE_FORMAT = 2
-
-
-def _cache_key(revision: str) -> str:
-    import sys
-
-    from packaging import __version__ as packaging_version
-
-    from . import __version__, values
-
-    h = hashlib.sha256(f"{_CACHE_FORMAT}|{revision}|{__version__}|{packaging_version}|{sys.version}".encode())
-    for module in (__file__, values.__file__):  # the code that built the objects, so edits miss the cache
-        with open(module, "rb") as fh:
-            h.update(fh.read())
-    return h.hexdigest()[:24]
-
-
 def load_matrix(path: str | os.PathLike[str] | None = None, *, cache: bool = True) -> Matrix:
     """Load and validate the matrix in directory ``path`` (default: :func:`default_matrix_path`).
 
-    Raises UsageError when the directory is missing, MatrixError listing every problem.
-
-    Parsing and validating the YAML costs tens of milliseconds, so a matrix that validated
-    is kept, pickled, in the user's cache directory under a key made of the files' bytes
-    (the revision), the code of this module and of ``values``, and vresolve's, packaging's
-    and Python's versions: an edited file, or new code, misses the cache and is validated again. A cache that cannot be read
-    or written is ignored.
+    Raises UsageError when the directory is missing, MatrixError listing every problem. A matrix
+    that validated before is read from the cache (:mod:`.cache`).
     """
     root = Path(path) if path is not None else default_matrix_path()
     if not root.is_dir():
@@ -1211,32 +703,21 @@ def load_matrix(path: str | os.PathLike[str] | None = None, *, cache: bool = Tru
     digest = hashlib.sha256()
     for name in FILES:
         try:
-            raw[name] = (root / name).read_bytes()
+            data = (root / name).read_bytes()
         except FileNotFoundError:
             raw[name] = None
             continue
-        digest.update(name.encode() + b"\0" + raw[name] + b"\0")
+        raw[name] = data
+        digest.update(name.encode() + b"\0" + data + b"\0")
     revision = digest.hexdigest()[:16]
-    from ._cache import cache_dir
-
-    cdir = cache_dir() if cache else None
-    cfile = Path(cdir) / f"matrix-{_cache_key(revision)}.pickle" if cdir else None
+    cfile = _cache.cache_file(revision) if cache else None
     if cfile is not None:
-        try:
-            with open(cfile, "rb") as fh:
-                m = pickle.load(fh)
-            if isinstance(m, Matrix) and m.revision == revision:
-                return m if m.path == str(root) else dataclasses.replace(m, path=str(root))
-        except Exception:  # noqa: BLE001 - a missing, stale or corrupt cache is only a miss
-            pass
+        m = _cache.read(cfile, revision, root)
+        if m is not None:
+            return m
     m = _parse_matrix(root, raw, revision)
     if cfile is not None:
-        try:
-            from ._atomic import write_bytes_atomic
-
-            write_bytes_atomic(cfile, pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL))
-        except OSError:
-            pass
+        _cache.write(cfile, m)
     return m
 
 
@@ -1297,166 +778,7 @@ def _parse_matrix(root: Path, raw: Mapping[str, bytes | None], revision: str) ->
         vllm=vllm, known_issues=issues,
         extra_wheels={k: wheels[k] for k in ("torchvision", "torchaudio", "xformers", "flashinfer-python")},
     )
-    _cross_check(m, wheels, docs, problems)
+    cross_check(m, wheels, docs, problems)
     if problems:
         raise MatrixError(problems)
     return m
-
-
-# --------------------------------------------------------------------------- dumping
-
-
-def _prov(p: Provenance) -> dict[str, Any]:
-    d: dict[str, Any] = {"source": p.source[0] if len(p.source) == 1 else list(p.source), "verified": p.verified}
-    if p.note is not None:
-        d["note"] = p.note
-    return d
-
-
-def _floor(f: DriverFloor) -> dict[str, str | None]:
-    d: dict[str, str | None] = {"linux": str(f.linux) if f.linux is not None else None}
-    if f.windows is not None:
-        d["windows"] = str(f.windows)
-    return d
-
-
-def _caps(caps: tuple[Capability, ...]) -> list[str]:
-    return [str(c) for c in caps]
-
-
-def _archlist(a: ArchList) -> dict[str, Any]:
-    return {"sass": _caps(a.sass), "ptx": _caps(a.ptx)}
-
-
-def _kernels(k: Kernels) -> dict[str, Any]:
-    return {**_archlist(k.archs), "min_compute_capability": str(k.min_compute_capability)}
-
-
-def _source_build(b: SourceBuild) -> dict[str, Any]:
-    d: dict[str, Any] = {"cuda_archs": [{"cuda": str(spec), "archs": _caps(a)} for spec, a in b.cuda_archs],
-                         "use_existing_torch": b.use_existing_torch or False}
-    if b.requirements is not None:
-        d["requirements"] = b.requirements
-    d.update(precompiled=b.precompiled, cpu=b.cpu)
-    if b.cmake is not None:
-        d["cmake"] = str(b.cmake)
-    return {**d, **_prov(b.provenance)}
-
-
-def _toolkit_host(t: CudaToolkit) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    if t.host_gcc is not None:
-        d["host_gcc"] = {"min": str(t.host_gcc[0]), "max": str(t.host_gcc[1])}
-    if t.install_conda is not None or t.install_pip:
-        inst: dict[str, Any] = {}
-        if t.install_conda is not None:
-            inst["conda"] = {"channel": t.install_conda[0], "packages": list(t.install_conda[1])}
-        if t.install_pip:
-            inst["pip"] = list(t.install_pip)
-        d["install"] = inst
-    if t.host_provenance is not None:
-        p = t.host_provenance
-        d["host_source"] = p.source[0] if len(p.source) == 1 else list(p.source)
-        d["host_verified"] = p.verified
-    return d
-
-
-def _wheel(w: Wheel) -> dict[str, Any]:
-    d: dict[str, Any] = {"filename": w.filename}
-    if w.requires_python is not None:
-        d["requires_python"] = str(w.requires_python)
-    if w.requires:
-        d["requires"] = {k: str(v) for k, v in w.requires.items()}
-    if w.pythons:
-        d["pythons"] = [str(v) for v in w.pythons]
-    if w.cuda is not None:
-        d["cuda"] = str(w.cuda)
-    if w.extensions:
-        d["extensions"] = list(w.extensions)
-    if w.features:
-        d["features"] = list(w.features)
-    if w.sha256 is not None:
-        d["sha256"] = w.sha256
-    if w.yanked:
-        d["yanked"] = True
-    return {**d, **_prov(w.provenance)}
-
-
-def _wheels_doc(package: str, releases: Mapping[Version, tuple[Wheel, ...]]) -> dict[str, Any]:
-    return {"package": package, "releases": [
-        {"version": str(v), "wheels": [_wheel(w) for w in ws]} for v, ws in releases.items()]}
-
-
-def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
-    """The matrix as YAML documents, file name -> document (the inverse of :func:`load_matrix`)."""
-    cuda = {
-        "majors": [{"major": c.major, "minor_compat_driver": _floor(c.minor_compat_driver), **_prov(c.provenance)}
-                   for c in m.cuda_majors],
-        "toolkits": [{
-            "version": str(t.version), "released": t.released, "min_driver": _floor(t.min_driver),
-            **({"updates": [{"version": str(u.version), **_floor(u.min_driver)} for u in t.updates]}
-               if t.updates else {}),
-            "nvcc_archs": {"lowest": str(t.nvcc_lowest), "highest": str(t.nvcc_highest),
-                           **({"list": _caps(t.nvcc_list)} if t.nvcc_list else {})},
-            **_toolkit_host(t), **_prov(t.provenance)} for t in m.toolkits],
-    }
-    gpus = {
-        "architectures": [{"family": a.family, "compute_capabilities": _caps(a.compute_capabilities),
-                           **_prov(a.provenance)} for a in m.architectures],
-        "gpus": [{
-            "name": g.name, **({"names": list(g.names)} if g.names else {}),
-            **({"aliases": list(g.aliases)} if g.aliases else {}),
-            "compute_capability": str(g.compute_capability), "family": g.family, "segment": g.segment,
-            **({"memory_gib": g.memory_gib} if g.memory_gib is not None else {}),
-            **_prov(g.provenance)} for g in m.gpus],
-    }
-    torch = {
-        "index": {"url": m.torch_index, **_prov(m.torch_index_provenance)},
-        "releases": [{
-            "version": str(t.version), "python": [str(v) for v in t.python],
-            "companions": {k: str(v) for k, v in t.companions.items()},
-            "variants": [{
-                "variant": v.variant, **({"cuda": str(v.cuda)} if v.cuda is not None else {}),
-                **({"pypi_default": {p: True for p in v.archs if p in v.pypi_default}} if v.pypi_default else {}),
-                "archs": {p: _archlist(a) for p, a in v.archs.items()},
-                **_prov(v.provenance)} for v in t.variants],
-            **_prov(t.provenance)} for t in m.torch],
-    }
-    vllm = {
-        "index": {"url": m.vllm_index, **_prov(m.vllm_index_provenance)},
-        "releases": [{
-            "version": str(r.version), **({"cuda": str(r.cuda)} if r.cuda is not None else {}),
-            **({"kernels": _kernels(r.kernels)} if r.kernels is not None else {}),
-            **({"build": _source_build(r.build)} if r.build is not None else {}),
-            **({"variants": [{
-                "variant": v.variant, **({"cuda": str(v.cuda)} if v.cuda is not None else {}),
-                "where": v.where, "platforms": list(v.platforms),
-                **({"kernels": _kernels(v.kernels)} if v.kernels is not None else {}),
-                **({"torch_pins": {k: str(x) for k, x in v.torch_pins.items()}} if v.torch_pins else {}),
-                **({"asset": {"url": v.asset.url, **_prov(v.asset.provenance)}} if v.asset else {}),
-                **_prov(v.provenance)} for v in r.variants]} if r.variants else {}),
-            **_prov(r.provenance)} for r in m.vllm],
-    }
-    issues = {"issues": [{
-        "id": k.id, "cause": k.cause, "severity": k.severity, "title": k.title,
-        "signatures": list(k.signatures), "explanation": k.explanation, "fix": k.fix,
-        **_prov(k.provenance)} for k in m.known_issues]}
-    return {
-        "cuda.yaml": cuda, "gpus.yaml": gpus, "torch.yaml": torch, "vllm.yaml": vllm,
-        "known_issues.yaml": issues,
-        "wheels/torch.yaml": _wheels_doc("torch", {t.version: t.wheels for t in m.torch}),
-        "wheels/torchvision.yaml": _wheels_doc("torchvision", m.extra_wheels["torchvision"]),
-        "wheels/torchaudio.yaml": _wheels_doc("torchaudio", m.extra_wheels["torchaudio"]),
-        "wheels/vllm.yaml": _wheels_doc("vllm", {r.version: r.wheels for r in m.vllm}),
-        **{f"wheels/{k}.yaml": _wheels_doc(k, m.extra_wheels[k]) for k in ("xformers", "flashinfer-python")
-           if m.extra_wheels.get(k)},
-    }
-
-
-def dump_yaml(doc: Any) -> str:
-    """YAML text in the matrix's house style (block style, keys in insertion order)."""
-    import yaml
-
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return yaml.dump(doc, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100,
-                     default_flow_style=False)

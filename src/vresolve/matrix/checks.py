@@ -1,0 +1,178 @@
+"""Cross-references between the matrix's tables (every problem at once, each naming file, row, field).
+
+One function per table; each appends to ``problems`` and never raises. Versions a table names are
+read from the raw documents too, so that a row dropped for another problem causes no knock-on errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from ..errors import MatrixProblem
+from ..values import exact_pin
+from .model import Matrix, TorchRelease, VllmRelease, Wheel, gpu_key
+
+Report = Callable[[str, str, str, str], None]  # (file, row, field, message)
+Docs = Mapping[str, dict[str, Any] | None]
+
+
+def _named_versions(doc: dict[str, Any] | None, table: str, major_minor: bool = False) -> set[Version]:
+    """Versions a table names, including rows dropped for other problems (no knock-on errors)."""
+    out = set()
+    for row in (doc or {}).get(table) or ():
+        try:
+            v = Version(row["version"])
+        except (TypeError, KeyError, InvalidVersion):
+            continue
+        out.add(Version(f"{v.major}.{v.minor}") if major_minor else v)
+    return out
+
+
+def cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ...]]], docs: Docs,
+                problems: list[MatrixProblem]) -> None:
+    """Every cross-reference problem of ``m``, appended to ``problems``."""
+
+    def p(file: str, row: str, fld: str, msg: str) -> None:
+        problems.append(MatrixProblem(file, row, fld, msg))
+
+    toolkits_named = _named_versions(docs["cuda.yaml"], "toolkits", major_minor=True)
+
+    def need_cuda(file: str, row: str, fld: str, cuda: Version | None) -> None:
+        if docs["cuda.yaml"] is None or cuda is None:
+            return
+        if Version(f"{cuda.major}.{cuda.minor}") not in toolkits_named:
+            p(file, row, fld, f"CUDA {cuda} is not in cuda.yaml's toolkits")
+
+    torch_versions = _named_versions(docs["torch.yaml"], "releases")
+    _check_cuda(m, p)
+    _check_gpus(m, p)
+    for i, t in enumerate(m.torch):
+        _check_torch_release(m, f"releases[{i}] '{t.version}'", t, p, need_cuda)
+    seen: set[Version] = set()
+    for i, v in enumerate(m.vllm):
+        row = f"releases[{i}] '{v.version}'"
+        if v.version in seen:
+            p("vllm.yaml", row, "version", "release listed twice")
+        seen.add(v.version)
+        _check_vllm_release(m, row, v, p, need_cuda, torch_versions)
+    _check_generated(m, wheels, p)
+    ids: set[str] = set()
+    for i, k in enumerate(m.known_issues):
+        if k.id in ids:
+            p("known_issues.yaml", f"issues[{i}] {k.id!r}", "id", "id used twice")
+        ids.add(k.id)
+
+
+def _check_cuda(m: Matrix, p: Report) -> None:
+    majors = {c.major for c in m.cuda_majors}
+    seen: set[Version] = set()
+    for i, t in enumerate(m.toolkits):
+        row = f"toolkits[{i}] '{t.version}'"
+        if t.version in seen:
+            p("cuda.yaml", row, "version", "toolkit listed twice")
+        seen.add(t.version)
+        if t.version.major not in majors:
+            p("cuda.yaml", row, "version", f"CUDA {t.version.major} has no row in 'majors'")
+        for u in t.updates:
+            if (u.version.major, u.version.minor) != (t.version.major, t.version.minor):
+                p("cuda.yaml", row, "updates", f"update {u.version} is not an update of {t.version}")
+
+
+def _check_gpus(m: Matrix, p: Report) -> None:
+    families = {a.family: a for a in m.architectures}
+    seen_names: dict[str, str] = {}
+    for i, g in enumerate(m.gpus):
+        row = f"gpus[{i}] {g.name!r}"
+        fam = families.get(g.family)
+        if fam is None:
+            p("gpus.yaml", row, "family", f"unknown family {g.family!r} (not in 'architectures')")
+        elif g.compute_capability not in fam.compute_capabilities:
+            p("gpus.yaml", row, "compute_capability",
+              f"{g.compute_capability} is not a capability of the {g.family} family "
+              f"({', '.join(map(str, fam.compute_capabilities))})")
+        if m.toolkits and not any(t.can_target(g.compute_capability) for t in m.toolkits):
+            p("gpus.yaml", row, "compute_capability",
+              f"no CUDA toolkit in cuda.yaml can target {g.compute_capability}")
+        for label in (g.name, *g.names, *g.aliases):
+            key = gpu_key(label)
+            if key in seen_names and seen_names[key] != g.name:
+                p("gpus.yaml", row, "aliases" if label in g.aliases else "names",
+                  f"{label!r} also names {seen_names[key]!r}")
+            seen_names[key] = g.name
+
+
+def _check_torch_release(m: Matrix, row: str, t: TorchRelease, p: Report,
+                         need_cuda: Callable[[str, str, str, Version | None], None]) -> None:
+    for v in t.variants:
+        need_cuda("torch.yaml", row, f"variants '{v.variant}'.cuda", v.cuda)
+    for plat in ("linux-x86_64", "linux-aarch64"):
+        defaults = [v.variant for v in t.variants if plat in v.pypi_default]
+        if len(defaults) > 1:
+            p("torch.yaml", row, "variants",
+              f"{len(defaults)} variants claim to be PyPI's default on {plat}: {defaults}")
+    for w in t.wheels:
+        want = [v for v in t.variants if w.platform in v.pypi_default]
+        if not want or not w.platform.startswith("linux"):
+            continue
+        said, read = want[0].cuda, w.cuda
+        same = said == read or (said is not None and read is not None
+                                and (said.major, said.minor) == (read.major, read.minor))
+        if not same:
+            p("torch.yaml", row, f"variants '{want[0].variant}'.pypi_default",
+              f"the PyPI wheel {w.filename} requires CUDA {read or 'none'} (its METADATA), not {said or 'none'}")
+    for comp, table in m.extra_wheels.items():
+        cv = t.companions.get(comp)
+        if cv is None or cv not in table:
+            continue
+        specs = [w.requires["torch"] for w in table[cv] if w.platform.startswith("linux") and "torch" in w.requires]
+        if specs and not any(s.contains(t.version, prereleases=True) for s in specs):
+            p("torch.yaml", row, f"companions.{comp}",
+              f"{comp} {cv}'s wheels require torch {', '.join(sorted({str(s) for s in specs}))}, "
+              f"which excludes {t.version}")
+
+
+def _check_vllm_release(m: Matrix, row: str, v: VllmRelease, p: Report,
+                        need_cuda: Callable[[str, str, str, Version | None], None],
+                        torch_versions: set[Version]) -> None:
+    need_cuda("vllm.yaml", row, "cuda", v.cuda)
+    for var in v.variants:
+        need_cuda("vllm.yaml", row, f"variants '{var.variant}'.cuda", var.cuda)
+        for plat, pinned in var.torch_pins.items():
+            if torch_versions and Version(pinned.public) not in torch_versions:
+                p("vllm.yaml", row, f"variants '{var.variant}'.torch_pins.{plat}",
+                  f"torch {pinned} is not in torch.yaml's releases")
+    for w in v.wheels:
+        spec = w.requires.get("torch")
+        exact = exact_pin(spec)
+        for comp in ("xformers", "flashinfer-python"):  # a pinned companion must be built for the same torch
+            cv = exact_pin(w.requires.get(comp))
+            for cw in m.extra_wheels.get(comp, {}).get(cv, ()) if cv is not None else ():
+                ct = cw.requires.get("torch")
+                if exact is not None and ct is not None and str(ct) and not ct.contains(exact, prereleases=True):
+                    p("wheels/vllm.yaml", row, f"{w.filename}.requires.{comp}",
+                      f"{comp} {cv} requires torch {ct}, but this wheel pins torch {exact}")
+        if spec is not None and exact is None:
+            p("wheels/vllm.yaml", row, f"{w.filename}.requires.torch", f"expected an exact pin, got {str(spec)!r}")
+        elif exact is not None and torch_versions and exact not in torch_versions:
+            p("wheels/vllm.yaml", row, f"{w.filename}.requires.torch", f"torch {exact} is not in torch.yaml's releases")
+
+
+def _check_generated(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ...]]], p: Report) -> None:
+    """The curated rows and the generated wheel facts name the same releases."""
+    curated: dict[str, tuple[str, set[Version], list[Version]]] = {
+        "torch": ("torch.yaml", {r.version for r in m.torch}, [r.version for r in m.torch]),
+        "vllm": ("vllm.yaml", {r.version for r in m.vllm}, [r.version for r in m.vllm]),
+    }
+    for pkg, (file, rows, ordered) in curated.items():
+        generated = wheels.get(pkg, {})
+        if not generated:
+            continue
+        for i, version in enumerate(ordered):
+            if version not in generated:
+                p(file, f"releases[{i}] '{version}'", "version",
+                  f"no such release in wheels/{pkg}.yaml (regenerate it, or remove the row)")
+        for version in sorted(set(generated) - rows):
+            p(f"wheels/{pkg}.yaml", f"release '{version}'", "version", f"the release has no row in {file}")

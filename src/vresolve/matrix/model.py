@@ -1,0 +1,361 @@
+"""The matrix's objects: frozen dataclasses, with versions, specifiers and capabilities already parsed.
+
+Frozen dataclasses without ``__slots__``: the validated matrix is cached as a pickle, and unpickling
+slotted dataclasses goes through a Python-level ``__setstate__`` per object (about three times slower
+for the matrix's ~5,000 objects).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from ..values import ArchList, Capability, DriverVersion
+
+CAUSE_CODES = (
+    "source-tree-shadowing",
+    "cpu-only-build",
+    "torch-abi-mismatch",
+    "cuda-variant-mismatch",
+    "arch-not-in-build",
+    "driver-too-old",
+    "ptx-toolchain-too-new",
+    "optional-kernel-missing",
+    "toolkit-mismatch",
+    "build-isolation",
+    "build-oom",
+    "installer-replaced-torch",
+    "library-not-found",
+    "nvml-driver-mismatch",
+    "gpu-too-old-for-feature",
+    "python-unsupported",
+    "glibc-too-old",
+    "companion-mismatch",
+)
+
+
+SEVERITIES = ("error", "warning", "info")
+
+
+SEGMENTS = ("datacenter", "workstation", "consumer", "jetson", "superchip")
+
+
+VLLM_VARIANT_SOURCES = ("vllm-index", "release-assets", "pypi")
+
+
+#: file name -> the tables (top-level keys) it holds
+FILES: dict[str, tuple[str, ...]] = {
+    "cuda.yaml": ("majors", "toolkits"),
+    "gpus.yaml": ("architectures", "gpus"),
+    "torch.yaml": ("index", "releases"),
+    "vllm.yaml": ("index", "releases"),
+    "known_issues.yaml": ("issues",),
+    "wheels/torch.yaml": ("package", "releases"),
+    "wheels/torchvision.yaml": ("package", "releases"),
+    "wheels/torchaudio.yaml": ("package", "releases"),
+    "wheels/vllm.yaml": ("package", "releases"),
+    "wheels/xformers.yaml": ("package", "releases"),
+    "wheels/flashinfer-python.yaml": ("package", "releases"),
+}
+
+
+OPTIONAL_FILES = ("wheels/xformers.yaml", "wheels/flashinfer-python.yaml")  # companions vLLM pins; may be absent
+
+
+WHEEL_PACKAGES = ("torch", "torchvision", "torchaudio", "vllm", "xformers", "flashinfer-python")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Provenance:
+    """Where a row's facts come from and how they were checked."""
+
+    source: tuple[str, ...]
+    verified: str
+    note: str | None = None
+
+    @property
+    def trusted(self) -> bool:
+        """False for ``unverified`` rows, which the resolver treats cautiously."""
+        return self.verified != "unverified"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DriverFloor:
+    """Minimum driver versions; None where NVIDIA publishes none (written as ``null``)."""
+
+    linux: DriverVersion | None
+    windows: DriverVersion | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CudaMajor:
+    major: int
+    minor_compat_driver: DriverFloor
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolkitUpdate:
+    version: Version
+    min_driver: DriverFloor
+
+
+@dataclass(frozen=True, kw_only=True)
+class CudaToolkit:
+    version: Version  # major.minor
+    released: str  # "2025-01-23", or "2020-07" where only the month is sourced
+    min_driver: DriverFloor
+    updates: tuple[ToolkitUpdate, ...]
+    nvcc_lowest: Capability
+    nvcc_highest: Capability
+    nvcc_list: tuple[Capability, ...] | None
+    provenance: Provenance
+    host_gcc: tuple[int, int] | None = None  # (min, max) GCC major versions this nvcc supports
+    install_conda: tuple[str, tuple[str, ...]] | None = None  # (channel, packages) installing exactly this nvcc
+    install_pip: tuple[str, ...] = ()  # NVIDIA's pip packages for exactly this nvcc
+    host_provenance: Provenance | None = None
+
+    def can_target(self, cc: Capability) -> bool:
+        """Whether this toolkit's nvcc can emit SASS for ``cc``."""
+        if self.nvcc_list is not None:
+            return cc.base in self.nvcc_list
+        return self.nvcc_lowest <= cc.base <= self.nvcc_highest
+
+
+@dataclass(frozen=True, kw_only=True)
+class Architecture:
+    family: str
+    compute_capabilities: tuple[Capability, ...]
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gpu:
+    name: str
+    names: tuple[str, ...]
+    aliases: tuple[str, ...]
+    compute_capability: Capability
+    family: str
+    segment: str
+    memory_gib: float | None
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True)
+class Wheel:
+    """Facts read off one wheel's own METADATA (generated into ``wheels/*.yaml``)."""
+
+    filename: str
+    platform: str
+    manylinux: str | None  # "2.28", or None for other platform tags
+    build: int | None  # the build tag of a re-upload (``-2-`` in the name)
+    python_tag: str  # "cp38-abi3", "cp312-cp312"
+    requires_python: SpecifierSet | None
+    requires: Mapping[str, SpecifierSet]  # relevant Requires-Dist, markers evaluated for the platform
+    pythons: tuple[Version, ...]  # CPython versions with a wheel on this platform (torch*)
+    cuda: Version | None  # torch: the CUDA its nvidia-* / cuda-toolkit requirements name
+    sha256: str | None
+    yanked: bool
+    provenance: Provenance
+    extensions: tuple[str, ...] = ()  # compiled modules the wheel ships (vllm: read off its zip directory)
+    features: tuple[str, ...] = ()  # what it can do, known by a file it ships ("download-kernels")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TorchVariant:
+    variant: str  # "cu128" | "cpu"
+    cuda: Version | None
+    pypi_default: frozenset[str]  # platforms where PyPI's plain wheel is this variant
+    archs: Mapping[str, ArchList]  # platform -> what the build contains
+    provenance: Provenance
+
+    @property
+    def platforms(self) -> tuple[str, ...]:
+        return tuple(self.archs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TorchRelease:
+    version: Version
+    python: tuple[Version, ...]
+    companions: Mapping[str, Version]
+    variants: tuple[TorchVariant, ...]
+    wheels: tuple[Wheel, ...]  # PyPI's wheels (generated)
+    provenance: Provenance
+
+    def variant(self, name: str) -> TorchVariant | None:
+        return next((v for v in self.variants if v.variant == name), None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Kernels:
+    archs: ArchList
+    min_compute_capability: Capability
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceBuild:
+    """How a vLLM release builds from source (its CMakeLists, setup.py and scripts at the tag)."""
+
+    cuda_archs: tuple[tuple[SpecifierSet, tuple[Capability, ...]], ...]  # (nvcc version range, CUDA_SUPPORTED_ARCHS)
+    use_existing_torch: str | None  # the script's path in the tree (it moved to tools/ in 0.31.0), or None
+    requirements: str | None  # the build-requirements file
+    precompiled: bool  # VLLM_USE_PRECOMPILED
+    cpu: bool  # VLLM_TARGET_DEVICE=cpu
+    cmake: Version | None
+    provenance: Provenance
+
+    def archs_for(self, cuda: Version) -> tuple[Capability, ...] | None:
+        """What vLLM's CMake accepts from TORCH_CUDA_ARCH_LIST with an nvcc of this CUDA."""
+        for spec, archs in self.cuda_archs:
+            if spec.contains(cuda, prereleases=True):
+                return archs
+        return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Asset:
+    """Where a release-asset wheel is downloaded from: its URL (``{cp}``: the CPython tag, cp310)."""
+
+    url: str
+    provenance: Provenance
+
+    def url_for(self, python: Version) -> str:
+        return self.url.replace("{cp}", f"cp{python.major}{python.minor}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class VllmVariant:
+    variant: str
+    cuda: Version | None
+    where: str
+    platforms: tuple[str, ...]
+    kernels: Kernels | None  # None: the release's kernels
+    torch_pins: Mapping[str, Version]  # platform -> the torch this build pins, where not the PyPI wheel's
+    provenance: Provenance
+    asset: Asset | None = None  # where == "release-assets": the wheel's download URL
+
+    @property
+    def trusted(self) -> bool:
+        """The build's facts and, for a release asset, its URL are verified."""
+        return self.provenance.trusted and (self.asset is None or self.asset.provenance.trusted)
+
+
+@dataclass(frozen=True, kw_only=True)
+class VllmRelease:
+    version: Version
+    cuda: Version | None  # CUDA of the PyPI wheel
+    kernels: Kernels | None
+    variants: tuple[VllmVariant, ...]
+    wheels: tuple[Wheel, ...]  # PyPI's wheels (generated)
+    provenance: Provenance
+    build: SourceBuild | None = None
+
+    def wheels_for(self, platform: str) -> tuple[Wheel, ...]:
+        """This platform's wheels, the highest build tag first (what installers pick)."""
+        ws = [w for w in self.wheels if w.platform == platform and not w.yanked]
+        return tuple(sorted(ws, key=lambda w: w.build or 0, reverse=True))
+
+    def pins(self, platform: str) -> Mapping[str, SpecifierSet]:
+        """The Requires-Dist pins of the wheel an installer would take on ``platform``."""
+        ws = self.wheels_for(platform)
+        return ws[0].requires if ws else {}
+
+    @property
+    def requires_python(self) -> SpecifierSet | None:
+        return next((w.requires_python for w in self.wheels if w.requires_python), None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class KnownIssue:
+    """A log signature -> cause -> explanation and fix. ``patterns()`` compiles on first use."""
+
+    id: str
+    cause: str
+    severity: str
+    title: str
+    signatures: tuple[str, ...]  # regular expressions, checked at load; see patterns()
+    explanation: str
+    fix: str
+    provenance: Provenance
+
+    def patterns(self) -> tuple[re.Pattern[str], ...]:
+        return tuple(re.compile(s, re.MULTILINE) for s in self.signatures)  # re caches compiled patterns
+
+
+@dataclass(frozen=True, kw_only=True)
+class Matrix:
+    path: str = field(compare=False)
+    revision: str = field(compare=False)  # sha256 of the files' bytes, first 16 hex digits
+    cuda_majors: tuple[CudaMajor, ...]
+    toolkits: tuple[CudaToolkit, ...]
+    architectures: tuple[Architecture, ...]
+    gpus: tuple[Gpu, ...]
+    torch_index: str
+    torch_index_provenance: Provenance
+    torch: tuple[TorchRelease, ...]
+    vllm_index: str
+    vllm_index_provenance: Provenance
+    vllm: tuple[VllmRelease, ...]
+    known_issues: tuple[KnownIssue, ...]
+    extra_wheels: Mapping[str, Mapping[Version, tuple[Wheel, ...]]]  # torchvision, torchaudio
+
+    def toolkit(self, version: Version) -> CudaToolkit | None:
+        """The toolkit row of ``version``'s major.minor (12.8.1 -> the 12.8 row)."""
+        index = _INDEXES.get(("toolkits", self.revision))
+        if index is None:
+            index = _INDEXES[("toolkits", self.revision)] = {(t.version.major, t.version.minor): t
+                                                             for t in self.toolkits}
+        return index.get((version.major, version.minor))
+
+    def cuda_major(self, major: int) -> CudaMajor | None:
+        return next((m for m in self.cuda_majors if m.major == major), None)
+
+    def torch_release(self, version: Version) -> TorchRelease | None:
+        return next((r for r in self.torch if r.version == version), None)
+
+    def vllm_release(self, version: Version) -> VllmRelease | None:
+        return next((r for r in self.vllm if r.version == version), None)
+
+    def find_gpu(self, text: str) -> Gpu | None:
+        """A GPU by its reported name, another reported name or an alias (case-insensitive)."""
+        key = gpu_key(text)
+        return next(
+            (g for g in self.gpus if key in {gpu_key(n) for n in (g.name, *g.names, *g.aliases)}),
+            None,
+        )
+
+
+_INDEXES: dict[tuple[str, str], Any] = {}  # lookup tables per matrix revision, built on first use
+
+
+def gpu_key(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+_MANYLINUX_RE = re.compile(r"^manylinux_(\d+)_(\d+)_(x86_64|aarch64)$")
+
+
+_LEGACY_MANYLINUX = {"manylinux1": "2.5", "manylinux2010": "2.12", "manylinux2014": "2.17"}
+
+
+def wheel_platform(tag_platform: str) -> tuple[str, str | None] | None:
+    """``manylinux_2_28_x86_64`` -> ("linux-x86_64", "2.28"); ``win_amd64`` -> ("windows-x86_64", None)."""
+    m = _MANYLINUX_RE.match(tag_platform)
+    if m:
+        return f"linux-{m[3]}", f"{m[1]}.{m[2]}"
+    for legacy, glibc in _LEGACY_MANYLINUX.items():
+        if tag_platform.startswith(legacy + "_"):
+            return f"linux-{tag_platform[len(legacy) + 1:]}", glibc
+    if tag_platform.startswith("linux_"):
+        return f"linux-{tag_platform[6:]}", None
+    if tag_platform == "win_amd64":
+        return "windows-x86_64", None
+    if tag_platform == "any":
+        return "any", None
+    return None
