@@ -83,9 +83,23 @@ def test_driver_rules(matrix: Matrix) -> None:
 
 
 def test_preference_is_vllm_first(matrix: Matrix) -> None:
-    from vresolve.resolve import _Checker, _Provider
-
+    """vLLM is decided first and torch follows its pin: the newest vLLM wins over the newest torch."""
     host = _host(matrix, {"gpus": "H100", "driver": "580.95.05"})
-    p = _Provider(matrix, _Checker(host, matrix, Request(), True), Request())
-    assert p.get_preference("vllm", {}, {}, {}, []) == (0, "vllm")
-    assert p.get_preference("torch", {}, {}, {}, []) == (1, "torch")
+    res = resolve(host, matrix, Request())
+    newest_vllm = max(r.version for r in matrix.vllm)
+    newest_torch = max(t.version for t in matrix.torch)
+    assert res.vllm.version == newest_vllm
+    assert res.torch.version == res.vllm.torch_pin() and res.torch.version < newest_torch
+
+
+def test_causes_are_data_with_kinds(matrix: Matrix) -> None:
+    """The command line decides on a source build by the kinds of the causes, not by their wording."""
+    host = _host(matrix, {"gpus": "P100", "driver": "580.95.05"})
+    with pytest.raises(NoCompatibleStack) as e:
+        resolve(host, matrix, Request())
+    assert "gpu" in e.value.cause_kinds
+    assert all(c.text for c in e.value.cause_list) and e.value.causes == tuple(c.text for c in e.value.cause_list)
+    host = _host(matrix, {"gpus": "H100", "driver": "470.82.01"})
+    with pytest.raises(NoCompatibleStack) as e:
+        resolve(host, matrix, Request(pypi_only=True))
+    assert "driver" in e.value.cause_kinds and "gpu" not in e.value.cause_kinds

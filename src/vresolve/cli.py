@@ -275,16 +275,14 @@ def _wheel_resolution(args: argparse.Namespace, m: Any, host: Any, request: Any,
         return resolve(host, m, request), None
     except NoCompatibleStack as e:
         # auto: no wheel covers the GPU (or the platform): a source build may
-        no_wheel = args.source_build == "auto" and (request.cpu or any(
-            "do not run on" in c or "needs compute capability" in c or "has no wheel for linux" in c
-            for c in e.causes))
+        no_wheel = args.source_build == "auto" and (request.cpu or bool({"gpu", "platform"} & e.cause_kinds))
         if not no_wheel:
             raise
         try:
             _print_source_plan(args, m, host, request, detected_by,
                                [f"no prebuilt wheel fits ({e.headline}): building from source"])
         except NoCompatibleStack as src:
-            raise NoCompatibleStack(e.headline, causes=[*e.causes, *src.causes],
+            raise NoCompatibleStack(e.headline, causes=[*e.cause_list, *src.cause_list],
                                     hints=[h for h in e.hints if "source" not in h] + list(src.hints)) from None
         return None, None
 

@@ -34,4 +34,7 @@ from .model import (
     wheel_platform,
 )
 
-__all__ = ["CAUSE_CODES", "FILES", "Provenance", "DriverFloor", "CudaMajor", "CudaToolkit", "Architecture", "Gpu", "TorchVariant", "TorchRelease", "Kernels", "Asset", "VllmVariant", "Wheel", "SourceBuild", "VllmRelease", "KnownIssue", "Matrix", "default_matrix_path", "wheel_platform", "dump_yaml", "load_matrix", "matrix_to_dicts"]
+__all__ = ["CAUSE_CODES", "FILES", "Provenance", "DriverFloor", "CudaMajor", "CudaToolkit", "Architecture", "Gpu",
+           "TorchVariant", "TorchRelease", "Kernels", "Asset", "VllmVariant", "Wheel", "SourceBuild", "VllmRelease",
+           "KnownIssue", "Matrix", "default_matrix_path", "wheel_platform", "dump_yaml", "load_matrix",
+           "matrix_to_dicts"]

@@ -1,0 +1,353 @@
+"""Candidates and requirements of the resolution, the driver rules, and rejections as data.
+
+A candidate is a pinned build: :class:`VllmBuild` (a vLLM release x one of its wheel builds: the
+PyPI wheel or a CUDA variant from vLLM's index or release assets) or :class:`TorchBuild` (a torch
+release x variant x platform). A requirement is a name plus a constraint: :class:`VllmRequirement`
+(the user's ``--vllm`` range) and :class:`TorchRequirement` (the exact torch a vLLM wheel pins, on
+the same CUDA major as the vLLM build). Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from ..host import HostGpu
+from ..matrix import Asset, Kernels, Matrix, Provenance, TorchRelease, TorchVariant, VllmRelease, Wheel, wheel_platform
+from ..values import ArchList, DriverVersion, exact_pin, variant_for_cuda
+
+POLICIES = ("minor-compat", "toolkit")
+
+
+COMPANIONS = ("torchvision", "torchaudio", "xformers", "flashinfer-python", "triton")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Request:
+    """What the user asks for, beyond the machine's facts."""
+
+    vllm: SpecifierSet = field(default_factory=SpecifierSet)
+    torch: SpecifierSet = field(default_factory=SpecifierSet)
+    variant: str | None = None  # torch's variant, when the user names one (cuXYZ | cpu)
+    driver_policy: str = "minor-compat"
+    cpu: bool = False  # plan the CPU backend (--gpu none, or no GPU found)
+    pypi_only: bool = False  # only wheels from the configured index (no PyTorch or vLLM variant index)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VllmBuild:
+    """A vLLM release x one wheel build of it (the PyPI wheel, or a CUDA variant)."""
+
+    release: VllmRelease
+    variant: str  # "cu130" | "cpu"
+    cuda: Version | None
+    where: str  # "pypi" | "vllm-index" | "release-assets"
+    kernels: Kernels | None
+    wheel: Wheel | None  # the PyPI wheel of this platform (whose METADATA gave the pins)
+    pins: Mapping[str, SpecifierSet]
+    provenance: Provenance
+    name: str = "vllm"
+    label: str = ""  # "vLLM 0.33.0 (cu130, PyPI wheel)", filled in by vllm_builds
+    trusted: bool = True  # False: the matrix marks this build's facts unverified
+    asset: Asset | None = None  # where == "release-assets": the wheel's download URL
+
+    @property
+    def manylinux(self) -> Version | None:
+        """The glibc floor of the wheel this build installs; None when not known (another index's wheel)."""
+        if self.where == "pypi":
+            return _glibc(self.wheel.manylinux) if self.wheel is not None else None
+        if self.asset is not None:
+            plat = wheel_platform(self.asset.url.rsplit("-", 1)[-1].removesuffix(".whl"))
+            return _glibc(plat[1]) if plat else None
+        return None
+
+    @property
+    def version(self) -> Version:
+        return self.release.version
+
+    def torch_pin(self) -> Version | None:
+        return exact_pin(self.pins.get("torch"))
+
+    def format_for_error(self) -> str:
+        return self.label or f"vLLM {self.version} ({self.variant}, {where_text(self.where)})"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TorchBuild:
+    release: TorchRelease
+    variant: TorchVariant
+    platform: str
+    pypi: bool  # this is what PyPI's plain ``torch`` wheel is on this platform
+    name: str = "torch"
+    where: str = "pytorch"
+
+    @property
+    def trusted(self) -> bool:
+        return self.variant.provenance.trusted
+
+    @property
+    def label(self) -> str:
+        return f"torch {self.release.version}+{self.variant.variant}"
+
+    @property
+    def version(self) -> Version:
+        return self.release.version
+
+    @property
+    def cuda(self) -> Version | None:
+        return self.variant.cuda
+
+    @property
+    def archs(self) -> ArchList:
+        return self.variant.archs.get(self.platform, ArchList())
+
+    @property
+    def manylinux(self) -> Version | None:
+        """PyPI's wheel's glibc floor; None for the PyTorch index's builds (not recorded)."""
+        if not self.pypi:
+            return None
+        w = next((w for w in self.release.wheels if w.platform == self.platform and not w.yanked), None)
+        return _glibc(w.manylinux) if w is not None else None
+
+    def format_for_error(self) -> str:
+        return self.label
+
+
+def _glibc(text: str | None) -> Version | None:
+    return Version(text) if text else None
+
+
+PYPI_COMPANIONS = ("xformers", "flashinfer-python")  # always from PyPI, whatever index torch comes from
+
+
+def companion_floors(matrix: Matrix, v: VllmBuild, platform: str, names: Sequence[str]
+                     ) -> list[tuple[str, Version, Version]]:
+    """(name, version, glibc floor) of the companions vLLM pins exactly, from their PyPI wheels' tags."""
+    out = []
+    for name in names:
+        pin = exact_pin(v.pins.get(name))
+        if pin is None:
+            continue
+        wheels = [w for w in matrix.extra_wheels.get(name, {}).get(pin, ()) if w.platform == platform and w.manylinux]
+        if wheels:
+            out.append((name, pin, min(Version(w.manylinux) for w in wheels if w.manylinux)))
+    return out
+
+
+def where_text(where: str) -> str:
+    return {"pypi": "PyPI wheel", "vllm-index": "vLLM's wheel index", "release-assets": "GitHub release assets",
+            "pytorch": "PyTorch index"}.get(where, where)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VllmRequirement:
+    spec: SpecifierSet
+    name: str = "vllm"
+
+    @property
+    def trivial(self) -> bool:
+        return len(self.spec) == 0
+
+    def is_satisfied_by(self, c: VllmBuild) -> bool:
+        return self.spec.contains(c.version, prereleases=True)
+
+    def format_for_error(self) -> str:
+        return f"vllm{self.spec}" if str(self.spec) else "vllm"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TorchRequirement:
+    version: Version | None  # the exact pin; None: any (a build that pins nothing)
+    cuda_major: int | None  # None: the CPU build
+    user: SpecifierSet
+    variant: str | None
+    name: str = "torch"
+    trivial: bool = False
+
+    def is_satisfied_by(self, c: TorchBuild) -> bool:
+        if self.version is not None and c.version != self.version:
+            return False
+        if not self.user.contains(c.version, prereleases=True):
+            return False
+        if self.variant is not None and c.variant.variant != self.variant:
+            return False
+        cuda = c.cuda
+        return (cuda is None) if self.cuda_major is None else (cuda is not None and cuda.major == self.cuda_major)
+
+    def format_for_error(self) -> str:
+        major = "CPU" if self.cuda_major is None else f"CUDA {self.cuda_major}.x"
+        pin = f"=={self.version}" if self.version else ""
+        return f"torch{pin} ({major}{', ' + self.variant if self.variant else ''})"
+
+
+Requirement = VllmRequirement | TorchRequirement
+
+
+Candidate = VllmBuild | TorchBuild
+
+
+def driver_serves(matrix: Matrix, driver: DriverVersion, policy: str) -> Version | None:
+    """The newest CUDA the driver serves under the policy (for messages): 470.82 -> 11.4."""
+    best = None
+    for t in matrix.toolkits:
+        floor = t.min_driver.linux
+        if policy == "minor-compat":
+            major = matrix.cuda_major(t.version.major)
+            if major is not None and major.minor_compat_driver.linux is not None:
+                floor = min(filter(None, (floor, major.minor_compat_driver.linux)))
+        if floor is not None and floor <= driver and (best is None or t.version > best):
+            best = t.version
+    return best
+
+
+def driver_floor(matrix: Matrix, cuda: Version, policy: str, ptx_only: bool) -> DriverVersion | None:
+    """The minimum Linux driver for a build of CUDA ``cuda``; None when the matrix does not know.
+
+    ``ptx_only``: some GPU runs the build only through PTX JIT, which needs the toolkit's own floor.
+    """
+    tk = matrix.toolkit(cuda)
+    own = tk.min_driver.linux if tk is not None else None
+    if policy == "toolkit" or ptx_only:
+        return own
+    major = matrix.cuda_major(cuda.major)
+    compat = major.minor_compat_driver.linux if major is not None else None
+    floors = [f for f in (own, compat) if f is not None]
+    return min(floors) if floors else None
+
+
+def coverage(archs: ArchList, gpus: Sequence[HostGpu]) -> tuple[list[HostGpu], list[HostGpu]]:
+    """(GPUs the build does not run on, GPUs it runs on only through PTX)."""
+    missing, ptx = [], []
+    for g in gpus:
+        cc = g.compute_capability
+        if cc is None:
+            continue
+        if archs.sass_for(cc) is not None:
+            continue
+        if archs.ptx_for(cc) is not None:
+            ptx.append(g)
+        else:
+            missing.append(g)
+    return missing, ptx
+
+
+def gpu_list(gpus: Iterable[HostGpu]) -> str:
+    seen: dict[str, int] = {}
+    for g in gpus:
+        key = f"{g.name} (sm_{g.compute_capability.major}{g.compute_capability.minor})" if g.compute_capability else g.name
+        seen[key] = seen.get(key, 0) + 1
+    return ", ".join(k if n == 1 else f"{n}x {k}" for k, n in seen.items())
+
+
+def vllm_builds(matrix: Matrix, platform: str) -> list[VllmBuild]:
+    """Every vLLM build for the platform, in the resolver's order of preference.
+
+    Builds whose facts the matrix marks ``unverified`` come after every other build
+    (cautious: they may not exist as described); then the newest release first; then
+    PyPI's wheel before other indexes; then the newest CUDA.
+    """
+    out = []
+    for r in sorted(matrix.vllm, key=lambda r: r.version, reverse=True):
+        wheels = r.wheels_for(platform)
+        pins = wheels[0].requires if wheels else {}
+        if wheels:
+            # the PyPI wheel of another platform can be a different build (0.10.2's aarch64 wheel: CUDA 12.9)
+            own = next((v for v in r.variants if v.where == "pypi" and platform in v.platforms), None)
+            cuda, kernels, prov = (own.cuda, own.kernels or r.kernels, own.provenance) if own else (
+                r.cuda, r.kernels, r.provenance)
+            variant = "cpu" if cuda is None else variant_for_cuda(cuda)
+            out.append(VllmBuild(release=r, variant=variant, cuda=cuda, where="pypi", kernels=kernels,
+                                 wheel=wheels[0], pins=pins, provenance=prov,
+                                 label=f"vLLM {r.version} ({variant}, {where_text('pypi')})",
+                                 trusted=prov.trusted))
+        for v in r.variants:
+            if platform not in v.platforms or v.where == "pypi":
+                continue
+            # a variant wheel pins the same torch release as the PyPI wheel (from the PyTorch index),
+            # unless the matrix records its own pin (CPU builds: requirements/cpu.txt)
+            own_pin = v.torch_pins.get(platform)
+            vpins = {"torch": SpecifierSet(f"=={own_pin.public}")} if own_pin is not None else pins
+            out.append(VllmBuild(release=r, variant=v.variant, cuda=v.cuda, where=v.where,
+                                 kernels=v.kernels or r.kernels, wheel=wheels[0] if wheels else None,
+                                 pins=vpins, provenance=v.provenance,
+                                 label=f"vLLM {r.version} ({v.variant}, {where_text(v.where)})",
+                                 trusted=v.trusted, asset=v.asset))
+    out.sort(key=lambda b: (not b.trusted, -_vkey(b.version), b.where != "pypi",
+                            -(b.cuda.major * 100 + b.cuda.minor) if b.cuda else 0))
+    return out
+
+
+def _vkey(v: Version) -> float:
+    """A number that orders release versions (for a sort key that negates)."""
+    n = 0.0
+    for i, part in enumerate(v.release[:4]):
+        n += part * 1000.0 ** (3 - i)
+    return n
+
+
+@dataclass(frozen=True, kw_only=True, slots=True, eq=False)
+class Rejection:
+    """Why one candidate cannot run here, in hardware terms.
+
+    A driver rejection keeps its parts and writes its sentence only when asked: a resolution
+    on an old driver rejects hundreds of builds, and most rejections are never shown.
+    """
+
+    build: Candidate
+    kind: str  # "driver" | "gpu" | "python" | "platform" | "glibc"
+    text: str | None = None  # the sentence, for kinds other than "driver"
+    needs_driver: DriverVersion | None = None  # for kind == "driver"
+    driver: DriverVersion | None = None
+    served: Version | None = None
+    policy: str = ""
+    ptx: bool = False
+
+    @property
+    def candidate(self) -> str:
+        return self.build.label
+
+    @property
+    def reason(self) -> str:
+        if self.text is not None:
+            return self.text
+        why = ("a GPU runs it only through PTX, which needs the toolkit's own floor"
+               if self.ptx and self.policy != "toolkit" else f"under the {self.policy} policy")
+        return (f"{self.build.label} needs driver >= {self.needs_driver} for CUDA {self.build.cuda} ({why}); "
+                f"driver {self.driver} serves CUDA {self.served or 'none'} at most")
+
+
+# Memo tables shared by every resolution in this process, keyed by the matrix's revision
+# (its content): a sweep over many hosts re-asks the same questions about the same builds.
+_MEMO: dict[tuple[Any, ...], Any] = {}
+
+
+def memo(key: tuple[Any, ...], compute: Any) -> Any:
+    try:
+        return _MEMO[key]
+    except KeyError:
+        value = _MEMO[key] = compute()
+        return value
+
+
+def driver_floor_memo(matrix: Matrix, cuda: Version, policy: str, ptx: bool) -> DriverVersion | None:
+    return memo(("floor", matrix.revision, cuda, policy, ptx), lambda: driver_floor(matrix, cuda, policy, ptx))
+
+
+def served_memo(matrix: Matrix, driver: DriverVersion, policy: str) -> Version | None:
+    return memo(("served", matrix.revision, driver, policy), lambda: driver_serves(matrix, driver, policy))
+
+
+def torch_builds(matrix: Matrix, platform: str) -> dict[Version, list[TorchBuild]]:
+    out: dict[Version, list[TorchBuild]] = {}
+    for t in matrix.torch:
+        builds = [TorchBuild(release=t, variant=v, platform=platform, pypi=platform in v.pypi_default)
+                  for v in t.variants if platform in v.archs]
+        # PyPI's default first (the simplest install), then the newest CUDA, trusted facts first
+        builds.sort(key=lambda b: (not b.pypi, not b.variant.provenance.trusted,
+                                   -(b.cuda.major * 100 + b.cuda.minor) if b.cuda else 0))
+        out[t.version] = builds
+    return out

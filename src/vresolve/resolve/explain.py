@@ -1,0 +1,175 @@
+"""A failed resolution in hardware terms, and the stacks worth knowing about that were not chosen.
+
+A cause is data (:class:`Cause`: a kind such as ``gpu`` or ``driver``, and its sentence); the
+command line decides on a source build by the kinds, and the render layer prints the sentences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from packaging.specifiers import SpecifierSet
+
+from ..errors import EXIT_NO_STACK, VresolveError
+from ..host import Host
+from ..matrix import Matrix
+from .candidates import Request, VllmBuild, gpu_list, served_memo
+
+if TYPE_CHECKING:
+    from .provider import Resolution, _Checker, _Provider
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """Why no stack fits, as data: a kind (a rejection kind: driver, gpu, python, platform, glibc; or
+    "other") and its sentence in hardware terms, which the render layer prints."""
+
+    kind: str
+    text: str
+
+
+class NoCompatibleStack(VresolveError):
+    """No vLLM stack runs on this machine under the request; ``causes`` and ``hints`` say why.
+
+    >>> raise NoCompatibleStack("no vLLM wheel runs here", causes=["driver 470.82 ..."], hints=["install ..."])
+    """
+
+    code = "no-compatible-stack"
+    exit_code = EXIT_NO_STACK
+
+    def __init__(self, message: str, *, causes: Sequence[Cause | str] = (), hints: Sequence[str] = ()) -> None:
+        self.cause_list = tuple(c if isinstance(c, Cause) else Cause("other", c) for c in causes)
+        self.causes = tuple(c.text for c in self.cause_list)
+        self.hints = tuple(hints)
+        self._headline = message
+        super().__init__(self.format())
+
+    def format(self, head: str = "", causes_head: str = "", hints_head: str = "", indent: str = "    ") -> str:
+        """pip's shape: the headline, "The conflict is caused by:", then numbered "To fix this" hints."""
+        lines = [head + self._headline]
+        if self.causes:
+            lines.append(causes_head + "The conflict is caused by:")
+            lines += [f"{indent}{c}" for c in self.causes]
+        if self.hints:
+            lines.append(hints_head + "To fix this you could try to:")
+            lines += [f"{indent}{i}. {h}" for i, h in enumerate(self.hints, 1)]
+        return "\n".join(lines)
+
+    @property
+    def headline(self) -> str:
+        return self._headline
+
+    @property
+    def cause_kinds(self) -> frozenset[str]:
+        return frozenset(c.kind for c in self.cause_list)
+
+
+def explain(host: Host, matrix: Matrix, request: Request, checker: _Checker, provider: _Provider) -> NoCompatibleStack:  # noqa: C901 (issue 12: to split)
+    """Turn the rejections into a hardware-terms explanation and concrete hints."""
+    from dataclasses import replace
+
+    any_version = len(request.vllm) == 0
+    wanted = [b for b in provider.vllm if request.cpu == (b.cuda is None)
+              and (any_version or request.vllm.contains(b.version, prereleases=True))]
+    # only what the request asked about: the pool records every build it turned down
+    rejections = [r for r in checker.rejections if not isinstance(r.build, VllmBuild)
+                  or any_version or request.vllm.contains(r.build.version, prereleases=True)]
+    if not wanted:
+        what = f"vllm{request.vllm}" if str(request.vllm) else "vLLM"
+        backend = "CPU" if request.cpu else "CUDA"
+        return NoCompatibleStack(
+            f"the matrix has no {backend} build of {what} for {checker.platform}",
+            causes=[f"known vLLM releases: {provider.vllm[-1].version} .. {provider.vllm[0].version}"] if provider.vllm else [],
+            hints=["ask for a vLLM version the matrix knows (vresolve matrix show vllm)",
+                   "build vLLM from source (--source-build always)"])
+    newest = wanted[0].version
+    causes: list[Cause] = []
+    driver_rj = [r for r in rejections if r.kind == "driver" and r.needs_driver is not None]
+    if driver_rj and host.driver.version is not None:
+        served = served_memo(matrix, host.driver.version, request.driver_policy)
+        least = min(driver_rj, key=lambda r: r.needs_driver)  # type: ignore[arg-type, return-value]
+        causes.append(Cause("driver", f"driver {host.driver.version} serves CUDA {served or 'none'} at most under the "
+                      f"{request.driver_policy} policy; the least demanding build that fits otherwise, "
+                      f"{least.candidate}, needs {least.needs_driver}"))
+    for kind in ("gpu", "python", "platform", "glibc"):
+        of_kind = [r for r in rejections if r.kind == kind and r.text is not None]
+        if of_kind:
+            causes.append(Cause(kind, of_kind[0].reason))  # the newest release's reason
+            if of_kind[-1].reason != of_kind[0].reason:
+                causes.append(Cause(kind, of_kind[-1].reason))  # the oldest release's: nothing between fits either
+    for rj in driver_rj:  # the newest release's builds, one line each
+        if len(causes) >= 6:
+            break
+        if isinstance(rj.build, VllmBuild) and rj.build.version == newest and rj.reason not in [c.text for c in causes]:
+            causes.append(Cause("driver", rj.reason))
+    hints: list[str] = []
+    if driver_rj and host.driver.version is not None:
+        # the smallest driver upgrade that lets the newest wanted release through
+        relaxed = _try(host, matrix, request, driver=None)
+        if relaxed is not None and relaxed.min_driver is not None:
+            hints.append(f"install NVIDIA driver >= {relaxed.min_driver} (it serves vLLM {relaxed.vllm.version} "
+                         f"with torch {relaxed.torch.version}+{relaxed.torch.variant.variant})")
+    if request.driver_policy == "toolkit" and driver_rj:
+        alt = _try(host, matrix, request, policy="minor-compat")
+        if alt is not None:
+            hints.append(f"use --driver-policy minor-compat: vLLM {alt.vllm.version} runs on this driver under "
+                         "CUDA minor-version compatibility")
+    if str(request.vllm):
+        older = _try(host, matrix, replace(request, vllm=SpecifierSet()))  # the rest of the request kept
+        if older is not None:
+            hints.append(f"drop the vLLM constraint ({request.vllm}): vLLM {older.vllm.version} runs here")
+    kinds = {r.kind for r in rejections}
+    if "gpu" in kinds:
+        hints.append("build vLLM from source for this GPU's architecture (--source-build always)")
+    if "python" in kinds:
+        hints.append("use a Python version the release supports (--python X.Y; uv can install it)")
+    if "glibc" in kinds:
+        hints.append("use a newer Linux distribution (glibc), a container image with one, or an older vLLM")
+    headline = (f"no build of vLLM {request.vllm or ''}".rstrip() + f" runs on this machine "
+                f"({_machine_text(host, request)})")
+    return NoCompatibleStack(headline, causes=causes, hints=hints)
+
+
+def _machine_text(host: Host, request: Request) -> str:
+    parts = []
+    if host.driver.version is not None:
+        parts.append(f"driver {host.driver.version}")
+    if not request.cpu and host.gpus:
+        parts.append(gpu_list(host.gpus))
+    parts.append(f"Python {host.python_minor}")
+    parts.append(host.platform.tag + (f", glibc {host.platform.glibc}" if host.platform.glibc else ""))
+    return ", ".join(parts)
+
+
+def _try(host: Host, matrix: Matrix, request: Request, *, driver: Any = ..., policy: str | None = None
+         ) -> Resolution | None:
+    from dataclasses import replace
+
+    from .provider import resolve  # the resolver asks this module to explain its failures
+
+    h = host if driver is ... else replace(host, driver=replace(host.driver, version=driver, cuda=None))
+    r = request if policy is None else replace(request, driver_policy=policy)
+    try:
+        return resolve(h, matrix, r)
+    except NoCompatibleStack:
+        return None
+
+
+def alternatives(host: Host, matrix: Matrix, request: Request, chosen: Resolution) -> list[tuple[Resolution, str]]:
+    """Stacks worth knowing about that were not chosen, each with the reason.
+
+    A newer vLLM that a driver upgrade would allow (naming the driver); the simplest
+    install (PyPI wheels only) when a variant was chosen and a driver upgrade allows it.
+    """
+    out: list[tuple[Resolution, str]] = []
+    if host.driver.version is None or request.cpu:
+        return out
+    free = _try(host, matrix, request, driver=None)
+    if free is not None and (free.vllm.version, free.vllm.where == "pypi") > (chosen.vllm.version,
+                                                                             chosen.vllm.where == "pypi"):
+        newer = free.vllm.version > chosen.vllm.version
+        what = "a newer vLLM" if newer else "the simpler PyPI install"
+        out.append((free, f"{what} needs NVIDIA driver >= {free.min_driver}; this machine has {host.driver.version}"))
+    return out

@@ -1,0 +1,449 @@
+"""The host's facts as candidate filters, resolvelib's provider, and :func:`resolve`.
+
+The host's facts (driver, each GPU's compute capability, Python, platform, glibc) are fixed, so
+they are applied as candidate filters in ``find_matches``: a build that cannot run on this machine
+never reaches resolvelib, and the reason is recorded in hardware terms (:class:`Rejection`).
+``ResolutionImpossible`` is caught in exactly one place, :func:`resolve`. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
+
+from ..host import Host, HostGpu
+from ..matrix import Matrix
+from ..values import Capability, DriverVersion, variant_for_cuda
+from .candidates import (
+    COMPANIONS,
+    POLICIES,
+    PYPI_COMPANIONS,
+    Candidate,
+    Rejection,
+    Request,
+    Requirement,
+    TorchBuild,
+    TorchRequirement,
+    VllmBuild,
+    VllmRequirement,
+    companion_floors,
+    coverage,
+    driver_floor_memo,
+    gpu_list,
+    memo,
+    served_memo,
+    torch_builds,
+    vllm_builds,
+    where_text,
+)
+from .explain import NoCompatibleStack, explain
+
+_Verdict = tuple[str, str]  # ("ok", "") | ("ptx", "") | (kind, reason)
+
+
+class _Checker:
+    """The host's facts as candidate filters; remembers every rejection and its reason.
+
+    What does not depend on the driver (GPU coverage, Python, platform) is decided once per
+    build and host shape and memoised; the driver check is a comparison with a memoised floor.
+    """
+
+    def __init__(self, host: Host, matrix: Matrix, request: Request, allow_unverified: bool) -> None:
+        self.host, self.matrix, self.request = host, matrix, request
+        self.allow_unverified = allow_unverified
+        self.gpus = [g for g in host.gpus if g.compute_capability is not None]
+        self.platform = host.platform.tag
+        self.python = host.python_minor
+        self.driver = host.driver.version
+        self.glibc = host.platform.glibc
+        self._rejections: list[Rejection] = []
+        self._driver_rejections: list[tuple[Candidate, DriverVersion, bool]] = []
+        self.skipped_unverified = False  # the cautious pass left out some build
+        self._shape = (matrix.revision, self.platform, self.python, self.glibc,
+                       tuple((g.name, g.compute_capability) for g in self.gpus))
+
+    def reject(self, c: Candidate, kind: str, reason: str) -> None:
+        self._rejections.append(Rejection(build=c, kind=kind, text=reason))
+
+    def pool(self, key: Any, builds: Sequence[Candidate]) -> list[tuple[Candidate, DriverVersion | None, bool]]:
+        """The builds that pass every driver-independent check, each with its driver floor.
+
+        Memoised per host shape (GPUs, Python, platform, backend, policy, pass): a sweep asks
+        the same question for every driver. The builds it drops are recorded as rejections.
+        """
+        entries, rejected, skipped = memo(("pool", key, *self._shape, self.request.cpu, self.request.pypi_only,
+                                            self.request.driver_policy, self.allow_unverified),
+                                           lambda: self._filter(builds))
+        self._rejections.extend(rejected)
+        self.skipped_unverified |= skipped
+        return entries
+
+    def _filter(self, builds: Sequence[Candidate]) -> tuple[list[tuple[Candidate, DriverVersion | None, bool]],
+                                                            list[Rejection], bool]:
+        entries: list[tuple[Candidate, DriverVersion | None, bool]] = []
+        rejected: list[Rejection] = []
+        skipped = False
+        policy = self.request.driver_policy
+        for c in builds:
+            if isinstance(c, VllmBuild) and self.request.cpu != (c.cuda is None):
+                continue  # the other backend: not a rejection worth reporting
+            if not self.allow_unverified and not c.trusted:
+                skipped = True
+                continue  # the first, cautious pass uses verified facts only
+            if self.request.pypi_only and not (c.pypi if isinstance(c, TorchBuild) else c.where == "pypi"):
+                continue  # --pypi-only: the variant indexes are out of reach
+            if not self.allow_unverified and self.glibc is not None and c.manylinux is None \
+                    and (c.cuda is not None or isinstance(c, VllmBuild)):
+                skipped = True
+                continue  # the glibc this build's wheel needs is not recorded: cautious, like an unverified fact
+            kind, reason = self._verdict(c)
+            if kind != "ok" and kind != "ptx":
+                rejected.append(Rejection(build=c, kind=kind, text=reason))
+                continue
+            floor = driver_floor_memo(self.matrix, c.cuda, policy, kind == "ptx") if c.cuda is not None else None
+            entries.append((c, floor, kind == "ptx"))
+        return entries, rejected, skipped
+
+    def driver_ok(self, c: Candidate, floor: DriverVersion | None, ptx: bool) -> bool:
+        """The one check that depends on the driver; records why not."""
+        cuda = c.cuda
+        if cuda is None:
+            return True
+        if floor is None:
+            if self.host.driver.cuda is not None and self.host.driver.cuda >= cuda:
+                return True  # the driver itself says it serves this CUDA
+            self.reject(c, "driver", f"{c.label} is built with CUDA {cuda}, whose minimum driver "
+                        "is not known to the matrix")
+            return False
+        if self.driver is None or not self.driver < floor:
+            return True  # no driver: planning for another machine, the plan states the floor
+        self._driver_rejections.append((c, floor, ptx))  # made into Rejections only if asked for
+        return False
+
+    @property
+    def rejections(self) -> list[Rejection]:
+        """Every rejection so far: the driver-independent ones, then the driver's."""
+        if self._driver_rejections:
+            served = served_memo(self.matrix, self.driver, self.request.driver_policy) if self.driver else None
+            policy = self.request.driver_policy
+            self._rejections += [Rejection(build=c, kind="driver", needs_driver=floor, driver=self.driver,
+                                           served=served, policy=policy, ptx=ptx)
+                                 for c, floor, ptx in self._driver_rejections]
+            self._driver_rejections = []
+        return self._rejections
+
+    def _verdict(self, c: Candidate) -> _Verdict:  # noqa: C901 (issue 12: to split)
+        """The driver-independent checks of one build on this host shape."""
+        if isinstance(c, VllmBuild):
+            if c.wheel is None and c.where == "pypi":
+                return "platform", f"{c.label} has no wheel for {self.platform}"
+            bad = self._python_reason(c)
+            if bad:
+                return "python", bad
+            bad = self._glibc_reason(c)
+            if bad:
+                return "glibc", bad
+            if c.cuda is None or not self.gpus:
+                return "ok", ""
+            k = c.kernels
+            if k is None:
+                return "gpu", f"{c.label}: its kernels' arch list is not in the matrix"
+            too_old = [g for g, cc in self.host.known_gpus() if cc < k.min_compute_capability]
+            if too_old:
+                return "gpu", (f"{c.label} needs compute capability >= {k.min_compute_capability}; "
+                               f"{gpu_list(too_old)} is older")
+            missing, ptx = coverage(k.archs, self.gpus)
+            if missing:
+                return "gpu", f"{c.label}'s kernels ({k.archs}) do not run on {gpu_list(missing)}"
+            return ("ptx" if ptx else "ok"), ""
+        if self.python not in c.release.python:
+            return "python", (f"{c.label} has no wheel for Python {self.python} "
+                              f"(it has {', '.join(map(str, c.release.python))})")
+        bad = self._glibc_reason(c)
+        if bad:
+            return "glibc", bad
+        if c.cuda is None or not self.gpus:
+            return "ok", ""
+        missing, ptx = coverage(c.archs, self.gpus)
+        if missing:
+            return "gpu", f"{c.label} ({c.archs}) does not run on {gpu_list(missing)}"
+        return ("ptx" if ptx else "ok"), ""
+
+    def _glibc_reason(self, c: Candidate) -> str | None:
+        """The build's wheel, or a companion it pins from PyPI, needs a newer glibc than the host's."""
+        if self.glibc is None:
+            return None
+        floor = c.manylinux
+        what = f"vLLM {c.version}'s {c.variant} wheel" if isinstance(c, VllmBuild) else f"torch {c.version}'s wheel"
+        if isinstance(c, VllmBuild) and (floor is None or floor <= self.glibc):
+            for name, version, cfloor in companion_floors(self.matrix, c, self.platform, PYPI_COMPANIONS):
+                if cfloor > self.glibc:
+                    floor, what = cfloor, f"{name} {version}'s wheel (pinned by vLLM {c.version})"
+                    break
+        if floor is None or floor <= self.glibc:
+            return None
+        return f"{what} needs glibc >= {floor} (manylinux_{floor.major}_{floor.minor}); this host has {self.glibc}"
+
+    def _python_reason(self, c: VllmBuild) -> str | None:
+        py = f"{self.python}.0"
+        rp = c.release.requires_python
+        if c.where == "pypi":
+            tag = f"cp{self.python.major}{self.python.minor}-"
+            fits = [w for w in c.release.wheels_for(self.platform)
+                    if (w.python_tag.endswith("abi3") or w.python_tag.startswith(tag))
+                    and (w.requires_python is None or w.requires_python.contains(py, prereleases=True))]
+            if not fits:
+                return f"{c.label} has no wheel for Python {self.python}" + (
+                    f" (it requires Python {rp})" if rp else "")
+        elif rp is not None and not rp.contains(py, prereleases=True):
+            return f"{c.label} requires Python {rp}, not {self.python}"
+        elif c.asset is not None and "{cp}" in c.asset.url:
+            # one asset per CPython, built by the same workflow as the PyPI wheels: the same Pythons
+            tag = f"cp{self.python.major}{self.python.minor}-"
+            if not any(w.python_tag.startswith(tag) or (w.python_tag.endswith("abi3") and (
+                    w.requires_python is None or w.requires_python.contains(py, prereleases=True)))
+                       for w in c.release.wheels_for(self.platform)):
+                return f"{c.label} has no wheel for Python {self.python}"
+        return None
+
+
+class _Provider(AbstractProvider):
+    """A thin adapter: requirements and candidates own the logic; the checker owns the host."""
+
+    def __init__(self, matrix: Matrix, checker: _Checker, request: Request) -> None:
+        self.checker = checker
+        self.request = request
+        self.vllm = memo(("vllm-builds", matrix.revision, checker.platform),
+                          lambda: vllm_builds(matrix, checker.platform))
+        self.torch = memo(("torch-builds", matrix.revision, checker.platform),
+                           lambda: torch_builds(matrix, checker.platform))
+        self.torch_versions = sorted(self.torch, reverse=True)
+
+    def identify(self, requirement_or_candidate: Any) -> str:
+        return requirement_or_candidate.name
+
+    def get_preference(self, identifier: str, resolutions: Mapping[str, Any], candidates: Mapping[str, Any],
+                       information: Mapping[str, Any], backtrack_causes: Sequence[Any]) -> tuple[int, str]:
+        """vLLM first (it decides the torch pin), then torch; the identifier breaks ties."""
+        return (0 if identifier == "vllm" else 1, identifier)
+
+    def find_matches(self, identifier: str, requirements: Mapping[str, Iterator[Requirement]],
+                     incompatibilities: Mapping[str, Iterator[Candidate]]) -> Any:
+        """A lazy view: the driver is checked only as the resolver reaches each build."""
+        reqs = [r for r in requirements[identifier] if not r.trivial]
+        bad = {id(c) for c in incompatibilities[identifier]}
+        checker = self.checker
+        if identifier == "vllm":
+            pool = checker.pool("vllm", self.vllm)
+        else:
+            pins = {r.version for r in reqs if isinstance(r, TorchRequirement)}
+            versions = [v for v in self.torch_versions if not pins or v in pins]
+            pool = [e for v in versions for e in checker.pool(("torch", v), self.torch[v])]
+        seen: dict[int, bool] = {}
+
+        def matches() -> Iterator[Candidate]:
+            for c, floor, ptx in pool:
+                if id(c) in bad or not all(r.is_satisfied_by(c) for r in reqs):  # type: ignore[arg-type]
+                    continue
+                ok = seen.get(id(c))
+                if ok is None:
+                    ok = seen[id(c)] = checker.driver_ok(c, floor, ptx)
+                if ok:
+                    yield c
+
+        return matches
+
+    def is_satisfied_by(self, requirement: Requirement, candidate: Candidate) -> bool:
+        return requirement.is_satisfied_by(candidate)  # type: ignore[arg-type]
+
+    def get_dependencies(self, candidate: Candidate) -> list[Requirement]:
+        if isinstance(candidate, VllmBuild):
+            return [TorchRequirement(version=candidate.torch_pin(),
+                                     cuda_major=candidate.cuda.major if candidate.cuda else None,
+                                     user=self.request.torch, variant=self.request.variant)]
+        return []
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Resolution:
+    host: Host
+    request: Request
+    vllm: VllmBuild
+    torch: TorchBuild
+    companions: Mapping[str, str]  # torchvision -> "0.29.0", ... (the vLLM wheel's own pins)
+    cuda: Version | None  # the newest CUDA in the stack: the one the driver must serve
+    min_driver: DriverVersion | None
+    ptx_gpus: tuple[HostGpu, ...]  # GPUs that run some part of the stack only through PTX JIT
+    glibc_floor: Version | None  # the newest manylinux floor among the planned wheels (None: not known)
+    reasons: tuple[str, ...]
+    warnings: tuple[str, ...]
+    checker: Any = field(repr=False, compare=False)  # holds the rejections, made into text only if asked
+
+    @property
+    def rejections(self) -> tuple[Rejection, ...]:
+        """The builds the resolver turned down on the way, and why (newest first)."""
+        return tuple(self.checker.rejections)
+
+
+def _min_driver(matrix: Matrix, res_vllm: VllmBuild, res_torch: TorchBuild, gpus: Sequence[HostGpu],
+                policy: str) -> tuple[DriverVersion | None, list[HostGpu]]:
+    floors: list[DriverVersion] = []
+    ptx_all: list[HostGpu] = []
+    for cuda, archs in ((res_vllm.cuda, res_vllm.kernels.archs if res_vllm.kernels else None),
+                        (res_torch.cuda, res_torch.archs)):
+        if cuda is None:
+            continue
+        ptx = coverage(archs, gpus)[1] if archs is not None else []
+        ptx_all += [g for g in ptx if g not in ptx_all]
+        f = driver_floor_memo(matrix, cuda, policy, bool(ptx))
+        if f is not None:
+            floors.append(f)
+    return (max(floors) if floors else None), ptx_all
+
+
+def _stack_warnings(host: Host, v: VllmBuild, t: TorchBuild) -> list[str]:
+    out = []
+    known = host.known_gpus()
+    gpus = [g for g, _ in known]
+    families = {cc.major for _, cc in known}
+    ccs = {cc for _, cc in known}
+    if len(ccs) > 1:
+        out.append(f"this machine mixes GPU architectures ({gpu_list(gpus)}): tensor parallelism across them "
+                   "runs at the speed of the slowest and may fail for kernels one of them lacks; set "
+                   "CUDA_VISIBLE_DEVICES to GPUs of one kind per vLLM instance")
+    old = [g for g, cc in known if cc < Capability(8, 0)]
+    if old:
+        out.append(f"{gpu_list(old)}: compute capability below 8.0 has no bfloat16 and no FlashAttention 2; "
+                   "run models with --dtype float16")
+    if len(families) and any(c < Capability(7, 0) for c in ccs):
+        out.append("GPUs below compute capability 7.0 are not supported by vLLM's kernels")
+    if v.asset is not None and not v.asset.provenance.trusted:
+        out.append(f"the download URL of {v.format_for_error()} is unverified"
+                   f"{': ' + v.asset.provenance.note if v.asset.provenance.note else ''}; if it answers 404, "
+                   "look for the file on the release page")
+    for what, prov in (("vLLM build", v.provenance), ("torch build", t.variant.provenance)):
+        if not prov.trusted:
+            out.append(f"the matrix's facts about this {what} ({v.format_for_error() if what.startswith('vLLM') else t.format_for_error()}) "
+                       f"are unverified{': ' + prov.note if prov.note else ''}; run the verification step")
+    return out
+
+
+def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:  # noqa: C901 (issue 12: to split)
+    """The best stack for ``host`` under ``request``, or NoCompatibleStack with causes and hints."""
+    if request.driver_policy not in POLICIES:
+        raise ValueError(request.driver_policy)
+    # Cautious about unverified facts: a first pass uses verified facts only; a stack that
+    # needs an unverified build is chosen only when nothing verified fits, and says so.
+    for allow_unverified in (False, True):
+        checker = _Checker(host, matrix, request, allow_unverified)
+        provider = _Provider(matrix, checker, request)
+        resolver: Resolver[Any, Any, str] = Resolver(provider, BaseReporter())
+        try:
+            result = resolver.resolve([VllmRequirement(spec=request.vllm)], max_rounds=500)
+            break
+        except ResolutionImpossible:
+            if allow_unverified or not checker.skipped_unverified:  # a second pass would see the same
+                raise explain(host, matrix, request, checker, provider) from None
+    v: VllmBuild = result.mapping["vllm"]
+    t: TorchBuild = result.mapping["torch"]
+    gpus = checker.gpus
+    floor, ptx = _min_driver(matrix, v, t, gpus, request.driver_policy)
+    cudas = [c for c in (v.cuda, t.cuda) if c is not None]
+    companions = {k: _exact_text(s) for k, s in v.pins.items() if k in COMPANIONS}
+    reasons = [f"vLLM {v.version} is the newest release that meets the request"
+               + (f" ({request.vllm})" if str(request.vllm) else "") + " and runs on this machine"]
+    if v.cuda is None:
+        reasons.append(f"no NVIDIA GPU to plan for: vLLM's CPU build ({v.version}+cpu, from {where_text(v.where)}) "
+                       f"with the CPU torch it pins ({t.version}+cpu)")
+    elif v.where == "pypi":
+        reasons.append(f"its PyPI wheel is built with {'CUDA ' + str(v.cuda) if v.cuda else 'no CUDA (CPU)'} "
+                       f"and pins torch {t.version} (read from the wheel's METADATA)")
+    else:
+        reasons.append(f"its {v.variant} build from {where_text(v.where)} is used: the PyPI wheel "
+                       "does not run here (see the rejected builds)")
+    reasons.append(f"torch {t.version}+{t.variant.variant} "
+                   + ("is PyPI's default build" if t.pypi else f"comes from the PyTorch index ({t.variant.variant})"))
+    if gpus:
+        reasons.append(f"both arch lists cover {gpu_list(gpus)}: torch {t.archs}; vLLM kernels "
+                       f"{v.kernels.archs if v.kernels else '(none)'}")
+    if floor is not None:
+        served = f"driver {host.driver.version} serves it" if host.driver.version else "the driver is not known"
+        reasons.append(f"CUDA {max(cudas)} needs driver >= {floor} under the {request.driver_policy} policy; {served}")
+    warnings = _stack_warnings(host, v, t)
+    if v.cuda is None:
+        warnings.append("the CPU backend runs models far slower than a GPU; on a machine with NVIDIA GPUs run "
+                        "`vresolve plan --gpu auto` there, or plan for it here with --gpu NAME --driver VERSION")
+    if ptx:
+        warnings.append(f"{gpu_list(ptx)} run{'s' if len(ptx) == 1 else ''} part of the stack only through PTX: "
+                        "the first launch JIT-compiles kernels (slow once), and the driver must be at least the "
+                        "toolkit's own floor")
+    if host.driver.version is not None and request.driver_policy == "minor-compat" and cudas:
+        own = driver_floor_memo(matrix, max(cudas), "toolkit", False)
+        if own is not None and host.driver.version < own:
+            warnings.append(f"this stack relies on CUDA minor-version compatibility: CUDA {max(cudas)}'s own "
+                            f"minimum driver is {own} (driver {host.driver.version} is older); PTX JIT and a few "
+                            "newer CUDA APIs are unavailable until the driver is upgraded")
+    if host.driver.version is None and not request.cpu:
+        warnings.append(f"no driver given: the plan needs driver >= {floor}" if floor else
+                        "no driver given and the minimum driver is unknown")
+    if host.platform.glibc is not None:
+        unknown = [b.format_for_error() for b in (v, t) if b.manylinux is None]
+        if unknown:
+            warnings.append(f"the glibc that {' and '.join(unknown)} need{'s' if len(unknown) == 1 else ''} is not "
+                            f"recorded (not a PyPI wheel): if the installer finds no wheel, glibc "
+                            f"{host.platform.glibc} is too old for it")
+    floors = [f for f in (v.manylinux, t.manylinux) if f is not None]
+    floors += [f for _, _, f in companion_floors(matrix, v, host.platform.tag, PYPI_COMPANIONS
+                                                 + (("torchvision", "torchaudio") if t.pypi else ()))]
+    glibc_floor = max(floors) if floors else None
+    if glibc_floor is not None:
+        if host.platform.glibc is not None:
+            reasons.append(f"the wheels need glibc >= {glibc_floor} (manylinux_{glibc_floor.major}_{glibc_floor.minor}); "
+                           f"this host has {host.platform.glibc}")
+        else:
+            warnings.append(f"glibc not known: the wheels need glibc >= {glibc_floor} (manylinux_"
+                            f"{glibc_floor.major}_{glibc_floor.minor}); give --glibc X.Y to plan for another machine's")
+    return Resolution(host=host, request=request, vllm=v, torch=t, companions=companions,
+                      cuda=max(cudas) if cudas else None, min_driver=floor, ptx_gpus=tuple(ptx),
+                      glibc_floor=glibc_floor,
+                      reasons=tuple(reasons), warnings=tuple(warnings), checker=checker)
+
+
+def resolve_kept_torch(host: Host, matrix: Matrix, request: Request) -> Resolution:
+    """The newest vLLM wheel that runs on ``host`` with the torch installed in this environment, kept.
+
+    A wheel fits when its own METADATA pins exactly that torch release and the build is made for the
+    kept torch's CUDA major (the rules :func:`resolve` applies: vLLM and torch on one CUDA major, arch
+    lists, driver, Python, glibc). NoCompatibleStack when none does (then a source build is the way).
+    """
+    from dataclasses import replace
+
+    kept = host.installed_dist("torch")
+    if kept is None:
+        raise NoCompatibleStack("--keep-torch: no torch is installed in this environment",
+                                hints=["run vresolve from the environment whose torch you want to keep",
+                                       "or leave out --keep-torch: the plan then installs the torch the release pins"])
+    version = Version(kept.version)
+    cuda = Version(kept.cuda) if kept.cuda else None
+    local = version.local or ""
+    variant = local if local == "cpu" or local.startswith("cu") else (variant_for_cuda(cuda) if cuda else "cpu")
+    if request.variant is not None and request.variant != variant:
+        raise NoCompatibleStack(f"--variant {request.variant}: the kept torch {kept.version} is a {variant} build")
+    pinned = SpecifierSet(f"=={version.public}") & request.torch
+    try:
+        return resolve(host, matrix, replace(request, torch=pinned, variant=variant, cpu=request.cpu or cuda is None))
+    except NoCompatibleStack as e:
+        raise NoCompatibleStack(f"no vLLM wheel pins your torch {kept.version} and runs here ({e.headline})",
+                                causes=e.causes) from None
+
+
+def _exact_text(spec: SpecifierSet) -> str:
+    items = list(spec)
+    if len(items) == 1 and items[0].operator == "==":
+        return items[0].version
+    return str(spec)
