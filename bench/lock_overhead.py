@@ -40,13 +40,13 @@ def main() -> None:
         lock = [sys.executable, "-m", "vresolve", "lock", *flags, "-o", out, "--json", "-q"]
         report = json.loads(subprocess.run(lock, check=True, capture_output=True, text=True).stdout)
         # the bare compile, exactly as vresolve ran it (its argv is not in the report: rebuild it)
-        from vresolve.cli import _plan_inputs, build_parser
+        from vresolve.cli.args import build_parser, plan_inputs
         from vresolve.lock import _inputs, _platform_triple, _uv_bin
         from vresolve.plan import build_plan
         from vresolve.resolve import resolve
 
         a = build_parser().parse_args(["lock", *flags])
-        m, host, request, _ = _plan_inputs(a)
+        m, host, request, _ = plan_inputs(a)
         plan = build_plan(m, resolve(host, m, request))
         reqs, options = _inputs(plan, m)
         src = os.path.join(out, "requirements.in")

@@ -106,12 +106,12 @@ def test_reference_lockfiles_match_the_current_plans() -> None:
     """The plan part of every reference lock is current (offline; `lock --check` re-resolves the closure)."""
     profiles = yaml.safe_load((LOCKFILES / "profiles.yaml").read_text())
     parser = build_parser()
-    from vresolve.cli import _plan_inputs
+    from vresolve.cli.args import plan_inputs
 
     assert len(profiles) >= 4
     for name, flags in profiles.items():
         args = parser.parse_args(["lock", *shlex.split(flags)])
-        m, host, request, _ = _plan_inputs(args)
+        m, host, request, _ = plan_inputs(args)
         expected = lock_header(build_plan(m, resolve(host, m, request)), m)
         for f in ("requirements.txt", "environment.yml", "env.sh"):
             header = read_lock_header((LOCKFILES / name / f).read_text())

@@ -10,9 +10,10 @@ import yaml
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from vresolve.cli.targets import target_host
 from vresolve.host import Host, PlatformInfo
 from vresolve.matrix import Matrix, load_matrix
-from vresolve.plan import build_plan, target_host
+from vresolve.plan import build_plan
 from vresolve.render import stack_view
 from vresolve.resolve import NoCompatibleStack, Request, alternatives, driver_floor, driver_serves, resolve
 from vresolve.values import DriverVersion

@@ -14,8 +14,9 @@ from packaging.version import Version
 from vresolve.cli import main
 from vresolve.host import DriverInfo, Host, HostGpu, InstalledDist, PlatformInfo, Toolkit
 from vresolve.matrix import Matrix, load_matrix
+from vresolve.plan import build_parallelism, plan_source_build
+from vresolve.render import render_script
 from vresolve.resolve import NoCompatibleStack, Request
-from vresolve.srcbuild import build_parallelism, plan_source_build, render_script
 from vresolve.values import Capability, DriverVersion
 
 from .conftest import SHIPPED

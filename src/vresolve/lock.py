@@ -39,7 +39,8 @@ from . import __version__
 from ._atomic import write_atomic
 from .errors import PackageIndexError, UsageError
 from .matrix import Matrix
-from .plan import InstallPlan, exports_text
+from .plan import InstallPlan
+from .render.shell import exports_text
 
 __all__ = ["FORMATS", "LockFiles", "compile_lock", "lock_header", "read_lock_header", "write_lock", "check_lock"]
 
@@ -140,14 +141,14 @@ def read_lock_header(text: str) -> dict[str, Any] | None:
 
 def _inputs(plan: InstallPlan, matrix: Matrix) -> tuple[list[str], list[str]]:
     """(requirement lines, index options) for uv pip compile."""
-    from .plan import _pins, _vllm_index
+    from .plan.wheels import vllm_index_url, wheel_requirements
 
-    _torch_pins, vllm_pins = _pins(matrix, plan.resolution)
+    _torch_pins, vllm_pins = wheel_requirements(matrix, plan.resolution)
     options: list[str] = []
     t = plan.resolution.torch
     if not t.pypi:
         options += ["--torch-backend", t.variant.variant]
-    vidx = _vllm_index(matrix, plan.resolution.vllm)
+    vidx = vllm_index_url(matrix, plan.resolution.vllm)
     if vidx:
         options += ["--extra-index-url", vidx]
     if plan.resolution.vllm.where == "release-assets":

@@ -15,7 +15,8 @@ PTX; ``toolkit`` always needs the toolkit's own floor.
 
 from __future__ import annotations
 
-from .candidates import POLICIES, Rejection, Request, TorchBuild, VllmBuild, driver_floor, driver_serves, vllm_builds
+from ..names import POLICIES
+from .candidates import Rejection, Request, TorchBuild, VllmBuild, driver_floor, driver_serves, vllm_builds
 from .explain import Cause, NoCompatibleStack, alternatives
 from .provider import Resolution, resolve, resolve_kept_torch
 

@@ -20,9 +20,6 @@ from ..host import HostGpu
 from ..matrix import Asset, Kernels, Matrix, Provenance, TorchRelease, TorchVariant, VllmRelease, Wheel, wheel_platform
 from ..values import ArchList, DriverVersion, exact_pin, variant_for_cuda
 
-POLICIES = ("minor-compat", "toolkit")
-
-
 COMPANIONS = ("torchvision", "torchaudio", "xformers", "flashinfer-python", "triton")
 
 

@@ -18,10 +18,10 @@ from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Res
 
 from ..host import Host, HostGpu
 from ..matrix import Matrix
+from ..names import POLICIES
 from ..values import Capability, DriverVersion, variant_for_cuda
 from .candidates import (
     COMPANIONS,
-    POLICIES,
     PYPI_COMPANIONS,
     Candidate,
     Rejection,

@@ -36,24 +36,16 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from .host import Host, HostGpu, Toolkit
-from .matrix import CudaToolkit, Matrix, VllmRelease
-from .plan import Check, sh_value
-from .resolve import NoCompatibleStack, Request, TorchBuild, driver_floor
-from .values import CORE_EXTENSIONS, Capability, DriverVersion, exact_pin, public_version
+from ..host import Host, HostGpu, Toolkit
+from ..matrix import CudaToolkit, Matrix, VllmRelease
+from ..resolve import NoCompatibleStack, Request, TorchBuild, driver_floor
+from ..values import CORE_EXTENSIONS, Capability, DriverVersion, exact_pin, public_version
+from .steps import Check, Step
 
-__all__ = ["SourcePlan", "BuildStep", "plan_source_build", "build_parallelism", "render_script", "GIB_PER_NVCC_THREAD"]
+__all__ = ["SourcePlan", "plan_source_build", "build_parallelism", "GIB_PER_NVCC_THREAD"]
 
 GIB_PER_NVCC_THREAD = 4
 VLLM_GIT = "https://github.com/vllm-project/vllm.git"
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class BuildStep:
-    tool: str
-    argv: tuple[str, ...]
-    why: str
-    cwd: str | None = None  # run in this directory (relative to where the recipe starts)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -79,7 +71,7 @@ class SourcePlan:
     min_driver: DriverVersion | None
     env: tuple[tuple[str, str], ...]
     env_reasons: tuple[tuple[str, str], ...]
-    steps: tuple[BuildStep, ...]
+    steps: tuple[Step, ...]
     checks: tuple[Check, ...]  # before the build: nvcc, torch, gcc
     verify: tuple[Check, ...]  # after it
     reasons: tuple[str, ...]
@@ -113,7 +105,7 @@ def _caps(host: Host) -> tuple[Capability, ...]:
     return tuple(sorted({g.compute_capability.base for g in host.gpus if g.compute_capability is not None}))
 
 
-def _gpu_text(gpus: Sequence[HostGpu], caps: Sequence[Capability]) -> str:
+def gpu_text(gpus: Sequence[HostGpu], caps: Sequence[Capability]) -> str:
     names = sorted({g.name for g in gpus})
     return f"{', '.join(names)} ({', '.join(c.sm for c in caps)})"
 
@@ -286,7 +278,7 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
         cuda_home = found.path
     else:
         cuda_home = f"$PWD/.cuda-{tk.version}"
-    steps: list[BuildStep] = []
+    steps: list[Step] = []
     reasons: list[str] = list(why_no_wheel)
     warnings: list[str] = []
 
@@ -299,22 +291,22 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
     else:
         env_dir = env_dir or (f"vllm-{r.version}" if installer == "conda" else ".venv-vllm")
         if installer == "uv":
-            steps.append(BuildStep(tool="uv", argv=("uv", "venv", "--python", py_minor, "--seed", env_dir),
+            steps.append(Step(tool="uv", argv=("uv", "venv", "--python", py_minor, "--seed", env_dir),
                                    why=f"a fresh environment with Python {py_minor}"))
             python = f"{env_dir}/bin/python"
         elif installer == "pip":
-            steps.append(BuildStep(tool="python", argv=(f"python{py_minor}", "-m", "venv", env_dir),
+            steps.append(Step(tool="python", argv=(f"python{py_minor}", "-m", "venv", env_dir),
                                    why=f"a fresh environment with Python {py_minor}"))
             python = f"{env_dir}/bin/python"
         else:
-            steps.append(BuildStep(tool="conda", argv=("conda", "create", "-y", "-n", env_dir, f"python={py_minor}", "pip"),
+            steps.append(Step(tool="conda", argv=("conda", "create", "-y", "-n", env_dir, f"python={py_minor}", "pip"),
                                    why=f"a conda environment with Python {py_minor}"))
             python = "$(conda run -n " + shlex.quote(env_dir) + " python -c 'import sys; print(sys.executable)')"
         assert torch_build is not None
         tb = torch_build
         pins = [f"torch=={tb.version}" if tb.pypi else f"torch=={tb.version}+{tb.variant.variant}"]
         index = () if tb.pypi else ("--index-url", f"{matrix.torch_index}/{tb.variant.variant}")
-        steps.append(BuildStep(tool=installer, argv=(*_pip(installer, python), *index, *pins),
+        steps.append(Step(tool=installer, argv=(*_pip(installer, python), *index, *pins),
                                why=f"the torch vLLM {r.version} pins ({tb.version}), "
                                    + ("PyPI's build" if tb.pypi else f"the {tb.variant.variant} build from the PyTorch index")))
         reasons.append(f"builds against torch {torch_version}, the torch vLLM {r.version} pins, in the variant "
@@ -329,7 +321,7 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
                            f"and its nvcc targets {', '.join(c.sm for c in caps)}")
         elif tk.install_conda is not None:
             channel, packages = tk.install_conda
-            steps.append(BuildStep(tool="conda", argv=("conda", "create", "-y", "-p", f".cuda-{tk.version}", "-c", channel,
+            steps.append(Step(tool="conda", argv=("conda", "create", "-y", "-p", f".cuda-{tk.version}", "-c", channel,
                                                        *packages),
                                    why=f"CUDA toolkit {tk.version} (torch's CUDA) into ./.cuda-{tk.version}: "
                                        "none of that version is on the machine"))
@@ -355,7 +347,7 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
         env.append(("PATH", "$CUDA_HOME/bin:$PATH"))
         why.append(("PATH", "its nvcc first on PATH"))
         env.append(("TORCH_CUDA_ARCH_LIST", ";".join(str(c) for c in caps)))
-        why.append(("TORCH_CUDA_ARCH_LIST", f"exactly this machine's GPUs ({_gpu_text(host.gpus, caps)}); vLLM and "
+        why.append(("TORCH_CUDA_ARCH_LIST", f"exactly this machine's GPUs ({gpu_text(host.gpus, caps)}); vLLM and "
                                              "torch take the arch list from here (CMAKE_CUDA_ARCHITECTURES is ignored)"))
         if max_jobs is not None:  # else the recipe decides on the build machine
             env.append(("NVCC_THREADS", str(threads)))
@@ -387,23 +379,23 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
                                 expect="ok"))
 
     # the build
-    steps.append(BuildStep(tool="git", argv=("git", "clone", "--depth", "1", "--branch", f"v{r.version}", VLLM_GIT, src_dir),
+    steps.append(Step(tool="git", argv=("git", "clone", "--depth", "1", "--branch", f"v{r.version}", VLLM_GIT, src_dir),
                            why=f"vLLM's source at the v{r.version} tag"))
     if keep_torch:
-        steps.append(BuildStep(tool="python", argv=(python, b.use_existing_torch or "use_existing_torch.py"),
+        steps.append(Step(tool="python", argv=(python, b.use_existing_torch or "use_existing_torch.py"),
                                cwd=src_dir,
                                why="drop the torch pins from vLLM's requirements, so the build keeps your torch"))
     reqs = b.requirements or "requirements-build.txt"
     if precompiled:
-        steps.append(BuildStep(tool=installer, argv=(*_pip(installer, python), "-e", f"./{src_dir}"),
+        steps.append(Step(tool=installer, argv=(*_pip(installer, python), "-e", f"./{src_dir}"),
                                why="an editable install that reuses the release's compiled kernels "
                                    "(VLLM_USE_PRECOMPILED=1): edit the Python code in place"))
         reasons.append(f"vLLM {r.version}'s kernels come precompiled: only the Python code is taken from the checkout")
     else:
         # from the top directory (a relative environment path stays right), naming the tree's paths
-        steps.append(BuildStep(tool=installer, argv=(*_pip(installer, python), "-r", f"{src_dir}/{reqs}"),
+        steps.append(Step(tool=installer, argv=(*_pip(installer, python), "-r", f"{src_dir}/{reqs}"),
                                why="the build requirements (cmake, ninja, ...) into the environment itself"))
-        steps.append(BuildStep(tool=installer, argv=(*_pip(installer, python), "--no-build-isolation", "-v",
+        steps.append(Step(tool=installer, argv=(*_pip(installer, python), "--no-build-isolation", "-v",
                                                      f"./{src_dir}"),
                                why="build and install vLLM against the torch in the environment "
                                    "(--no-build-isolation: no private build environment with another torch)"))
@@ -462,60 +454,4 @@ def _op_check(python: str, target: str, r: VllmRelease, platform: str = "linux-x
                  argv=(python, "-c", _OP_CHECK.format(device="cuda" if target == "cuda" else "cpu",
                                                       modules=repr(modules), op=op)),
                  expect="vLLM kernels: silu_and_mul matches torch")
-
-
-# --------------------------------------------------------------------------- the script
-
-
-def _word(arg: str) -> str:
-    """Shell-quote; ``$PWD``/``$CUDA_HOME``/``$PATH`` and the conda interpreter lookup still expand."""
-    if arg.startswith("$(conda run -n ") and arg.endswith(")"):
-        return '"' + arg + '"'  # made by this module, its environment name already quoted
-    return sh_value(arg)
-
-
-def _line(argv: Sequence[str]) -> str:
-    return " ".join(_word(a) for a in argv)
-
-
-def render_script(p: SourcePlan) -> str:
-    """The recipe as one bash script; every value is shell-quoted (``bash -n`` accepts it)."""
-    out = ["#!/usr/bin/env bash",
-           f"# Build vLLM {p.vllm.version} from source for {_gpu_text(p.host.gpus, p.archs) if p.archs else 'the CPU'}",
-           f"# torch {p.torch_version}" + (f", CUDA {p.torch_cuda}" if p.torch_cuda else "") + " -- made by vresolve",
-           "set -euo pipefail", ""]
-    # everything before the clone (environment, torch, toolkit) runs before the exports
-    clone = next(i for i, s in enumerate(p.steps) if s.tool == "git")
-    for s in p.steps[:clone]:
-        out += [f"# {s.why}", _line(s.argv), ""]
-    out.append("# the build environment")
-    for (k, v), (_, why) in zip(p.env, p.env_reasons, strict=True):
-        out.append(f"# {why}")
-        out.append(f"export {k}={_word(v)}")
-    if p.max_jobs is None:  # (0: nothing is compiled, as with VLLM_USE_PRECOMPILED)
-        out += ["# MAX_JOBS and NVCC_THREADS from this machine: 2 nvcc threads on 8+ cores, a 4 GiB budget per",
-                "# nvcc thread in 80 % of the available memory, no more jobs than cores / NVCC_THREADS",
-                "export NVCC_THREADS=$(( $(nproc) >= 8 ? 2 : 1 ))" if p.target == "cuda" else "NVCC_THREADS=1",
-                "mem_gib=$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)",
-                f"jobs=$(( mem_gib * 8 / 10 / ({GIB_PER_NVCC_THREAD} * NVCC_THREADS) ))",
-                "cores=$(( $(nproc) / NVCC_THREADS ))",
-                "export MAX_JOBS=$(( jobs < 1 ? 1 : (jobs > cores ? cores : jobs) ))"]
-    if p.toolkit is not None and p.max_jobs != 0:
-        out.append("unset CMAKE_CUDA_ARCHITECTURES  # torch's CMake ignores it; TORCH_CUDA_ARCH_LIST rules")
-    out.append("")
-    if p.checks:
-        out.append("# checks before building (the seed's pitfalls: nvcc != torch's CUDA, an unsupported gcc)")
-        for c in p.checks:
-            out.append(f"{_line(c.argv)} | grep -qF {shlex.quote(c.expect)} || "
-                       f"{{ echo {shlex.quote('vresolve: check failed: ' + c.name)} >&2; exit 1; }}")
-        out.append("")
-    for s in p.steps[clone:]:
-        out.append(f"# {s.why}")
-        out.append(f"(cd {shlex.quote(s.cwd)} && {_line(s.argv)})" if s.cwd else _line(s.argv))
-        out.append("")
-    out.append("# verify")
-    for c in p.verify:
-        out.append(f"{_line(c.argv)} | tee /dev/stderr | grep -qF {shlex.quote(c.expect)}")
-    out.append("")
-    return "\n".join(out)
 

@@ -1,7 +1,5 @@
-"""The command line: parse arguments, call the pure layers, print once.
-
-``main(argv) -> int`` catches only :class:`VresolveError` (printed, mapped to its exit
-code) and ``KeyboardInterrupt``; anything else is a bug and propagates.
+"""One function per command: inputs from :mod:`.args`, results from the pure layers, output through
+:mod:`vresolve.render`. :func:`main` maps errors to exit codes.
 """
 
 from __future__ import annotations
@@ -13,125 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .errors import EXIT_OK, EXIT_USAGE, UsageError, VresolveError
-
-__all__ = ["main", "build_parser"]
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises UsageError (exit 2, one line) instead of printing usage and exiting."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
-
-
-def _common() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                   help="print one JSON object (schema vresolve.<command>/1) on stdout")
-    p.add_argument("--matrix", metavar="DIR", default=argparse.SUPPRESS,
-                   help="use the compatibility matrix in DIR (default: $VRESOLVE_MATRIX, else the packaged one)")
-    p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
-                   help="more detail on stderr (repeat for debug)")
-    p.add_argument("-q", "--quiet", action="count", default=argparse.SUPPRESS, help="less output")
-    return p
-
-
-def build_parser() -> argparse.ArgumentParser:
-    common = _common()
-    parser = _Parser(prog="vresolve", parents=[common],
-                     description="Resolve a working NVIDIA driver / CUDA / PyTorch / vLLM stack.")
-    parser.add_argument("--version", action="version", version=f"vresolve {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
-    pl = sub.add_parser("plan", parents=[common], help="the newest vLLM stack that works on a machine, and how to install it")
-    _add_plan_flags(pl)
-    pl.add_argument("--shell", choices=("bash", "fish", "dotenv"), help="print only the environment exports")
-
-    lk = sub.add_parser("lock", parents=[common],
-                        help="the plan plus its whole transitive closure, with hashes (uv pip compile)")
-    _add_plan_flags(lk)
-    lk.add_argument("-o", "--output", metavar="DIR", default=".", help="where to write the files (default: .)")
-    lk.add_argument("--format", default=",".join(("requirements", "pylock", "conda", "env")),
-                    help="requirements,pylock,conda,env (default: all four)")
-    lk.add_argument("--check", action="store_true", help="exit 1 when the lock in DIR is out of date; write nothing")
-    lk.add_argument("--index-url", help="the index to resolve from (default: your pip/uv configuration)")
-    lk.add_argument("--offline", action="store_true", help="only what uv's cache holds")
-    lk.add_argument("--timeout", type=float, default=600.0, help="seconds uv may take (default 600)")
-    lk.add_argument("--profiles", metavar="FILE",
-                    help="lock every profile of FILE (name: [plan flags]) into DIR/<name>/ (see lockfiles/)")
-
-    doc = sub.add_parser("doctor", parents=[common], help="diagnose this environment and/or an error log")
-    doc.add_argument("--log", metavar="FILE", help="an error log or traceback to read ('-': standard input)")
-    doc.add_argument("--python", metavar="EXE", dest="env_python",
-                     help="the environment's interpreter (default: $VIRTUAL_ENV's, else $CONDA_PREFIX's, else this one)")
-    doc.add_argument("--no-env", action="store_true", help="read only the log; do not import the stack")
-    doc.add_argument("--lock", metavar="FILE", dest="lock_file",
-                     help="check this machine against a lock's assumptions (requirements.txt, pylock.toml, ...)")
-    doc.add_argument("--timeout", type=float, default=180.0, help="seconds the import checks may take (default 180)")
-
-    det = sub.add_parser("detect", parents=[common], help="what this machine has, and which source answered each fact")
-    det.add_argument("--torch", action="store_true",
-                     help="also ask torch itself (import torch in a subprocess: its CUDA and arch list)")
-    det.add_argument("--nvidia-smi", metavar="PATH", help="the nvidia-smi to run (default: the one on PATH)")
-    det.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for nvidia-smi (default 10)")
-    det.add_argument("--require-gpu", action="store_true", help="exit 3 when no NVIDIA GPU is found")
-
-    mx = sub.add_parser("matrix", parents=[common], help="check, browse and update the compatibility matrix")
-    msub = mx.add_subparsers(dest="matrix_command", metavar="ACTION", parser_class=_Parser)
-    msub.add_parser("validate", parents=[common],
-                    help="check every row's schema and the cross-references; exit 2 on any problem")
-    show = msub.add_parser("show", parents=[common], help="print a table of the matrix, or a summary")
-    from .render import TABLES
-
-    show.add_argument("table", nargs="?", choices=TABLES, help="the table to print (default: a summary)")
-    ref = msub.add_parser("refresh", parents=[common],
-                          help="re-read wheel METADATA from the package index; print the diff")
-    ref.add_argument("--package", action="append",
-                     choices=("vllm", "torch", "torchvision", "torchaudio", "flashinfer-python", "xformers"),
-                     help="only this package (repeatable; default: all)")
-    ref.add_argument("--index-url", help="the simple-API URL to read (default: from your pip/uv configuration)")
-    ref.add_argument("--apply", action="store_true", help="write the changed files (atomically)")
-    ref.add_argument("--workers", type=int, default=8, help="parallel metadata reads (default 8)")
-    ref.add_argument("--torch-variants", action="store_true",
-                     help="also read PyTorch's index (/whl/<variant>) and compare its variants with torch.yaml")
-    ref.add_argument("--since", metavar="VERSION", help="only releases from VERSION on (the rest of the file is kept)")
-    ref.add_argument("--offline", action="store_true", help="only what the cache holds (no network)")
-    ref.add_argument("--timeout", type=float, default=30.0, help="seconds per HTTP request (default 30)")
-    return parser
-
-
-def _add_plan_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--gpu", default="auto", metavar="auto|none|NAME[,NAME...]|sm_XY",
-                   help="auto: detect this machine (default); none: the CPU backend; names or sm_XY: another machine")
-    p.add_argument("--driver", metavar="VER", help="the NVIDIA driver to plan for (default: detected, or unknown)")
-    p.add_argument("--python", metavar="X.Y", help="the Python to plan for (default: this interpreter's)")
-    p.add_argument("--platform", choices=("linux-x86_64", "linux-aarch64"), help="default: this machine's")
-    p.add_argument("--glibc", metavar="X.Y",
-                   help="the glibc to plan for (default: detected with --gpu auto, else unknown); wheels whose "
-                        "manylinux floor is newer are rejected")
-    p.add_argument("--vllm", metavar="SPEC", help="a vLLM version or range: 0.10.1, '>=0.9,<0.11'")
-    p.add_argument("--torch", metavar="SPEC", help="a torch version or range")
-    p.add_argument("--variant", metavar="cuXYZ|cpu", help="torch's CUDA variant")
-    p.add_argument("--installer", choices=("uv", "pip", "conda"), default="uv", help="default: uv")
-    p.add_argument("--driver-policy", choices=("minor-compat", "toolkit"), default="minor-compat",
-                   help="minor-compat (default): CUDA minor-version compatibility with the PTX rule; "
-                        "toolkit: each CUDA's own minimum driver")
-    p.add_argument("--source-build", choices=("auto", "never", "always"), default="auto",
-                   help="auto (default): wheels, or a source build when no wheel covers the GPU; never; always")
-    p.add_argument("--keep-torch", action="store_true",
-                   help="build vLLM from source against the torch installed in this environment (kept)")
-    p.add_argument("--src-dir", default="vllm-src", metavar="DIR", help="where a source build clones vLLM")
-    p.add_argument("--precompiled", action="store_true",
-                   help="a checkout for changing vLLM's Python code only: VLLM_USE_PRECOMPILED=1, editable install")
-    p.add_argument("--pypi-only", action="store_true",
-                   help="only wheels from your configured index (when PyTorch's and vLLM's own indexes are out of reach)")
-    p.add_argument("--venv", metavar="DIR", help="the environment to create (default: .venv-vllm; conda: vllm-VERSION)")
-
-
-def _opt(args: argparse.Namespace, name: str, default: Any = None) -> Any:
-    return getattr(args, name, default)
+from ..errors import EXIT_OK, EXIT_USAGE, UsageError, VresolveError
+from .args import _load, _opt, build_parser, plan_inputs
 
 
 def _console(stderr: bool = False) -> Any:
@@ -141,93 +22,21 @@ def _console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, no_color=no_color, highlight=False, soft_wrap=not stderr)
 
 
-def _load(args: argparse.Namespace) -> Any:
-    from .matrix import load_matrix
-
-    return load_matrix(_opt(args, "matrix"))
 
 
 def _print_json(obj: dict[str, Any]) -> None:
-    from .render import to_json
+    from ..render import to_json
 
     sys.stdout.write(to_json(obj) + "\n")
 
 
-# --------------------------------------------------------------------------- plan
-
-
-def _spec(flag: str, text: str | None) -> Any:
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    if not text:
-        return SpecifierSet()
-    raw = text.strip()
-    if raw[:1].isdigit():
-        raw = "==" + raw
-    try:
-        return SpecifierSet(raw)
-    except InvalidSpecifier:
-        raise UsageError(f"{flag}: invalid version or range {text!r} (expected e.g. '0.10.1' or '>=0.9,<0.11')") from None
-
-
-def _plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:  # noqa: C901 (issue 12: to split)
-    """(matrix, host, request, detected_by) from the plan flags; detection only for --gpu auto."""
-    from dataclasses import replace
-
-    from .detect import Overrides, detect_host, detect_interpreter, fill_capabilities
-    from .plan import parse_driver, parse_glibc, parse_platform, parse_python, target_host
-    from .resolve import Request
-    from .values import parse_variant
-
-    m = _load(args)
-    if args.variant:
-        try:
-            parse_variant(args.variant)
-        except ValueError as e:
-            raise UsageError(f"--variant: {e}") from None
-    if args.driver:
-        parse_driver(args.driver)
-    if args.python:
-        parse_python(args.python)
-    if args.platform:
-        parse_platform(args.platform)
-    glibc = parse_glibc(args.glibc) if args.glibc else None
-    request = Request(vllm=_spec("--vllm", args.vllm), torch=_spec("--torch", args.torch), variant=args.variant,
-                      driver_policy=args.driver_policy, pypi_only=args.pypi_only)
-    gpu = args.gpu.strip()
-    if gpu.lower() == "auto":
-        o = Overrides.from_env(driver=args.driver, python=args.python, platform=args.platform)
-        host = fill_capabilities(detect_host(o, installed=args.keep_torch), m)
-        if args.python:
-            host = replace(host, python=parse_python(args.python))
-        if glibc is not None:
-            host = replace(host, platform=replace(host.platform, glibc=glibc))
-        sources = sorted({g.source for g in host.gpus if g.source} | ({host.driver.source} if host.driver.source else set()))
-        detected_by = "detected: " + (", ".join(sources) if sources else "no NVIDIA GPU found")
-        if not host.gpus:
-            request = replace(request, cpu=True)
-            detected_by = "no NVIDIA GPU found: planning the CPU backend (vresolve detect says why)"
-        elif any(g.compute_capability is None for g in host.gpus):
-            unknown = ", ".join(g.name for g in host.gpus if g.compute_capability is None)
-            raise UsageError(f"--gpu auto: the compute capability of {unknown} is unknown; name it: --gpu sm_XY")
-        return m, host, request, detected_by
-    if args.keep_torch:
-        raise UsageError("--keep-torch: keeps the torch of this machine's environment, so it needs --gpu auto")
-    base = detect_interpreter()
-    host = target_host(m, gpus=gpu if gpu.lower() != "none" else "none", driver=args.driver, python=args.python,
-                       platform=args.platform, base=base, glibc=glibc)
-    if not host.gpus:
-        request = replace(request, cpu=True)
-        return m, host, request, "--gpu none: the CPU backend"
-    return m, host, request, "given on the command line"
-
-
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from .plan import build_plan, exports_text
-    from .render import envelope, error_human, plan_error_view, plan_human, plan_view
-    from .resolve import NoCompatibleStack, alternatives
+    from ..plan import build_plan
+    from ..render import envelope, error_human, plan_error_view, plan_human, plan_view
+    from ..render.shell import exports_text
+    from ..resolve import NoCompatibleStack, alternatives
 
-    m, host, request, detected_by = _plan_inputs(args)
+    m, host, request, detected_by = plan_inputs(args)
     try:
         res, into = _wheel_resolution(args, m, host, request, detected_by)
     except NoCompatibleStack as e:
@@ -256,7 +65,7 @@ def _wheel_resolution(args: argparse.Namespace, m: Any, host: Any, request: Any,
                       ) -> tuple[Any, str | None]:
     """(the wheel stack, the interpreter to install into or None for a fresh environment); (None, None)
     after printing a source plan, which is the answer when no wheel fits or a build is asked for."""
-    from .resolve import NoCompatibleStack, resolve, resolve_kept_torch
+    from ..resolve import NoCompatibleStack, resolve, resolve_kept_torch
 
     if args.keep_torch and not args.precompiled:
         # a wheel that pins exactly the kept torch, built for its CUDA major, installs into this
@@ -289,9 +98,9 @@ def _wheel_resolution(args: argparse.Namespace, m: Any, host: Any, request: Any,
 
 def _print_source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any, detected_by: str,
                        why_no_wheel: Sequence[str]) -> int:
-    from .plan import exports_text
-    from .render import envelope, source_plan_human, source_plan_view
-    from .srcbuild import plan_source_build
+    from ..plan import plan_source_build
+    from ..render import envelope, source_plan_human, source_plan_view
+    from ..render.shell import exports_text
 
     sp = plan_source_build(host, m, request, keep_torch=args.keep_torch, installer=args.installer,
                            env_dir=args.venv, src_dir=args.src_dir, why_no_wheel=why_no_wheel,
@@ -307,14 +116,11 @@ def _print_source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any
     return EXIT_OK
 
 
-# --------------------------------------------------------------------------- lock
-
-
 def _cmd_lock(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to split)
-    from .lock import FILE_NAMES, FORMATS, check_lock, compile_lock, write_lock
-    from .plan import build_plan
-    from .render import envelope
-    from .resolve import NoCompatibleStack, resolve
+    from ..lock import FILE_NAMES, FORMATS, check_lock, compile_lock, write_lock
+    from ..plan import build_plan
+    from ..render import envelope
+    from ..resolve import NoCompatibleStack, resolve
 
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
     bad = [f for f in formats if f not in FORMATS]
@@ -346,7 +152,7 @@ def _cmd_lock(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to spli
     report = []
     stale_all: list[str] = []
     for name, a, dir_ in jobs:
-        m, host, request, detected_by = _plan_inputs(a)
+        m, host, request, detected_by = plan_inputs(a)
         try:
             res = resolve(host, m, request)
         except NoCompatibleStack as e:
@@ -376,9 +182,6 @@ def _cmd_lock(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to spli
     return 1 if stale_all else EXIT_OK
 
 
-# --------------------------------------------------------------------------- doctor
-
-
 def _env_python(flag: str | None) -> str:
     if flag:
         return flag
@@ -390,11 +193,12 @@ def _env_python(flag: str | None) -> str:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to split)
-    from .detect import Overrides, detect_host, fill_capabilities, library_shadows, probe_environment
-    from .doctor import diagnose, worst_exit_code
-    from .plan import build_plan, shell_line
-    from .render import doctor_human, envelope
-    from .resolve import NoCompatibleStack, Request, resolve
+    from ..detect import Overrides, detect_host, fill_capabilities, library_shadows, probe_environment
+    from ..doctor import diagnose, worst_exit_code
+    from ..plan import build_plan
+    from ..render import doctor_human, envelope
+    from ..render.shell import shell_line
+    from ..resolve import NoCompatibleStack, Request, resolve
 
     log = None
     if args.log == "-":
@@ -408,7 +212,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to sp
         raise UsageError("--no-env: give a --log or --lock to read, or leave out --no-env")
     header = None
     if args.lock_file:
-        from .lock import read_lock_header
+        from ..lock import read_lock_header
 
         try:
             header = read_lock_header(Path(args.lock_file).read_text(encoding="utf-8", errors="replace"))
@@ -428,11 +232,11 @@ def _cmd_doctor(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to sp
     findings = diagnose(host, m, env, shadows=() if args.no_env else library_shadows(), log=log,
                         reinstall=reinstall)
     if header is not None:
-        from .doctor import check_lock
+        from ..doctor import check_lock
 
         findings = check_lock(header, host, m, env, name=args.lock_file) + findings
     if _opt(args, "json"):
-        from .doctor import observations
+        from ..doctor import observations
 
         _print_json(envelope("doctor", {"findings": [f.to_dict() for f in findings],
                                         "observations": observations(host, env),
@@ -444,15 +248,12 @@ def _cmd_doctor(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to sp
     return worst_exit_code(findings)
 
 
-# --------------------------------------------------------------------------- detect
-
-
 def _cmd_detect(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from .detect import Overrides, detect_host, fill_capabilities, probe_torch
-    from .errors import EXIT_DETECTION
-    from .render import detect_human, envelope
+    from ..detect import Overrides, detect_host, fill_capabilities, probe_torch
+    from ..errors import EXIT_DETECTION
+    from ..render import detect_human, envelope
 
     if args.timeout <= 0:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")
@@ -471,12 +272,9 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# --------------------------------------------------------------------------- matrix
-
-
 def _cmd_matrix_validate(args: argparse.Namespace) -> int:
     m = _load(args)
-    from .render import envelope, matrix_summary_view
+    from ..render import envelope, matrix_summary_view
 
     summary = matrix_summary_view(m)
     if _opt(args, "json"):
@@ -489,7 +287,7 @@ def _cmd_matrix_validate(args: argparse.Namespace) -> int:
 
 def _cmd_matrix_show(args: argparse.Namespace) -> int:
     m = _load(args)
-    from .render import envelope, matrix_summary_view, matrix_table_human, matrix_table_view
+    from ..render import envelope, matrix_summary_view, matrix_table_human, matrix_table_view
 
     table = _opt(args, "table")
     if _opt(args, "json"):
@@ -514,7 +312,7 @@ def _pinned_by_vllm(root: Path, package: str) -> set[Any]:
     import yaml
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-    from .values import exact_pin
+    from ..values import exact_pin
 
     doc = yaml.safe_load((root / "wheels" / "vllm.yaml").read_text()) or {}
     out = set()
@@ -530,12 +328,12 @@ def _pinned_by_vllm(root: Path, package: str) -> set[Any]:
 
 
 def _cmd_matrix_refresh(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to split)
-    from ._atomic import write_atomic
-    from ._cache import cache_dir
-    from .index import IndexClient, configured_index_url
-    from .matrix import default_matrix_path
-    from .refresh import PACKAGES, diff_files, generate, merge_since, render_wheels_doc
-    from .render import envelope
+    from .._atomic import write_atomic
+    from .._cache import cache_dir
+    from ..index import IndexClient, configured_index_url
+    from ..matrix import default_matrix_path
+    from ..refresh import PACKAGES, diff_files, generate, merge_since, render_wheels_doc
+    from ..render import envelope
 
     root = Path(_opt(args, "matrix") or default_matrix_path())
     url, origin = configured_index_url(args.index_url)
@@ -577,8 +375,8 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:  # noqa: C901 (issue 1
             new[f"wheels/{pkg}.yaml"] = render_wheels_doc(doc)
     variant_report: list[str] = []
     if args.torch_variants:
-        from .matrix import load_matrix
-        from .refresh import torch_index_variants
+        from ..matrix import load_matrix
+        from ..refresh import torch_index_variants
 
         m = load_matrix(root)
         wanted = sorted({v.variant for t in m.torch for v in t.variants})
@@ -614,9 +412,6 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:  # noqa: C901 (issue 1
         err.print(f"{len(diffs)} file(s) changed, {state}; {client.requests} HTTP requests, "
                   f"{client.cache_hits} answers from the cache")
     return EXIT_OK
-
-
-# --------------------------------------------------------------------------- main
 
 
 def _setup_logging(args: argparse.Namespace) -> None:
@@ -655,7 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except VresolveError as e:
         if "--json" in argv:
-            from .render import error_envelope
+            from ..render import error_envelope
 
             _print_json(error_envelope(command, e))
         else:

@@ -1,0 +1,233 @@
+"""The human output of every command, as rich renderables (colour off when not a TTY or NO_COLOR).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..host import Host
+from ..matrix import Matrix, Provenance
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+
+def _source_cell(p: Provenance) -> str:
+    return p.verified + ("" if len(p.source) == 1 else f" ({len(p.source)} sources)")
+
+
+def matrix_table_human(m: Matrix, table: str) -> Table:  # noqa: C901 (issue 12: to split)
+    """A rich table of one matrix table, one line per row."""
+    from rich.table import Table
+
+    t = Table(title=f"{table} ({m.path}, revision {m.revision})", show_lines=False)
+    if table == "cuda":
+        for col in ("CUDA", "released", "min driver (Linux)", "minor-compat floor", "nvcc archs", "verified"):
+            t.add_column(col)
+        floors = {c.major: c.minor_compat_driver.linux for c in m.cuda_majors}
+        for tk in m.toolkits:
+            t.add_row(str(tk.version), tk.released, str(tk.min_driver.linux or "unknown"),
+                      str(floors.get(tk.version.major, "?")), f"{tk.nvcc_lowest}..{tk.nvcc_highest}",
+                      _source_cell(tk.provenance))
+    elif table == "gpus":
+        for col in ("GPU", "aliases", "CC", "family", "segment", "verified"):
+            t.add_column(col)
+        for g in m.gpus:
+            t.add_row(g.name, ", ".join(g.aliases), str(g.compute_capability), g.family, g.segment,
+                      _source_cell(g.provenance))
+    elif table == "torch":
+        for col in ("torch", "python", "PyPI CUDA", "variants", "vision/audio/triton"):
+            t.add_column(col)
+        for r in m.torch:
+            pypi = ", ".join(f"{w.platform.split('-')[1]}:{w.cuda or 'cpu'}" for w in r.wheels)
+            comps = "/".join(str(r.companions.get(k, "-")) for k in ("torchvision", "torchaudio", "triton"))
+            t.add_row(str(r.version), f"{r.python[0]}..{r.python[-1]}" if r.python else "",
+                      pypi, " ".join(v.variant for v in r.variants), comps)
+    elif table == "vllm":
+        for col in ("vLLM", "python", "torch pin (x86_64 / aarch64)", "CUDA", "kernels", "variants", "verified"):
+            t.add_column(col)
+        for r in m.vllm:
+            pins = [str(r.pins(p).get("torch", "-")).removeprefix("==") if r.wheels_for(p) else "-"
+                    for p in ("linux-x86_64", "linux-aarch64")]
+            t.add_row(str(r.version), str(r.requires_python or ""), " / ".join(pins), str(r.cuda or "-"),
+                      str(r.kernels.archs) if r.kernels else "-", " ".join(v.variant for v in r.variants),
+                      _source_cell(r.provenance))
+    elif table == "issues":
+        for col in ("id", "cause", "severity", "title"):
+            t.add_column(col)
+        for k in m.known_issues:
+            t.add_row(k.id, k.cause, k.severity, k.title)
+    return t
+
+
+def detect_human(h: Host) -> Table:  # noqa: C901 (issue 12: to split)
+    """The detected machine, one fact per line, with the source that answered it."""
+    from rich.table import Table
+
+    t = Table(title="this machine", show_header=True)
+    t.add_column("fact")
+    t.add_column("value")
+    t.add_column("from")
+    d = h.driver
+    if d.version is not None:
+        t.add_row("NVIDIA driver", f"{d.version}" + (f" ({d.kernel_module} kernel module)" if d.kernel_module else ""),
+                  d.source or "")
+        t.add_row("CUDA (driver)", str(d.cuda or "unknown"), d.cuda_source or "")
+    else:
+        t.add_row("NVIDIA driver", "none found", "")
+    if d.nvml_library_mismatch:
+        t.add_row("NVML", "driver/library version mismatch", "")
+    if not h.gpus:
+        t.add_row("GPUs", "none", "")
+    for g in h.gpus:
+        mem = f", {g.memory_mib / 1024:.0f} GiB" if g.memory_mib else ""
+        cc = f"sm_{g.compute_capability.major}{g.compute_capability.minor}" if g.compute_capability else "sm_?"
+        src = g.source or ""
+        if g.cc_source and g.cc_source != g.source:
+            src += f" (capability: {g.cc_source})"
+        t.add_row(f"GPU {g.index}", f"{g.name} ({cc}{mem})", src)
+    p = h.platform
+    hints = [x for x in ("WSL" if p.wsl else "", f"container: {p.container}" if p.container else "",
+                         f"Jetson: {p.jetson}" if p.jetson else "") if x]
+    t.add_row("platform", p.tag + (f", glibc {p.glibc}" if p.glibc else "") + (f" ({', '.join(hints)})" if hints else ""),
+              "")
+    t.add_row("Python", str(h.python), h.python_executable or "")
+    if h.cpu_count or h.memory_mib:
+        t.add_row("CPU / memory", f"{h.cpu_count} cores, {(h.memory_mib or 0) / 1024:.1f} GiB", "")
+    for tk in h.toolkits:
+        t.add_row("CUDA toolkit", f"{tk.version} at {tk.path}", tk.source)
+    for dist in h.installed:
+        extra = f" (CUDA {dist.cuda})" if dist.cuda else ""
+        t.add_row(dist.name, dist.version + extra, dist.location or "")
+    if h.torch_runtime is not None:
+        tr = h.torch_runtime
+        if tr.error:
+            t.add_row("torch (runtime)", tr.error, "import torch")
+        else:
+            t.add_row("torch (runtime)", f"{tr.version}, CUDA {tr.cuda}, available={tr.available}, "
+                      f"archs {' '.join(tr.arch_list) or '-'}", "import torch")
+    for k, v in h.tools:
+        t.add_row(k, v, "build tool")
+    for k, v in h.env:
+        t.add_row(k, v, "environment")
+    for problem in h.problems:
+        t.add_row("[dim]not learned[/dim]", problem, "")
+    return t
+
+
+def plan_human(p: Any, detected_by: str) -> list[Any]:  # noqa: C901 (issue 12: to split)
+    """Renderables: the stack table, then why, then copy-pasteable commands."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from .shell import shell_line
+
+    r = p.resolution
+    out: list[Any] = []
+    t = Table(title=f"vLLM stack for {_machine_line(r.host)} ({detected_by})")
+    t.add_column("package")
+    t.add_column("version")
+    t.add_column("build / from")
+    t.add_row("vllm", str(r.vllm.version), f"{r.vllm.variant}, {r.vllm.where}")
+    t.add_row("torch", str(r.torch.version), f"{r.torch.variant.variant}, " + ("PyPI" if r.torch.pypi else "PyTorch index"))
+    for k, v in r.companions.items():
+        t.add_row(k, v, "pinned by the vLLM wheel")
+    if r.cuda is not None:
+        floor = f"NVIDIA driver >= {r.min_driver}" if r.min_driver else "a driver the matrix cannot name"
+        t.add_row("[bold]needs[/bold]", floor, f"CUDA {r.cuda}, {r.request.driver_policy} policy")
+    else:
+        t.add_row("[bold]needs[/bold]", "no GPU, no driver", "the CPU backend")
+    if r.glibc_floor is not None:
+        t.add_row("", f"glibc >= {r.glibc_floor}", f"manylinux_{r.glibc_floor.major}_{r.glibc_floor.minor} wheels")
+    out.append(t)
+    out.append(Text("Why:", style="bold"))
+    out += [Text(f"  - {x}") for x in r.reasons]
+    if r.warnings:
+        out.append(Text("Warnings:", style="bold yellow"))
+        out += [Text(f"  ! {x}") for x in r.warnings]
+    out.append(Text(f"Install ({p.installer}, into {p.env_dir}):", style="bold"))
+    for s in p.steps:
+        out.append(Text(f"  # {s.why}", style="dim"))
+        out.append(Text(f"  {shell_line(s.argv)}"))
+    if p.env:
+        out.append(Text("Environment:", style="bold"))
+        for (k, v), (_, why) in zip(p.env, p.env_reasons, strict=True):
+            out.append(Text(f"  # {why}", style="dim"))
+            out.append(Text(f"  export {k}={v}"))
+    out.append(Text("Verify:", style="bold"))
+    for c in p.verify:
+        out.append(Text(f"  # {c.name}: expect {c.expect!r}", style="dim"))
+        out.append(Text(f"  {shell_line(c.argv)}"))
+    if p.alternatives:
+        out.append(Text("Alternatives:", style="bold"))
+        for a, why in p.alternatives:
+            out.append(Text(f"  - vLLM {a.vllm.version} + torch {a.torch.version}+{a.torch.variant.variant}: {why}"))
+    return out
+
+
+def _machine_line(h: Host) -> str:
+    groups: dict[str, int] = {}
+    for g in h.gpus:
+        groups[g.name] = groups.get(g.name, 0) + 1
+    gpus = ", ".join(n if c == 1 else f"{c}x {n}" for n, c in groups.items()) or "no GPU"
+    drv = f"driver {h.driver.version}" if h.driver.version else "driver not given"
+    return f"{gpus}, {drv}, Python {h.python_minor}, {h.platform.tag}"
+
+
+def error_human(err: Any) -> str:
+    """pip-style diagnostic text for NoCompatibleStack."""
+    return f"error: {err.code}\n" + err.format(head="  × ", causes_head="  ╰─> ", hints_head="  hint: ",
+                                               indent="        ")
+
+
+def source_plan_human(p: Any, detected_by: str) -> list[Any]:
+    from rich.table import Table
+    from rich.text import Text
+
+    from .shell import render_script
+
+    t = Table(title=f"vLLM source build for {_machine_line(p.host)} ({detected_by})")
+    for col in ("what", "choice"):
+        t.add_column(col)
+    t.add_row("vllm", f"{p.vllm.version} (git tag v{p.vllm.version})")
+    t.add_row("torch", p.torch_version + (" (kept)" if p.keep_torch else ""))
+    if p.toolkit is not None:
+        t.add_row("CUDA toolkit", f"{p.toolkit.version} at {p.cuda_home}")
+        t.add_row("TORCH_CUDA_ARCH_LIST", ";".join(str(c) for c in p.archs))
+    if p.max_jobs == 0:
+        t.add_row("kernels", "precompiled (VLLM_USE_PRECOMPILED=1): nothing is compiled")
+    else:
+        t.add_row("MAX_JOBS / NVCC_THREADS", f"{p.max_jobs} / {p.nvcc_threads}" if p.max_jobs is not None
+                  else "computed on the build machine from its memory and cores")
+    if p.min_driver:
+        t.add_row("needs", f"NVIDIA driver >= {p.min_driver}")
+    out: list[Any] = [t, Text("Why:", style="bold")]
+    out += [Text(f"  - {x}") for x in p.reasons]
+    if p.warnings:
+        out.append(Text("Warnings:", style="bold yellow"))
+        out += [Text(f"  ! {x}") for x in p.warnings]
+    out.append(Text("Recipe (bash):", style="bold"))
+    out.append(Text(render_script(p)))
+    return out
+
+
+def doctor_human(findings: Any, host: Host, env: Any) -> list[Any]:
+    """One screen: what was checked, then each finding with its evidence and fix."""
+    from rich.text import Text
+
+    style = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
+    out: list[Any] = []
+    from ..doctor import observations
+
+    out.append(Text("checked:", style="bold"))
+    out += [Text(f"  - {line}") for line in observations(host, env)]
+    if not findings:
+        out.append(Text("no problems found", style="bold green"))
+    for f in findings:
+        out.append(Text(f"{f.severity}: {f.title} [{f.cause}]" + (" (from the log)" if f.source == "log" else ""),
+                        style=style[f.severity]))
+        out.append(Text(f"  {f.explanation}"))
+        for ev in f.evidence:
+            out.append(Text(f"  > {ev}", style="dim"))
+        out.append(Text("  fix: " + f.fix.replace("\n", "\n       ")))
+    return out
