@@ -6,8 +6,6 @@ process exit code the CLI maps it to.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 __all__ = [
     "EXIT_OK",
     "EXIT_NO_STACK",
@@ -46,19 +44,40 @@ class UsageError(VresolveError, ValueError):
     code = "usage"
 
 
-@dataclass(frozen=True, slots=True)
-class MatrixProblem:
+class MatrixProblem(tuple[str, str, str, str]):
     """One thing wrong with the matrix: the file, the row, the field, and what is wrong.
+
+    An immutable 4-tuple (not a dataclass: this module is imported by every command, ``--help`` too,
+    and importing dataclasses costs more than all of it).
 
     >>> str(MatrixProblem("gpus.yaml", "gpus[3] 'NVIDIA H100 80GB HBM3'", "compute_capability",
     ...                   "invalid compute capability '9.x'"))
     "gpus.yaml: gpus[3] 'NVIDIA H100 80GB HBM3': compute_capability: invalid compute capability '9.x'"
     """
 
-    file: str
-    row: str
-    field: str
-    message: str
+    __slots__ = ()
+
+    def __new__(cls, file: str, row: str, field: str, message: str) -> MatrixProblem:
+        return super().__new__(cls, (file, row, field, message))
+
+    @property
+    def file(self) -> str:
+        return self[0]
+
+    @property
+    def row(self) -> str:
+        return self[1]
+
+    @property
+    def field(self) -> str:
+        return self[2]
+
+    @property
+    def message(self) -> str:
+        return self[3]
+
+    def __repr__(self) -> str:
+        return f"MatrixProblem{tuple(self)!r}"
 
     def __str__(self) -> str:
         return ": ".join(p for p in (self.file, self.row, self.field, self.message) if p)

@@ -5,28 +5,23 @@ beyond typing, so that the command line's parser costs nothing to build.
 
 from __future__ import annotations
 
-from typing import Literal
+TYPE_CHECKING = False  # typing is not imported at run time: the parser's names cost nothing
+if TYPE_CHECKING:
+    from typing import Literal
 
-Installer = Literal["uv", "pip", "conda"]
+    Installer = Literal["uv", "pip", "conda"]
+    Policy = Literal["minor-compat", "toolkit"]
+    Shell = Literal["bash", "fish", "dotenv"]
+    SourceBuildMode = Literal["auto", "never", "always"]
+    InstallKind = Literal["wheel", "source"]
+    Where = Literal["pypi", "vllm-index", "release-assets"]  # where a vLLM build comes from
+    RejectionKind = Literal["driver", "gpu", "python", "platform", "glibc"]
+
 INSTALLERS: tuple[Installer, ...] = ("uv", "pip", "conda")
-
-Policy = Literal["minor-compat", "toolkit"]
 POLICIES: tuple[Policy, ...] = ("minor-compat", "toolkit")
-
-Shell = Literal["bash", "fish", "dotenv"]
 SHELLS: tuple[Shell, ...] = ("bash", "fish", "dotenv")
-
-SourceBuildMode = Literal["auto", "never", "always"]
 SOURCE_BUILD_MODES: tuple[SourceBuildMode, ...] = ("auto", "never", "always")
-
 #: the tables ``vresolve matrix show`` prints
 TABLES = ("cuda", "gpus", "torch", "vllm", "issues")
-
-InstallKind = Literal["wheel", "source"]
-
-#: where a vLLM build comes from
-Where = Literal["pypi", "vllm-index", "release-assets"]
-
 #: why a build was turned down; a failed resolution's causes carry one ("other" for the rest)
-RejectionKind = Literal["driver", "gpu", "python", "platform", "glibc"]
 REJECTION_KINDS: tuple[RejectionKind, ...] = ("driver", "gpu", "python", "platform", "glibc")

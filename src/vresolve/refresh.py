@@ -31,7 +31,8 @@ from packaging.utils import (
 from packaging.version import Version
 
 from .index import IndexClient, IndexFile
-from .matrix import dump_yaml, wheel_platform
+from .matrix import wheel_platform
+from .matrix.dump import dump_yaml
 from .values import EXTENSION_FILE_PATTERN
 
 __all__ = ["PACKAGES", "Progress", "generate", "merge_since", "torch_index_variants", "derive_cuda", "pins_for_platform", "diff_files",

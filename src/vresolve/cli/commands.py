@@ -8,11 +8,14 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 from ..errors import EXIT_OK, EXIT_USAGE, UsageError, VresolveError
 from .args import _load, _opt, build_parser, plan_inputs
+
+TYPE_CHECKING = False  # typing is not imported at run time: --help stays cheap
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 
 def _console(stderr: bool = False) -> Any:
@@ -98,7 +101,7 @@ def _wheel_resolution(args: argparse.Namespace, m: Any, host: Any, request: Any,
 
 def _print_source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any, detected_by: str,
                        why_no_wheel: Sequence[str]) -> int:
-    from ..plan import plan_source_build
+    from ..plan.source import plan_source_build
     from ..render import envelope, source_plan_human, source_plan_view
     from ..render.shell import exports_text
 
@@ -117,6 +120,8 @@ def _print_source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any
 
 
 def _cmd_lock(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to split)
+    from pathlib import Path
+
     from ..lock import FILE_NAMES, FORMATS, check_lock, compile_lock, write_lock
     from ..plan import build_plan
     from ..render import envelope
@@ -193,6 +198,8 @@ def _env_python(flag: str | None) -> str:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to split)
+    from pathlib import Path
+
     from ..detect import Overrides, detect_host, fill_capabilities, library_shadows, probe_environment
     from ..doctor import diagnose, worst_exit_code
     from ..plan import build_plan
@@ -328,6 +335,8 @@ def _pinned_by_vllm(root: Path, package: str) -> set[Any]:
 
 
 def _cmd_matrix_refresh(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to split)
+    from pathlib import Path
+
     from .._atomic import write_atomic
     from .._cache import cache_dir
     from ..index import IndexClient, configured_index_url

@@ -10,8 +10,7 @@
 
 from __future__ import annotations
 
-from .dump import dump_yaml, matrix_to_dicts
-from .load import default_matrix_path, load_matrix
+from .files import default_matrix_path, load_matrix
 from .model import (
     CAUSE_CODES,
     FILES,
@@ -38,3 +37,11 @@ __all__ = ["CAUSE_CODES", "FILES", "Provenance", "DriverFloor", "CudaMajor", "Cu
            "TorchVariant", "TorchRelease", "Kernels", "Asset", "VllmVariant", "Wheel", "SourceBuild", "VllmRelease",
            "KnownIssue", "Matrix", "default_matrix_path", "wheel_platform", "dump_yaml", "load_matrix",
            "matrix_to_dicts"]
+
+
+def __getattr__(name: str) -> object:  # the writer, imported only by those who write (refresh, tests)
+    if name in ("dump_yaml", "matrix_to_dicts"):
+        from . import dump
+
+        return getattr(dump, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

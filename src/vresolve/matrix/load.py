@@ -7,8 +7,6 @@ every problem, each naming its file, row and field. Nothing after this module se
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
-import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -18,9 +16,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from ..errors import MatrixError, MatrixProblem, UsageError
+from ..errors import MatrixError, MatrixProblem
 from ..values import PLATFORMS, VERIFIED_LEVELS, ArchList, Capability, DriverVersion, parse_variant
-from . import cache as _cache
 from .checks import cross_check
 from .model import (
     CAUSE_CODES,
@@ -58,21 +55,7 @@ def _yaml_loader() -> Any:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def default_matrix_path() -> Path:
-    """``$VRESOLVE_MATRIX``, else the copy inside the installed package, else the checkout's."""
-    env = os.environ.get("VRESOLVE_MATRIX")
-    if env:
-        return Path(env)
-    beside = Path(__file__).parents[1] / "compat_matrix"  # where the wheel puts it: the package's own resource
-    if beside.is_dir():
-        return beside
-    from importlib import resources  # slower to import; for installs that are not plain directories
 
-    packaged = resources.files("vresolve") / "compat_matrix"
-    if packaged.is_dir():
-        return Path(str(packaged))
-    checkout = Path(__file__).resolve().parents[3] / "compat_matrix"
-    return checkout
 
 
 class _Rows:
@@ -690,38 +673,10 @@ def _module_name(text: str) -> str:
     return text
 
 
-def load_matrix(path: str | os.PathLike[str] | None = None, *, cache: bool = True) -> Matrix:
-    """Load and validate the matrix in directory ``path`` (default: :func:`default_matrix_path`).
-
-    Raises UsageError when the directory is missing, MatrixError listing every problem. A matrix
-    that validated before is read from the cache (:mod:`.cache`).
-    """
-    root = Path(path) if path is not None else default_matrix_path()
-    if not root.is_dir():
-        raise UsageError(f"matrix directory {str(root)!r} does not exist (expected a compat_matrix/ directory)")
-    raw: dict[str, bytes | None] = {}
-    digest = hashlib.sha256()
-    for name in FILES:
-        try:
-            data = (root / name).read_bytes()
-        except FileNotFoundError:
-            raw[name] = None
-            continue
-        raw[name] = data
-        digest.update(name.encode() + b"\0" + data + b"\0")
-    revision = digest.hexdigest()[:16]
-    cfile = _cache.cache_file(revision) if cache else None
-    if cfile is not None:
-        m = _cache.read(cfile, revision, root)
-        if m is not None:
-            return m
-    m = _parse_matrix(root, raw, revision)
-    if cfile is not None:
-        _cache.write(cfile, m)
-    return m
 
 
-def _parse_matrix(root: Path, raw: Mapping[str, bytes | None], revision: str) -> Matrix:  # noqa: C901 (issue 12: to split)
+
+def parse_matrix(root: Path, raw: Mapping[str, bytes | None], revision: str) -> Matrix:  # noqa: C901 (issue 12: to split)
     import yaml
 
     loader = _yaml_loader()

@@ -11,9 +11,21 @@ Steps are argv tuples; shell text is made only by :mod:`vresolve.render.shell`.
 
 from __future__ import annotations
 
-from .source import GIB_PER_NVCC_THREAD, SourcePlan, build_parallelism, plan_source_build
+from typing import TYPE_CHECKING
+
 from .steps import Check, Step, extension_check
 from .wheels import InstallPlan, build_plan, planned_extensions
 
+if TYPE_CHECKING:
+    from .source import GIB_PER_NVCC_THREAD, SourcePlan, build_parallelism, plan_source_build
+
 __all__ = ["Step", "Check", "InstallPlan", "build_plan", "extension_check", "planned_extensions",
            "SourcePlan", "plan_source_build", "build_parallelism", "GIB_PER_NVCC_THREAD"]
+
+
+def __getattr__(name: str) -> object:  # source builds: imported only when one is planned
+    if name in ("GIB_PER_NVCC_THREAD", "SourcePlan", "build_parallelism", "plan_source_build"):
+        from . import source
+
+        return getattr(source, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..names import SHELLS
-from ..plan.source import GIB_PER_NVCC_THREAD, SourcePlan, gpu_text
+
+if TYPE_CHECKING:
+    from ..plan.source import SourcePlan
 
 
 def shell_line(argv: Sequence[str]) -> str:
@@ -62,6 +65,7 @@ def _line(argv: Sequence[str]) -> str:
 
 def render_script(p: SourcePlan) -> str:
     """The recipe as one bash script; every value is shell-quoted (``bash -n`` accepts it)."""
+    from ..plan.source import GIB_PER_NVCC_THREAD, gpu_text
     out = ["#!/usr/bin/env bash",
            f"# Build vLLM {p.vllm.version} from source for {gpu_text(p.host.gpus, p.archs) if p.archs else 'the CPU'}",
            f"# torch {p.torch_version}" + (f", CUDA {p.torch_cuda}" if p.torch_cuda else "") + " -- made by vresolve",
