@@ -34,19 +34,48 @@ def _common() -> argparse.ArgumentParser:
     return p
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = {  # name -> help; each command's flags are added by its function below
+    "plan": "the newest vLLM stack that works on a machine, and how to install it",
+    "lock": "the plan plus its whole transitive closure, with hashes (uv pip compile)",
+    "doctor": "diagnose this environment and/or an error log",
+    "detect": "what this machine has, and which source answered each fact",
+    "matrix": "check, browse and update the compatibility matrix",
+}
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The command named in ``argv`` (the first word that is one), or None."""
+    words = iter(argv)
+    for a in words:
+        if a == "--matrix":  # the only option before the command that takes a value
+            next(words, None)
+        elif a in COMMANDS:
+            return a
+    return None
+
+
+def build_parser(only: str | None = "*") -> argparse.ArgumentParser:
+    """The parser; ``only``: the command whose flags are added (None: none, for ``vresolve --help``;
+    ``"*"``: every command's). Adding every flag of every command costs more than the rest of --help."""
     common = _common()
     parser = _Parser(prog="vresolve", parents=[common],
                      description="Resolve a working NVIDIA driver / CUDA / PyTorch / vLLM stack.")
     parser.add_argument("--version", action="version", version=f"vresolve {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, help_text in COMMANDS.items():
+        if only in ("*", name):
+            _FLAGS[name](sub.add_parser(name, parents=[common], help=help_text), common)
+        else:  # listed, not parsed: its flags are added only when it is the command at hand
+            sub.add_parser(name, help=help_text)
+    return parser
 
-    pl = sub.add_parser("plan", parents=[common], help="the newest vLLM stack that works on a machine, and how to install it")
+
+def _plan_command(pl: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     _add_plan_flags(pl)
     pl.add_argument("--shell", choices=SHELLS, help="print only the environment exports")
 
-    lk = sub.add_parser("lock", parents=[common],
-                        help="the plan plus its whole transitive closure, with hashes (uv pip compile)")
+
+def _lock_command(lk: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     _add_plan_flags(lk)
     lk.add_argument("-o", "--output", metavar="DIR", default=".", help="where to write the files (default: .)")
     lk.add_argument("--format", default=",".join(("requirements", "pylock", "conda", "env")),
@@ -58,28 +87,31 @@ def build_parser() -> argparse.ArgumentParser:
     lk.add_argument("--profiles", metavar="FILE",
                     help="lock every profile of FILE (name: [plan flags]) into DIR/<name>/ (see lockfiles/)")
 
-    doc = sub.add_parser("doctor", parents=[common], help="diagnose this environment and/or an error log")
+
+def _doctor_command(doc: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     doc.add_argument("--log", metavar="FILE", help="an error log or traceback to read ('-': standard input)")
     doc.add_argument("--python", metavar="EXE", dest="env_python",
-                     help="the environment's interpreter (default: $VIRTUAL_ENV's, else $CONDA_PREFIX's, else this one)")
+                     help="the environment's interpreter (default: $VIRTUAL_ENV's, else $CONDA_PREFIX's, "
+                          "else this one)")
     doc.add_argument("--no-env", action="store_true", help="read only the log; do not import the stack")
     doc.add_argument("--lock", metavar="FILE", dest="lock_file",
                      help="check this machine against a lock's assumptions (requirements.txt, pylock.toml, ...)")
     doc.add_argument("--timeout", type=float, default=180.0, help="seconds the import checks may take (default 180)")
 
-    det = sub.add_parser("detect", parents=[common], help="what this machine has, and which source answered each fact")
+
+def _detect_command(det: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     det.add_argument("--torch", action="store_true",
                      help="also ask torch itself (import torch in a subprocess: its CUDA and arch list)")
     det.add_argument("--nvidia-smi", metavar="PATH", help="the nvidia-smi to run (default: the one on PATH)")
     det.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for nvidia-smi (default 10)")
     det.add_argument("--require-gpu", action="store_true", help="exit 3 when no NVIDIA GPU is found")
 
-    mx = sub.add_parser("matrix", parents=[common], help="check, browse and update the compatibility matrix")
+
+def _matrix_command(mx: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     msub = mx.add_subparsers(dest="matrix_command", metavar="ACTION", parser_class=_Parser)
     msub.add_parser("validate", parents=[common],
                     help="check every row's schema and the cross-references; exit 2 on any problem")
     show = msub.add_parser("show", parents=[common], help="print a table of the matrix, or a summary")
-
     show.add_argument("table", nargs="?", choices=TABLES, help="the table to print (default: a summary)")
     ref = msub.add_parser("refresh", parents=[common],
                           help="re-read wheel METADATA from the package index; print the diff")
@@ -94,7 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--since", metavar="VERSION", help="only releases from VERSION on (the rest of the file is kept)")
     ref.add_argument("--offline", action="store_true", help="only what the cache holds (no network)")
     ref.add_argument("--timeout", type=float, default=30.0, help="seconds per HTTP request (default 30)")
-    return parser
+
+
+_FLAGS = {"plan": _plan_command, "lock": _lock_command, "doctor": _doctor_command, "detect": _detect_command,
+          "matrix": _matrix_command}
 
 
 def _add_plan_flags(p: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import EXIT_OK, EXIT_USAGE, UsageError, VresolveError
-from .args import _load, _opt, build_parser, plan_inputs
+from .args import _load, _opt, build_parser, command_of, plan_inputs
 
 TYPE_CHECKING = False  # typing is not imported at run time: --help stays cheap
 if TYPE_CHECKING:
@@ -435,7 +435,7 @@ def _setup_logging(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    parser = build_parser(command_of(argv))  # only the flags of the command at hand
     command = "cli"
     try:
         args = parser.parse_args(argv)
