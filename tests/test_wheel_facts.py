@@ -161,13 +161,13 @@ def test_kept_torch_no_wheel_pins_falls_back_to_a_source_build(capsys: pytest.Ca
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     import vresolve.detect as detect
 
-    real = detect._probe_installed
-    monkeypatch.setattr(detect, "_probe_installed",
+    real = detect.probes._probe_installed
+    monkeypatch.setattr(detect.probes, "_probe_installed",
                         lambda: (InstalledDist(name="torch", version="2.12.1+cu130", cuda="13.0"),))
     monkeypatch.setenv("VRESOLVE_GPUS", "NVIDIA H200")
     monkeypatch.setenv("VRESOLVE_DRIVER", "580.159.04")
     code, out, _ = run(["plan", "--gpu", "auto", "--keep-torch", "--json"], capsys)
-    monkeypatch.setattr(detect, "_probe_installed", real)
+    monkeypatch.setattr(detect.probes, "_probe_installed", real)
     assert code == 0
     d = json.loads(out)
     assert d["stack"]["install_kind"] == "source"

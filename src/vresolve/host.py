@@ -6,7 +6,7 @@ through JSON (for ``--json`` and for the machine assumptions recorded in lockfil
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from packaging.version import Version
@@ -60,6 +60,13 @@ class HostGpu:
     pci_bus_id: str | None = None
     source: str | None = None  # which probe found the GPU
     cc_source: str | None = None  # which probe (or "matrix") gave the compute capability
+
+    @property
+    def cc(self) -> Capability:
+        """The compute capability of a GPU known to have one (filter on ``compute_capability`` first)."""
+        if self.compute_capability is None:
+            raise ValueError(f"GPU {self.index} {self.name!r}: compute capability unknown")
+        return self.compute_capability
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "name": self.name, "compute_capability": _s(self.compute_capability),
@@ -192,8 +199,6 @@ class Host:
     def installed_dist(self, name: str) -> InstalledDist | None:
         return next((d for d in self.installed if d.name == name), None)
 
-    def with_gpus(self, gpus: tuple[HostGpu, ...]) -> Host:
-        return replace(self, gpus=gpus)
 
     def to_dict(self) -> dict[str, Any]:
         return {

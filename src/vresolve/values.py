@@ -10,7 +10,6 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -77,9 +76,7 @@ def core_extension(extensions: Sequence[str]) -> str:
     return next((c for c in CORE_EXTENSIONS if c in extensions), CORE_EXTENSIONS[0])
 
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64")
-WHEEL_PLATFORMS = (*PLATFORMS, "any")  # "any": a pure-Python wheel (py3-none-any)
 VERIFIED_LEVELS = ("primary", "observed", "secondary", "unverified")
-Verified = Literal["primary", "observed", "secondary", "unverified"]
 
 _CC_RE = re.compile(
     r"""^\s*(?:

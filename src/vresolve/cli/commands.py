@@ -239,9 +239,9 @@ def _cmd_doctor(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to sp
     findings = diagnose(host, m, env, shadows=() if args.no_env else library_shadows(), log=log,
                         reinstall=reinstall)
     if header is not None:
-        from ..doctor import check_lock
+        from ..doctor import check_against_lock
 
-        findings = check_lock(header, host, m, env, name=args.lock_file) + findings
+        findings = check_against_lock(header, host, env, name=args.lock_file) + findings
     if _opt(args, "json"):
         from ..doctor import observations
 

@@ -1,22 +1,6 @@
-"""Detection: THE ONLY MODULE THAT PROBES THE MACHINE.
-
-``detect_host(overrides)`` returns a :class:`~vresolve.host.Host` and never raises on an
-odd machine: what it could not learn goes into ``Host.problems`` with the reason.
-
-Query order for the driver and the GPUs, first answer wins, overrides first:
-
-1. explicit overrides: flags, then ``VRESOLVE_DRIVER``, ``VRESOLVE_CUDA_DRIVER``,
-   ``VRESOLVE_GPUS`` (names or ``sm_XY``, comma-separated), ``VRESOLVE_PYTHON``,
-   ``VRESOLVE_PLATFORM``;
-2. NVML through nvidia-ml-py, when ``libnvidia-ml.so.1`` loads (one initialisation gives the
-   driver, the driver's CUDA version and every GPU with its compute capability);
-3. ``/sys/module/nvidia/version`` and ``/proc/driver/nvidia/version`` for the driver, and
-   ``/proc/driver/nvidia/gpus/*/information`` for the GPUs (names only: the matrix supplies
-   their compute capability, see :func:`fill_capabilities`); ``cuDriverGetVersion`` from
-   ``libcuda.so.1`` for the driver's CUDA version;
-4. ``nvidia-smi --query-gpu=...`` with a timeout (and its banner for the CUDA version).
-
-Raw-output parsers are pure functions named ``parse_*``; each docstring shows the input.
+"""The machine's facts, each from the first source that answers: overrides, NVML, /sys and /proc,
+libcuda, nvidia-smi (with a timeout); never raises on an odd machine, and records what it could not
+learn as a problem.
 """
 
 from __future__ import annotations
@@ -30,44 +14,37 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from .host import (
+from ..host import (
     DriverInfo,
-    EnvReport,
     Host,
     HostGpu,
     InstalledDist,
-    ModuleReport,
     PlatformInfo,
     Toolkit,
-    TorchRuntime,
 )
-from .values import CORE_EXTENSIONS, EXTENSION_HELPERS, Capability, DriverVersion
+from ..values import Capability
+from .parsers import (
+    NVML_MISMATCH,
+    SMI_FIELDS,
+    driver_or_none,
+    parse_nvcc_version,
+    parse_proc_driver_version,
+    parse_proc_gpu_information,
+    parse_smi_banner,
+    parse_smi_query,
+    version_or_none,
+)
 
 if TYPE_CHECKING:
-    from .matrix import Matrix
+    from ..matrix import Matrix
 
-__all__ = [
-    "Overrides",
-    "detect_host",
-    "fill_capabilities",
-    "detect_interpreter",
-    "probe_torch",
-    "probe_environment",
-    "library_shadows",
-    "parse_proc_driver_version",
-    "parse_proc_gpu_information",
-    "parse_smi_banner",
-    "parse_smi_query",
-    "parse_nvcc_version",
-    "NVML_MISMATCH",
-]
 
-NVML_MISMATCH = "Failed to initialize NVML: Driver/library version mismatch"
-SMI_FIELDS = ("index", "name", "uuid", "compute_cap", "driver_version", "memory.total", "pci.bus_id")
 STACK_DISTS = ("torch", "torchvision", "torchaudio", "vllm", "flashinfer-python", "flashinfer", "xformers",
                "triton", "flash-attn")
+
+
 ENV_VARS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
             "TORCH_CUDA_ARCH_LIST")
 
@@ -103,125 +80,6 @@ class Overrides:
             "use_nvml": env.get("VRESOLVE_NO_NVML", "") in ("", "0"),
         }
         return cls(gpus=gpus, environ=env, **values)  # type: ignore[arg-type]
-
-
-# --------------------------------------------------------------------------- parsers
-
-
-_PROC_VERSION_RE = re.compile(
-    r"NVRM version: NVIDIA (?P<kind>UNIX(?: Open)? Kernel Module|.*?Kernel Module)[^\d]*?"
-    r"(?:for \S+\s+)?(?P<version>\d+\.\d+(?:\.\d+)?)")
-
-
-def parse_proc_driver_version(text: str) -> tuple[DriverVersion, str] | None:
-    """``/proc/driver/nvidia/version`` -> (driver version, "open" | "proprietary").
-
-    Input::
-
-        NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)
-        GCC version:  gcc version 15.3.0 (GCC)
-
-    or, for the proprietary module, ``NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14  Thu ...``.
-    """
-    m = _PROC_VERSION_RE.search(text)
-    if not m:
-        return None
-    return DriverVersion.parse(m["version"]), "open" if "Open" in m["kind"] else "proprietary"
-
-
-def parse_proc_gpu_information(text: str) -> dict[str, str]:
-    """``/proc/driver/nvidia/gpus/<bus>/information`` -> its fields.
-
-    Input::
-
-        Model: 		 NVIDIA H200
-        IRQ:   		 41
-        GPU UUID: 	 GPU-283bb333-7717-fb40-df5e-3812f333d4f7
-        Bus Location: 	 0000:00:06.0
-        Device Minor: 	 0
-    """
-    out = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep:
-            out[key.strip()] = value.strip()
-    return out
-
-
-_BANNER_RE = {
-    "driver": re.compile(r"(?:Driver Version|KMD Version)\s*:\s*(\d+\.\d+(?:\.\d+)?)", re.IGNORECASE),
-    "cuda": re.compile(r"CUDA (?:UMD )?Version\s*:\s*(\d+\.\d+)", re.IGNORECASE),
-}
-
-
-def parse_smi_banner(text: str) -> tuple[DriverVersion | None, Version | None]:
-    """The driver and CUDA versions in ``nvidia-smi``'s banner or ``nvidia-smi --version``.
-
-    Input (drivers before R610)::
-
-        | NVIDIA-SMI 580.159.04             Driver Version: 580.159.04     CUDA Version: 13.0     |
-
-    R610 and newer print ``KMD Version: 610.43.02`` and ``CUDA UMD Version: 13.3`` instead.
-    """
-    d = _BANNER_RE["driver"].search(text)
-    c = _BANNER_RE["cuda"].search(text)
-    return (DriverVersion.parse(d[1]) if d else None), (Version(c[1]) if c else None)
-
-
-def parse_smi_query(text: str, fields: tuple[str, ...] = SMI_FIELDS) -> list[dict[str, str]]:
-    """``nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits`` -> one dict per GPU.
-
-    Input::
-
-        0, NVIDIA H200, GPU-283bb333-7717-fb40-df5e-3812f333d4f7, 9.0, 580.159.04, 143771, 00000000:00:06.0
-
-    Raises ValueError on anything that is not such a table (a message, garbage).
-    """
-    import csv
-    import io
-
-    rows = []
-    for rec in csv.reader(io.StringIO(text.strip()), skipinitialspace=True):
-        if not rec:
-            continue
-        if len(rec) != len(fields):
-            raise ValueError(f"expected {len(fields)} comma-separated fields, got {len(rec)}: {', '.join(rec)[:120]!r}")
-        row = {k: v.strip() for k, v in zip(fields, rec, strict=True)}
-        if not row["index"].isdigit():
-            raise ValueError(f"not a GPU index: {row['index']!r}")
-        rows.append(row)
-    return rows
-
-
-_NVCC_RE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
-
-
-def parse_nvcc_version(text: str) -> Version | None:
-    """``nvcc --version`` -> the toolkit version (``13.0.88``).
-
-    Input::
-
-        Cuda compilation tools, release 13.0, V13.0.88
-    """
-    m = _NVCC_RE.search(text)
-    return Version(m[2]) if m else None
-
-
-def _version_or_none(text: str | None) -> Version | None:
-    try:
-        return Version(text.strip()) if text and text.strip() else None
-    except InvalidVersion:
-        return None
-
-
-def _driver_or_none(text: str | None) -> DriverVersion | None:
-    try:
-        return DriverVersion.parse(text) if text and text.strip() else None
-    except ValueError:
-        return None
-
-
-# --------------------------------------------------------------------------- probes
 
 
 @dataclass
@@ -263,7 +121,7 @@ def _probe_nvml(o: Overrides, found: _Found) -> bool:
             found.problems.append(f"NVML: {text}")
         return False
     try:
-        version = _driver_or_none(_text(pynvml.nvmlSystemGetDriverVersion()))
+        version = driver_or_none(_text(pynvml.nvmlSystemGetDriverVersion()))
         cuda = None
         try:
             raw = pynvml.nvmlSystemGetCudaDriverVersion_v2()
@@ -301,7 +159,7 @@ def _text(value: object) -> str:
 def _probe_proc(o: Overrides, found: _Found) -> None:  # noqa: C901 (issue 12: to split)
     """Driver from /sys and /proc; GPU names from /proc (no compute capability there)."""
     if found.driver.version is None:
-        sys_version = _driver_or_none(_read(o, "/sys/module/nvidia/version"))
+        sys_version = driver_or_none(_read(o, "/sys/module/nvidia/version"))
         if sys_version is not None:
             found.driver = replace(found.driver, version=sys_version, source="/sys/module/nvidia/version")
     proc = _read(o, "/proc/driver/nvidia/version")
@@ -321,7 +179,7 @@ def _probe_proc(o: Overrides, found: _Found) -> None:  # noqa: C901 (issue 12: t
         entries = sorted(gpu_dir.iterdir())
     except OSError:
         return
-    gpus = []
+    gpus: list[tuple[int, dict[str, str]]] = []
     for entry in entries:
         try:
             info = parse_proc_gpu_information((entry / "information").read_text(errors="replace"))
@@ -373,7 +231,7 @@ def _probe_smi(o: Overrides, found: _Found, need_gpus: bool) -> None:  # noqa: C
     """GPUs (with compute capability) and the driver from ``nvidia-smi --query-gpu``; CUDA from its banner."""
     smi = o.nvidia_smi
     if need_gpus or found.driver.version is None:
-        fields = SMI_FIELDS
+        fields: tuple[str, ...] = SMI_FIELDS
         res = _run(o, [smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"])
         if isinstance(res, tuple) and res[0] != 0 and "compute_cap" in res[1]:
             # drivers before ~510 do not know the compute_cap field: ask without it
@@ -398,7 +256,7 @@ def _probe_smi(o: Overrides, found: _Found, need_gpus: bool) -> None:  # noqa: C
             return
         for row in rows:
             if found.driver.version is None:
-                v = _driver_or_none(row.get("driver_version"))
+                v = driver_or_none(row.get("driver_version"))
                 if v:
                     found.driver = replace(found.driver, version=v, source="nvidia-smi")
         if need_gpus:
@@ -434,7 +292,7 @@ def _probe_platform(o: Overrides, problems: list[str]) -> PlatformInfo:
     glibc = None
     if osname == "linux":
         try:
-            glibc = _version_or_none(os.confstr("CS_GNU_LIBC_VERSION").split()[-1])  # "glibc 2.39"
+            glibc = version_or_none((os.confstr("CS_GNU_LIBC_VERSION") or "").split()[-1])  # "glibc 2.39"
         except (ValueError, OSError, AttributeError, IndexError):
             problems.append("glibc: version unknown (not glibc, or confstr unavailable)")
     osrelease = (_read(o, "/proc/sys/kernel/osrelease") or "").lower()
@@ -520,7 +378,7 @@ def _probe_toolkits(o: Overrides, problems: list[str]) -> tuple[Toolkit, ...]:  
         version = None
         try:
             doc = json.loads((real / "version.json").read_text())
-            version = _version_or_none(doc.get("cuda", {}).get("version") or doc.get("cuda_nvcc", {}).get("version"))
+            version = version_or_none(doc.get("cuda", {}).get("version") or doc.get("cuda_nvcc", {}).get("version"))
         except (OSError, ValueError, AttributeError):
             pass
         if version is None and nvcc_path.exists():
@@ -548,7 +406,7 @@ def _probe_tools(o: Overrides) -> tuple[tuple[str, str], ...]:
     gcc = shutil.which("gcc", path=path)
     if gcc:
         res = _run(o, [gcc, "-dumpfullversion", "-dumpversion"])
-        if isinstance(res, tuple) and res[0] == 0 and _version_or_none(res[1].strip().splitlines()[0]):
+        if isinstance(res, tuple) and res[0] == 0 and version_or_none(res[1].strip().splitlines()[0]):
             out.append(("gcc", res[1].strip().splitlines()[0]))
     for name in ("ccache", "conda", "git", "uv"):
         found = shutil.which(name, path=path)
@@ -598,153 +456,14 @@ def _probe_installed() -> tuple[InstalledDist, ...]:
     return tuple(out)
 
 
-def probe_torch(python: str | None = None, timeout: float = 120.0) -> TorchRuntime:
-    """torch's view (version, CUDA, arch list, device capabilities), from ``import torch`` in a subprocess.
-
-    Never in-process: importing torch costs seconds and may crash on a broken install.
-    """
-    env = probe_environment(python, timeout=timeout)
-    if env.torch is not None:
-        return env.torch
-    torch = env.module("torch")
-    return TorchRuntime(error=env.error or (torch.error if torch is not None else None) or "torch did not import")
-
-
-_ENV_SCRIPT = r"""
-import importlib, importlib.util, json, sys, traceback
-out = {"sys_path": list(sys.path), "modules": [], "requires": {}}
-def spec_origin(name):
-    try:
-        spec = importlib.util.find_spec(name)
-    except Exception as e:
-        return None
-    return None if spec is None else (spec.origin or (list(spec.submodule_search_locations or []) or [None])[0])
-def attempt(name, version_attr="__version__"):
-    rep = {"name": name, "origin": spec_origin(name)}
-    if rep["origin"] is None and "." not in name:
-        rep["error"] = "ModuleNotFoundError: No module named %r" % name
-        out["modules"].append(rep)
-        return None
-    try:
-        mod = importlib.import_module(name)
-        v = getattr(mod, version_attr, None)
-        rep["version"] = None if v is None else str(v)
-        out["modules"].append(rep)
-        return mod
-    except BaseException as e:
-        tb = traceback.format_exc()
-        rep["error"] = (tb.strip().splitlines() or [repr(e)])[-1][:2000]
-        rep["traceback"] = tb[-6000:]
-        out["modules"].append(rep)
-        return None
-torch = attempt("torch")
-if torch is not None:
-    t = {"version": str(torch.__version__), "cuda": torch.version.cuda}
-    try:
-        t["available"] = bool(torch.cuda.is_available())
-        t["arch_list"] = list(torch.cuda.get_arch_list()) if t["available"] else []
-        t["device_capabilities"] = ["%d.%d" % torch.cuda.get_device_capability(i)
-                                    for i in range(torch.cuda.device_count())] if t["available"] else []
-    except BaseException as e:
-        t["error"] = "%s: %s" % (type(e).__name__, e)
-    out["torch"] = t
-def attempt_file(name, path):
-    error = load_extension(name, path)
-    rep = {"name": name, "origin": path}
-    if error:
-        rep["error"], rep["traceback"] = error.split(" <- ")[0][:2000], error[-6000:]
-    out["modules"].append(rep)
-vllm = attempt("vllm")
-root = spec_origin("vllm")
-exts = find_extensions(root[:-len("/__init__.py")]) if root and root.endswith("/__init__.py") else {}
-out["vllm_extensions"] = sorted(exts)
-for name in @CORE@:
-    if name not in exts:
-        attempt(name)  # the error a user sees: No module named 'vllm._C'
-for name, path in sorted(exts.items()):
-    if name not in sys.modules:
-        attempt_file(name, path)
-    else:
-        out["modules"].append({"name": name, "origin": path})
-for name in ("torchvision", "torchaudio", "xformers", "flashinfer", "flash_attn"):
-    attempt(name)
-try:
-    from importlib import metadata
-    for dist in ("vllm", "torchvision", "torchaudio", "xformers", "flashinfer-python", "flash-attn"):
-        try:
-            reqs = metadata.requires(dist) or []
-        except metadata.PackageNotFoundError:
-            continue
-        out["requires"][dist] = [r for r in reqs if r.split(";")[0].strip().lower().startswith(("torch", "triton"))]
-except Exception:
-    pass
-sys.stdout.write("\n@@vresolve@@" + json.dumps(out) + "\n")
-"""
-
-
-def probe_environment(python: str | None = None, timeout: float = 180.0, cwd: str | None = None) -> EnvReport:
-    """Import the stack (torch, vllm, vllm._C, companions) in a subprocess of ``python`` and report.
-
-    Never in-process: an import can take seconds, crash, or poison this process.
-    """
-    import json
-    import subprocess
-
-    exe = python or sys.executable
-    try:
-        script = EXTENSION_HELPERS + _ENV_SCRIPT.replace("@CORE@", repr(CORE_EXTENSIONS))
-        p = subprocess.run([exe, "-c", script], capture_output=True, text=True, timeout=timeout,
-                           errors="replace", cwd=cwd)
-    except subprocess.TimeoutExpired:
-        return EnvReport(python=exe, error=f"importing the stack timed out after {timeout:g} s")
-    except OSError as e:
-        return EnvReport(python=exe, error=f"{exe}: could not run ({e.strerror or e})")
-    marker = p.stdout.rpartition("@@vresolve@@")[2].strip()
-    try:
-        d = json.loads(marker)
-    except ValueError:
-        tail = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
-        return EnvReport(python=exe, error=f"the probe died (exit code {p.returncode}): {tail[:300]}")
-    return EnvReport(
-        python=exe, sys_path=tuple(d.get("sys_path") or ()),
-        modules=tuple(ModuleReport.from_dict(m) for m in d.get("modules") or ()),
-        requires=tuple((k, tuple(v)) for k, v in sorted((d.get("requires") or {}).items())),
-        vllm_extensions=tuple(str(x) for x in d.get("vllm_extensions") or ()),
-        torch=TorchRuntime.from_dict(d["torch"]) if d.get("torch") else None)
-
-
-def library_shadows(environ: Mapping[str, str] | None = None) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """``LD_LIBRARY_PATH`` directories holding CUDA libraries that would load before pip's nvidia-* ones.
-
-    Returns (directory, the CUDA libraries in it) for each such directory.
-    """
-    env = os.environ if environ is None else environ
-    out = []
-    prefixes = ("libcudart.so", "libcublas.so", "libcublasLt.so", "libcudnn.so", "libnccl.so", "libcusparse.so",
-                "libnvrtc.so", "libcufft.so", "libnvJitLink.so")
-    for d in (env.get("LD_LIBRARY_PATH") or "").split(":"):
-        if not d:
-            continue
-        try:
-            names = sorted(n for n in os.listdir(d) if n.startswith(prefixes))
-        except OSError:
-            continue
-        if names:
-            out.append((d, tuple(names)))
-    return tuple(out)
-
-
-# --------------------------------------------------------------------------- entry points
-
-
 def detect_host(o: Overrides | None = None, *, probe_gpus: bool = True, installed: bool = True) -> Host:  # noqa: C901 (issue 12: to split)
     """Everything this machine can tell, overrides first. Never raises on an odd machine."""
     o = o or Overrides.from_env()
     found = _Found()
     if o.driver:
-        found.driver = DriverInfo(version=_driver_or_none(o.driver), source="override")
+        found.driver = DriverInfo(version=driver_or_none(o.driver), source="override")
     if o.cuda_driver:
-        found.driver = replace(found.driver, cuda=_version_or_none(o.cuda_driver), cuda_source="override")
+        found.driver = replace(found.driver, cuda=version_or_none(o.cuda_driver), cuda_source="override")
     if o.gpus is not None:
         # named by the user: the caller resolves names against the matrix
         found.gpus = [HostGpu(index=i, name=g, source="override") for i, g in enumerate(o.gpus)]

@@ -1,0 +1,129 @@
+"""Parsers of what the machine's tools print: nvidia-smi (banner and CSV query), /proc/driver/nvidia,
+nvcc. Pure: text in, values out; malformed text is a ValueError naming what was expected.
+"""
+
+from __future__ import annotations
+
+import re
+
+from packaging.version import InvalidVersion, Version
+
+from ..values import DriverVersion
+
+NVML_MISMATCH = "Failed to initialize NVML: Driver/library version mismatch"
+
+
+SMI_FIELDS = ("index", "name", "uuid", "compute_cap", "driver_version", "memory.total", "pci.bus_id")
+
+
+_PROC_VERSION_RE = re.compile(
+    r"NVRM version: NVIDIA (?P<kind>UNIX(?: Open)? Kernel Module|.*?Kernel Module)[^\d]*?"
+    r"(?:for \S+\s+)?(?P<version>\d+\.\d+(?:\.\d+)?)")
+
+
+def parse_proc_driver_version(text: str) -> tuple[DriverVersion, str] | None:
+    """``/proc/driver/nvidia/version`` -> (driver version, "open" | "proprietary").
+
+    Input::
+
+        NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)
+        GCC version:  gcc version 15.3.0 (GCC)
+
+    or, for the proprietary module, ``NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14  Thu ...``.
+    """
+    m = _PROC_VERSION_RE.search(text)
+    if not m:
+        return None
+    return DriverVersion.parse(m["version"]), "open" if "Open" in m["kind"] else "proprietary"
+
+
+def parse_proc_gpu_information(text: str) -> dict[str, str]:
+    """``/proc/driver/nvidia/gpus/<bus>/information`` -> its fields.
+
+    Input::
+
+        Model: 		 NVIDIA H200
+        IRQ:   		 41
+        GPU UUID: 	 GPU-283bb333-7717-fb40-df5e-3812f333d4f7
+        Bus Location: 	 0000:00:06.0
+        Device Minor: 	 0
+    """
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+_BANNER_RE = {
+    "driver": re.compile(r"(?:Driver Version|KMD Version)\s*:\s*(\d+\.\d+(?:\.\d+)?)", re.IGNORECASE),
+    "cuda": re.compile(r"CUDA (?:UMD )?Version\s*:\s*(\d+\.\d+)", re.IGNORECASE),
+}
+
+
+def parse_smi_banner(text: str) -> tuple[DriverVersion | None, Version | None]:
+    """The driver and CUDA versions in ``nvidia-smi``'s banner or ``nvidia-smi --version``.
+
+    Input (drivers before R610)::
+
+        | NVIDIA-SMI 580.159.04             Driver Version: 580.159.04     CUDA Version: 13.0     |
+
+    R610 and newer print ``KMD Version: 610.43.02`` and ``CUDA UMD Version: 13.3`` instead.
+    """
+    d = _BANNER_RE["driver"].search(text)
+    c = _BANNER_RE["cuda"].search(text)
+    return (DriverVersion.parse(d[1]) if d else None), (Version(c[1]) if c else None)
+
+
+def parse_smi_query(text: str, fields: tuple[str, ...] = SMI_FIELDS) -> list[dict[str, str]]:
+    """``nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits`` -> one dict per GPU.
+
+    Input::
+
+        0, NVIDIA H200, GPU-283bb333-7717-fb40-df5e-3812f333d4f7, 9.0, 580.159.04, 143771, 00000000:00:06.0
+
+    Raises ValueError on anything that is not such a table (a message, garbage).
+    """
+    import csv
+    import io
+
+    rows = []
+    for rec in csv.reader(io.StringIO(text.strip()), skipinitialspace=True):
+        if not rec:
+            continue
+        if len(rec) != len(fields):
+            raise ValueError(f"expected {len(fields)} comma-separated fields, got {len(rec)}: {', '.join(rec)[:120]!r}")
+        row = {k: v.strip() for k, v in zip(fields, rec, strict=True)}
+        if not row["index"].isdigit():
+            raise ValueError(f"not a GPU index: {row['index']!r}")
+        rows.append(row)
+    return rows
+
+
+_NVCC_RE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
+
+
+def parse_nvcc_version(text: str) -> Version | None:
+    """``nvcc --version`` -> the toolkit version (``13.0.88``).
+
+    Input::
+
+        Cuda compilation tools, release 13.0, V13.0.88
+    """
+    m = _NVCC_RE.search(text)
+    return Version(m[2]) if m else None
+
+
+def version_or_none(text: str | None) -> Version | None:
+    try:
+        return Version(text.strip()) if text and text.strip() else None
+    except InvalidVersion:
+        return None
+
+
+def driver_or_none(text: str | None) -> DriverVersion | None:
+    try:
+        return DriverVersion.parse(text) if text and text.strip() else None
+    except ValueError:
+        return None

@@ -1,0 +1,243 @@
+"""The environment and the machine judged against the matrix: each problem a Finding with a cause code
+from DESIGN.md's vocabulary, the evidence, and a fix (a reinstall carries the corrected plan).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from ..host import EnvReport, Host, HostGpu
+from ..matrix import Matrix
+from ..values import Capability, core_extension, public_version
+from .facts import REINSTALL_CAUSES, Finding, caps_covered, dedupe, is_source_tree, needs_libcuda, torch_pin
+from .logs import classify, from_issue, issue_for, match_log
+
+
+def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,  # noqa: C901 (issue 12: to split)
+             shadows: Sequence[tuple[str, Sequence[str]]] = (), log: str | None = None,
+             reinstall: Sequence[str] = ()) -> list[Finding]:
+    """Findings about this environment and/or a log.
+
+    ``reinstall``: the shell lines of the corrected plan (from the resolver), appended to the fix
+    of every finding whose cure is a reinstall.
+    """
+    findings: list[Finding] = []
+    plan_text = ("\nReinstall into a fresh environment with the plan vresolve computes for this machine:\n  "
+                 + "\n  ".join(reinstall)) if reinstall else ""
+
+    def add(cause: str, severity: str, title: str, explanation: str, fix: str, evidence: Sequence[str] = ()) -> None:
+        if cause in REINSTALL_CAUSES and plan_text and severity == "error":
+            fix += plan_text
+        findings.append(Finding(cause=cause, severity=severity, title=title, explanation=explanation, fix=fix,
+                                evidence=tuple(evidence)))
+
+    gpus = [g for g in host.gpus if g.compute_capability is not None]
+    if host.driver.nvml_library_mismatch:
+        k = issue_for(matrix, "nvml-driver-mismatch")
+        add("nvml-driver-mismatch", "error", "The NVIDIA kernel module and its user-space library differ",
+            k.explanation if k else "The driver was upgraded but the old kernel module is still loaded.",
+            k.fix if k else "Reboot, or reload the nvidia kernel modules.",
+            [p for p in host.problems if "mismatch" in p])
+    if env is not None:
+        _environment(host, matrix, env, gpus, add)
+    if shadows:
+        torch_cuda = env.torch.cuda if env and env.torch else None
+        add("library-not-found" if not torch_cuda else "cuda-variant-mismatch", "warning",
+            "LD_LIBRARY_PATH puts other CUDA libraries before pip's",
+            "The dynamic loader searches LD_LIBRARY_PATH before the nvidia-* packages torch depends on, so these "
+            "libraries load instead of the ones torch was built and tested with"
+            + (f" (torch's CUDA: {torch_cuda})" if torch_cuda else "") + "; a different cuDNN, NCCL or cuBLAS there "
+            "fails with undefined symbols or wrong results.",
+            "Remove these directories from LD_LIBRARY_PATH for the vLLM environment, e.g.\n  unset LD_LIBRARY_PATH",
+            [f"{d}: {', '.join(libs)}" for d, libs in shadows])
+    if env is not None and env.torch is not None and env.torch.cuda:
+        tc = public_version(env.torch.cuda)
+        for tk in host.toolkits:
+            if tc is not None and (tk.version.major, tk.version.minor) != (tc.major, tc.minor):
+                k = issue_for(matrix, "toolkit-mismatch")
+                add("toolkit-mismatch", "warning", f"nvcc {tk.version} is not torch's CUDA {env.torch.cuda}",
+                    "Building vLLM or any CUDA extension with this nvcc against this torch fails or produces "
+                    "kernels that do not load: the toolkit must be torch's CUDA major.minor.",
+                    (k.fix if k else "") + f"\nInstall CUDA {tc.major}.{tc.minor} and export CUDA_HOME to it before "
+                    "building anything against this torch.", [f"{tk.path}: nvcc {tk.version} ({tk.source})"])
+                break
+    old = [g for g in gpus if g.cc < Capability(8, 0)]
+    if old:
+        k = issue_for(matrix, "gpu-too-old-for-feature")
+        add("gpu-too-old-for-feature", "info", "These GPUs lack bfloat16 and FlashAttention 2",
+            "GPUs below compute capability 8.0 have no bfloat16 and do not run FlashAttention 2; models whose "
+            "config says bfloat16 must be run in float16.",
+            (k.fix if k else "") or "Run with --dtype float16.",
+            [f"GPU {g.index}: {g.name} (sm_{g.cc.major}{g.cc.minor})" for g in old])
+    if log:
+        torch_cuda = env.torch.cuda if env is not None and env.torch is not None else None
+        for issue, ev in match_log(log, matrix.known_issues):
+            extra = plan_text if issue.cause in REINSTALL_CAUSES and issue.severity == "error" else ""
+            found = from_issue(issue, ev, "log", extra)
+            wanted = re.search(r"lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.(\d+)", log)
+            if issue.cause == "cuda-variant-mismatch" and wanted and torch_cuda:
+                # set against this environment: which side is the other CUDA major
+                found = Finding(cause=found.cause, severity=found.severity, title=found.title,
+                                explanation=found.explanation + f" Here, torch is built with CUDA {torch_cuda}; the "
+                                f"failing library asks for CUDA {wanted[1]}'s runtime"
+                                + (", so the other package is the odd one out." if not torch_cuda.startswith(
+                                    wanted[1] + ".") else ", which torch has: the package is missing its own."),
+                                fix=found.fix, evidence=(*found.evidence, f"torch.version.cuda = {torch_cuda}"),
+                                source="log")
+            findings.append(found)
+    return dedupe(findings)
+
+
+def _extensions(matrix: Matrix, host: Host, env: EnvReport) -> tuple[tuple[str, ...], str]:
+    """(the compiled modules the installed vLLM release's wheel ships on this platform, its main kernel module).
+
+    Read off the wheel's file list in the matrix; () when the release is not in the matrix (then the
+    main module is judged from what the installed package holds).
+    """
+    vllm = env.module("vllm")
+    version = public_version(vllm.version) if vllm is not None else None
+    release = matrix.vllm_release(version) if version is not None else None
+    wheels = release.wheels_for(host.platform.tag) if release is not None else ()
+    expected = wheels[0].extensions if wheels else ()
+    return expected, core_extension(expected or env.vllm_extensions)
+
+
+def _other_extensions(matrix: Matrix, env: EnvReport, expected: Sequence[str], core: str, no_driver: bool,
+                      emit: Callable[..., None]) -> None:
+    """vLLM's other compiled modules: the ones its wheel ships but this install lacks, and those that fail."""
+    missing = [m for m in expected if m != core and m not in env.vllm_extensions]
+    if missing:
+        k = issue_for(matrix, "optional-kernel-missing")
+        emit("optional-kernel-missing", "warning", f"this vLLM lacks {len(missing)} compiled module(s) its wheel ships",
+             "The release's wheel ships these kernel libraries; this install (a source build, or a partial one) has "
+             "none of them, so the features that use them fall back or fail at run time.",
+             (k.fix if k else "") or "Install the release's wheel, or build with the architectures that need them.",
+             tuple(f"{m}: not in the installed package" for m in missing))
+    for name in env.vllm_extensions:
+        rep = env.module(name)
+        if name == core or rep is None or not rep.error or (no_driver and needs_libcuda(rep)):
+            continue
+        k = classify(matrix, rep.traceback or rep.error)
+        emit(k.cause if k else "optional-kernel-missing", "warning", f"{name} does not load",
+             (k.explanation if k else f"vLLM's compiled module {name} fails to load; the features that use it fail."),
+             (k.fix if k else "Reinstall vLLM's wheel for this torch."), (rep.error,))
+
+
+def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu],  # noqa: C901 (issue 12: to split)
+                 emit: Callable[..., None]) -> None:
+    if env.error:
+        emit("library-not-found", "warning", "The environment could not be inspected", env.error,
+             "Run the interpreter by hand: python -c 'import torch, vllm'", [env.python])
+        return
+    torch_mod = env.module("torch")
+    torch = env.torch
+    torch_version = public_version(torch.version) if torch else None
+    if torch_mod is not None and torch_mod.error and "No module named 'torch'" not in torch_mod.error:
+        k = classify(matrix, torch_mod.traceback or torch_mod.error)
+        emit(k.cause if k else "library-not-found", "error", "torch does not import",
+             (k.explanation if k else "importing torch fails in this environment."),
+             (k.fix if k else "Reinstall torch."), (torch_mod.error,))
+    if torch is not None:
+        cpu_build = torch.cuda is None
+        if gpus and cpu_build:
+            k = issue_for(matrix, "cpu-only-build")
+            emit("cpu-only-build", "error", f"torch {torch.version} is a CPU build on a machine with NVIDIA GPUs",
+                 "torch.version.cuda is None: this torch cannot use the GPUs, and vLLM's CUDA kernels cannot load "
+                 "against it.", k.fix if k else "Install a CUDA build of torch.",
+                 (f"torch {torch.version}, torch.version.cuda = None", f"GPUs: {', '.join(g.name for g in gpus)}"))
+        elif gpus and not torch.available:
+            floor = None
+            tc = public_version(torch.cuda)
+            if tc is not None:
+                from ..resolve import driver_floor
+
+                floor = driver_floor(matrix, tc, "minor-compat", False)
+            if floor is not None and host.driver.version is not None and host.driver.version < floor:
+                k = issue_for(matrix, "driver-too-old")
+                emit("driver-too-old", "error", f"driver {host.driver.version} is too old for torch's CUDA {torch.cuda}",
+                     f"torch {torch.version} is built with CUDA {torch.cuda}, which needs NVIDIA driver >= {floor} "
+                     f"(CUDA minor-version compatibility); this machine has {host.driver.version}.",
+                     (k.fix if k else "") + f"\nInstall NVIDIA driver >= {floor}, or a torch built for an older CUDA.",
+                     ("torch.cuda.is_available() = False", f"driver {host.driver.version}"))
+            else:
+                emit("library-not-found", "error", "torch does not see the GPUs",
+                     "torch.cuda.is_available() is False although NVIDIA GPUs are present: the CUDA driver library "
+                     "does not load in this environment (container without the GPU, CUDA_VISIBLE_DEVICES, or a "
+                     "broken driver install).", "Run nvidia-smi; check CUDA_VISIBLE_DEVICES and the container's "
+                     "GPU options (--gpus all).",
+                     ("torch.cuda.is_available() = False", *(f"{k}={v}" for k, v in host.env
+                                                             if k.endswith("VISIBLE_DEVICES")), *(torch.error or "",)))
+        elif gpus and torch.available:
+            missing = [g for g in gpus if not caps_covered(torch.arch_list, g.cc)]
+            if missing:
+                k = issue_for(matrix, "arch-not-in-build")
+                emit("arch-not-in-build", "error", f"torch {torch.version} has no kernels for "
+                     f"{', '.join(g.name for g in missing)}",
+                     f"torch's arch list ({' '.join(torch.arch_list)}) has neither SASS for "
+                     f"{', '.join(f'sm_{g.cc.major}{g.cc.minor}' for g in missing)} "
+                     "nor older PTX: kernels fail with 'no kernel image is available'.",
+                     k.fix if k else "Install a torch variant that covers this GPU.",
+                     (f"torch.cuda.get_arch_list() = {torch.arch_list}",))
+    vllm = env.module("vllm")
+    expected, core = _extensions(matrix, host, env)
+    vllm_c = env.module(core)
+    no_driver = host.driver.version is None and not gpus
+    if vllm is not None and vllm.origin:
+        tree = is_source_tree(vllm.origin)
+        c_failed = vllm_c is not None and bool(vllm_c.error)
+        driverless = vllm_c is not None and c_failed and no_driver and needs_libcuda(vllm_c)
+        if driverless:
+            c_failed = False
+            emit("library-not-found", "info", f"{core} needs the NVIDIA driver, absent on this machine",
+                 f"vLLM's CUDA kernels ({core}) link against the driver's libcuda.so.1; this machine has no NVIDIA "
+                 "driver, so they cannot load here. They are installed, and load on a machine with the driver.",
+                 "Nothing to do here; run vLLM on a machine with an NVIDIA GPU and driver.",
+                 (vllm_c.error or "",) if vllm_c else ())
+        if tree and c_failed:
+            k = issue_for(matrix, "source-tree-shadowing")
+            emit("source-tree-shadowing", "error", "A vLLM source checkout shadows the installed vLLM",
+                 f"`import vllm` loads {vllm.origin}, a source tree whose compiled extension was never built, so "
+                 f"{core} is missing there even if an installed vLLM has it.",
+                 (k.fix if k else "") or f"Run from another directory, or remove {tree} from PYTHONPATH.",
+                 (f"vllm from {vllm.origin}", vllm_c.error or "" if vllm_c else "", f"sys.path[0] = {env.sys_path[0]!r}"
+                  if env.sys_path else ""))
+        elif c_failed:
+            assert vllm_c is not None
+            text = vllm_c.traceback or vllm_c.error or ""
+            if torch is not None and torch.cuda is None and f"No module named '{core}'" in text:
+                k = issue_for(matrix, "cpu-only-build")
+                emit("cpu-only-build", "error", "vLLM has no compiled extension for this torch",
+                     k.explanation if k else f"{core} is missing: this vLLM was installed without its CUDA kernels.",
+                     k.fix if k else "", (vllm_c.error or "", f"torch {torch.version}, CUDA None"))
+            else:
+                k = classify(matrix, text)
+                emit(k.cause if k else "torch-abi-mismatch", "error", k.title if k else f"{core} does not load",
+                     k.explanation if k else "vLLM's compiled extension fails to load with this torch.",
+                     k.fix if k else "", (vllm_c.error or "",))
+        if not tree:
+            _other_extensions(matrix, env, expected, core, no_driver, emit)
+        pin = torch_pin(env.requirement_lines("vllm"))
+        if pin is not None and torch is not None and torch_version is not None and pin != torch_version:
+            k = issue_for(matrix, "torch-abi-mismatch")
+            emit("torch-abi-mismatch", "error" if c_failed else "warning",
+                 f"vLLM {vllm.version} was built for torch {pin}, not the torch {torch.version} installed",
+                 "Every vLLM wheel pins an exact torch: its kernels link against that torch's C++ ABI. Something "
+                 "(another install, --no-deps, a later pip install torch) replaced it.",
+                 k.fix if k else "", (f"vllm requires torch=={pin}", f"installed torch {torch.version}"))
+    for dist, module in (("torchvision", "torchvision"), ("torchaudio", "torchaudio"), ("xformers", "xformers"),
+                         ("flashinfer-python", "flashinfer"), ("flash-attn", "flash_attn")):
+        rep = env.module(module)
+        pin = torch_pin(env.requirement_lines(dist))
+        failed = rep is not None and rep.error and "No module named" not in rep.error
+        mismatch = pin is not None and torch_version is not None and pin != torch_version
+        if failed or mismatch:
+            k = issue_for(matrix, "companion-mismatch")
+            ev = [e for e in ((rep.error if rep and failed else ""),
+                              (f"{dist} requires torch=={pin}; installed torch {torch.version}" if mismatch and torch else ""))
+                  if e]
+            emit("companion-mismatch", "error" if failed else "warning",
+                 f"{dist} does not match the installed torch",
+                 f"{dist} is built against one exact torch; with another its C++ operators fail to register or load.",
+                 (k.fix if k else "") or f"Install the {dist} release made for torch {torch.version if torch else ''}.",
+                 ev)

@@ -1,0 +1,148 @@
+"""Findings and the facts doctor observed, in plain words (what it judged, whether or not anything is wrong).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import Version
+
+from ..host import EnvReport, Host, ModuleReport
+from ..values import ArchList, Capability, core_extension, exact_pin, public_version
+
+SEVERITIES = ("error", "warning", "info")
+
+
+REINSTALL_CAUSES = ("cpu-only-build", "torch-abi-mismatch", "cuda-variant-mismatch", "arch-not-in-build",
+                    "companion-mismatch", "installer-replaced-torch")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Finding:
+    cause: str
+    severity: str  # "error" | "warning" | "info"
+    title: str
+    explanation: str
+    fix: str
+    evidence: tuple[str, ...] = ()
+    source: str = "environment"  # "environment" | "log" | "lock"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"cause": self.cause, "severity": self.severity, "title": self.title,
+                "explanation": self.explanation, "fix": self.fix, "evidence": list(self.evidence),
+                "source": self.source}
+
+
+def worst_exit_code(findings: Sequence[Finding]) -> int:
+    """1 when any finding is an error, else 0."""
+    return 1 if any(f.severity == "error" for f in findings) else 0
+
+
+def caps_covered(arch_list: Sequence[str], cc: Capability) -> bool:
+    """torch.cuda.get_arch_list() covers cc (the rule of :meth:`ArchList.covers`)."""
+    return ArchList.from_torch(arch_list).covers(cc)
+
+
+def is_source_tree(origin: str | None) -> str | None:
+    """The checkout root when a module's origin is a vLLM source tree rather than an installed package."""
+    if not origin:
+        return None
+    pkg = os.path.dirname(origin) if origin.endswith(".py") else origin
+    root = os.path.dirname(pkg)
+    if any(part in ("site-packages", "dist-packages") for part in root.split(os.sep)):
+        return None
+    markers = ("setup.py", "pyproject.toml", "CMakeLists.txt", "csrc")
+    return root if sum(os.path.exists(os.path.join(root, m)) for m in markers) >= 2 else None
+
+
+def torch_pin(lines: Sequence[str]) -> Version | None:
+    for line in lines:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.name.lower() != "torch":
+            continue
+        pin = exact_pin(req.specifier)
+        return Version(pin.public) if pin is not None else None
+    return None
+
+
+def dedupe(findings: list[Finding]) -> list[Finding]:
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for f in findings:
+        key = (f.cause, f.title, f.source)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(out, key=lambda f: order[f.severity])
+
+
+def needs_libcuda(m: ModuleReport) -> bool:
+    return "libcuda.so.1" in (m.traceback or "") + (m.error or "")
+
+
+def observations(host: Host, env: EnvReport | None) -> list[str]:  # noqa: C901 (issue 12: to split)
+    """What doctor saw, in plain words, whether or not anything is wrong (the state it judged)."""
+    out = []
+    gpus = [g for g in host.gpus if g.compute_capability is not None]
+    if host.driver.version is not None:
+        out.append(f"NVIDIA driver {host.driver.version} (CUDA {host.driver.cuda or '?'}), "
+                   + (", ".join(f"{g.name} ({g.compute_capability})" for g in gpus) or "no GPU"))
+    else:
+        out.append("no NVIDIA driver or GPU")
+    if env is None:
+        return out
+    if env.error:
+        out.append(f"the environment ({env.python}) could not be inspected: {env.error}")
+        return out
+    out.append(f"environment: {env.python}")
+    t = env.torch
+    if t is None:
+        torch_mod = env.module("torch")
+        out.append("torch: not installed" if torch_mod is None or "No module named 'torch'" in (torch_mod.error or "")
+                   else f"torch: does not import ({torch_mod.error})")
+    else:
+        seen = f"sees {len(t.device_capabilities)} GPU(s): {', '.join(t.device_capabilities)}" if t.available else \
+            "sees no GPU"
+        out.append(f"torch {t.version} (CUDA {t.cuda or 'none: a CPU build'}) {seen}")
+        if t.available and gpus:
+            covered = all(caps_covered(t.arch_list, g.cc) for g in gpus)
+            out.append(f"torch's arch list ({' '.join(t.arch_list)}) " + ("covers every GPU" if covered
+                                                                         else "misses a GPU"))
+        tc = public_version(t.cuda)
+        for tk in host.toolkits:
+            same = tc is not None and (tk.version.major, tk.version.minor) == (tc.major, tc.minor)
+            out.append(f"nvcc {tk.version} at {tk.path} " + ("matches" if same else "differs from")
+                       + f" torch's CUDA {t.cuda}")
+    for name in ("vllm", "torchvision", "torchaudio", "xformers", "flashinfer", "flash_attn"):
+        m = env.module(name)
+        if m is None:
+            continue
+        if m.error and "No module named" in m.error and (m.origin is None):
+            if name == "vllm":
+                out.append("vllm: not installed")
+            continue
+        state = f"{m.version or '?'}" + (f", from {m.origin}" if name == "vllm" and m.origin else "")
+        if m.error:
+            state += f", does not import: {m.error}"
+        out.append(f"{name}: {state}")
+    v = env.module("vllm")
+    if v is not None and v.origin:
+        core = core_extension(env.vllm_extensions)
+        c = env.module(core)
+        if c is not None:
+            out.append(f"{core}: " + ("loads" if not c.error else f"does not load ({c.error})"))
+        if env.vllm_extensions:
+            reps = [m for m in (env.module(n) for n in env.vllm_extensions) if m is not None]
+            fails = [m for m in reps if m.error and not needs_libcuda(m)]
+            driverless = [m for m in reps if m.error and needs_libcuda(m)]
+            out.append(f"vLLM's compiled modules: {len(reps)} found, {len(reps) - len(fails) - len(driverless)} load"
+                       + (f", {len(driverless)} need the driver's libcuda.so.1" if driverless else "")
+                       + (f", {len(fails)} fail" if fails else ""))
+    return out

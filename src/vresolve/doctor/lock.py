@@ -1,0 +1,76 @@
+"""A machine judged against the assumptions a lock recorded (``vresolve doctor --lock FILE``).
+"""
+
+from __future__ import annotations
+
+from ..host import EnvReport, Host
+from ..values import public_version
+from .facts import Finding
+
+
+def check_against_lock(header: dict[str, object], host: Host, env: EnvReport | None = None,  # noqa: C901 (issue 12: to split)
+               name: str = "the lock") -> list[Finding]:
+    """Does this machine meet the assumptions a lock recorded (``doctor --lock FILE``)?"""
+    from ..values import DriverVersion
+
+    out: list[Finding] = []
+    machine = header.get("machine") or {}
+    stack = header.get("stack") or {}
+    assert isinstance(machine, dict) and isinstance(stack, dict)
+    ev = f"{name}: vLLM {stack.get('vllm')} + torch {stack.get('torch')}+{stack.get('variant')}"
+
+    def add(cause: str, severity: str, title: str, explanation: str, fix: str, *evidence: str) -> None:
+        out.append(Finding(cause=cause, severity=severity, title=title, explanation=explanation, fix=fix,
+                           evidence=(ev, *evidence), source="lock"))
+
+    floor = machine.get("min_driver")
+    if floor and host.gpus:
+        need = DriverVersion.parse(str(floor))
+        if host.driver.version is None:
+            add("driver-too-old", "error", "the lock needs an NVIDIA driver; none found here",
+                f"{name} needs NVIDIA driver >= {need}.", f"Install NVIDIA driver >= {need}.")
+        elif host.driver.version < need:
+            add("driver-too-old", "error", f"driver {host.driver.version} is older than the lock needs ({need})",
+                f"The locked stack is CUDA {machine.get('cuda')}; under the {machine.get('driver_policy')} policy it "
+                f"needs driver >= {need}.", f"Install NVIDIA driver >= {need}, or make a lock for this machine: "
+                "vresolve lock --gpu auto -o DIR", f"this machine: driver {host.driver.version}")
+    locked = {str(c) for c in (machine.get("gpus") or {}).values()}  # type: ignore[union-attr]
+    here = {str(g.compute_capability) for g in host.gpus if g.compute_capability is not None}
+    if here - locked:
+        add("arch-not-in-build", "error" if locked else "warning",
+            f"this machine has GPUs the lock was not made for ({', '.join(sorted(here - locked))})",
+            f"{name} was resolved for compute capability {', '.join(sorted(locked)) or 'none (CPU)'}; the "
+            "locked torch and vLLM builds may not carry kernels for the others.",
+            "Make a lock for this machine: vresolve lock --gpu auto -o DIR",
+            f"this machine: {', '.join(sorted(here))}")
+    if locked and not here:
+        add("library-not-found", "warning", "the lock was made for NVIDIA GPUs; this machine shows none",
+            f"{name} is a CUDA stack for compute capability {', '.join(sorted(locked))}; without a GPU and driver it "
+            "installs but cannot run.", "Run it on the machine it was made for, or: vresolve lock --gpu none -o DIR")
+    py = machine.get("python")
+    if py and str(host.python_minor) != str(py):
+        add("python-unsupported", "error", f"the lock is for Python {py}, this is Python {host.python_minor}",
+            "Hashes and wheels in the lock are for one Python version; another cannot install them.",
+            f"Use Python {py} (uv venv --python {py}), or make a lock for this Python.")
+    plat = machine.get("platform")
+    if plat and plat != host.platform.tag:
+        add("glibc-too-old", "error", f"the lock is for {plat}, this machine is {host.platform.tag}",
+            "The locked wheels are built for another platform.", "Make a lock for this platform.")
+    want = machine.get("glibc")
+    if want and host.platform.glibc is not None and plat == host.platform.tag:
+        glibc = public_version(str(want))
+        if glibc is not None and host.platform.glibc < glibc:
+            add("glibc-too-old", "error", f"the lock's wheels need glibc >= {glibc}, this machine has "
+                f"{host.platform.glibc}",
+                f"{name} was locked for manylinux_{glibc.major}_{glibc.minor}: some of its wheels do not install on an "
+                "older glibc (the installer finds no wheel, or builds from source).",
+                "Make a lock for this machine: vresolve lock --gpu auto -o DIR (it targets this machine's glibc)",
+                f"this machine: glibc {host.platform.glibc}")
+    if env is not None and env.torch is not None and stack.get("torch"):
+        have = public_version(env.torch.version)
+        if have is not None and str(have) != str(stack["torch"]):
+            add("installer-replaced-torch", "warning",
+                f"the environment's torch is {env.torch.version}, the lock's {stack['torch']}",
+                "The environment does not match the lock: something installed another torch after it.",
+                "Reinstall from the lock into a fresh environment: pip install --require-hashes -r requirements.txt")
+    return out
