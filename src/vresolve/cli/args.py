@@ -22,8 +22,8 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def _common() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(add_help=False)
+def _common() -> _Parser:
+    p = _Parser(add_help=False)
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                    help="print one JSON object (schema vresolve.<command>/1) on stdout")
     p.add_argument("--matrix", metavar="DIR", default=argparse.SUPPRESS,
@@ -70,12 +70,12 @@ def build_parser(only: str | None = "*") -> argparse.ArgumentParser:
     return parser
 
 
-def _plan_command(pl: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+def _plan_command(pl: argparse.ArgumentParser, common: _Parser) -> None:
     _add_plan_flags(pl)
     pl.add_argument("--shell", choices=SHELLS, help="print only the environment exports")
 
 
-def _lock_command(lk: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+def _lock_command(lk: argparse.ArgumentParser, common: _Parser) -> None:
     _add_plan_flags(lk)
     lk.add_argument("-o", "--output", metavar="DIR", default=".", help="where to write the files (default: .)")
     lk.add_argument("--format", default=",".join(("requirements", "pylock", "conda", "env")),
@@ -88,7 +88,7 @@ def _lock_command(lk: argparse.ArgumentParser, common: argparse.ArgumentParser) 
                     help="lock every profile of FILE (name: [plan flags]) into DIR/<name>/ (see lockfiles/)")
 
 
-def _doctor_command(doc: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+def _doctor_command(doc: argparse.ArgumentParser, common: _Parser) -> None:
     doc.add_argument("--log", metavar="FILE", help="an error log or traceback to read ('-': standard input)")
     doc.add_argument("--python", metavar="EXE", dest="env_python",
                      help="the environment's interpreter (default: $VIRTUAL_ENV's, else $CONDA_PREFIX's, "
@@ -99,7 +99,7 @@ def _doctor_command(doc: argparse.ArgumentParser, common: argparse.ArgumentParse
     doc.add_argument("--timeout", type=float, default=180.0, help="seconds the import checks may take (default 180)")
 
 
-def _detect_command(det: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+def _detect_command(det: argparse.ArgumentParser, common: _Parser) -> None:
     det.add_argument("--torch", action="store_true",
                      help="also ask torch itself (import torch in a subprocess: its CUDA and arch list)")
     det.add_argument("--nvidia-smi", metavar="PATH", help="the nvidia-smi to run (default: the one on PATH)")
@@ -107,7 +107,7 @@ def _detect_command(det: argparse.ArgumentParser, common: argparse.ArgumentParse
     det.add_argument("--require-gpu", action="store_true", help="exit 3 when no NVIDIA GPU is found")
 
 
-def _matrix_command(mx: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+def _matrix_command(mx: argparse.ArgumentParser, common: _Parser) -> None:
     msub = mx.add_subparsers(dest="matrix_command", metavar="ACTION", parser_class=_Parser)
     msub.add_parser("validate", parents=[common],
                     help="check every row's schema and the cross-references; exit 2 on any problem")

@@ -179,11 +179,13 @@ def _cmd_lock(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to spli
     if _opt(args, "json"):
         _print_json(envelope("lock", {"locks": report, "check": bool(args.check), "up_to_date": not stale_all}))
     else:
-        for e in report:
-            what = (", ".join(e.get("stale") or []) or "up to date") if args.check else \
+        for item in report:
+            what = (", ".join(item.get("stale") or []) or "up to date") if args.check else \
                 ", ".join(FILE_NAMES[f] for f in formats)
-            print(f"{e['name'] + ': ' if e['name'] else ''}vLLM {e['stack']['vllm']} + torch {e['stack']['torch']}"
-                  f"+{e['stack']['variant']}: {e['packages']} packages ({e['uv_seconds']} s in uv) -> {e['dir']}: {what}")
+            stack = item["stack"]
+            print(f"{item['name'] + ': ' if item['name'] else ''}vLLM {stack['vllm']} + torch {stack['torch']}"
+                  f"+{stack['variant']}: {item['packages']} packages ({item['uv_seconds']} s in uv) -> "
+                  f"{item['dir']}: {what}")
     return 1 if stale_all else EXIT_OK
 
 

@@ -59,7 +59,7 @@ def _vllm_row(r: VllmRelease) -> dict[str, Any]:
     return {
         "version": str(r.version),
         "requires_python": str(r.requires_python) if r.requires_python else None,
-        "torch": {p: v["pins"].get("torch") for p, v in by_platform.items()},
+        "torch": {p: _pins(r.wheels_for(p)[0]).get("torch") for p in platforms},
         "platforms": by_platform,
         "cuda": str(r.cuda) if r.cuda else None,
         "kernels": None if r.kernels is None else {

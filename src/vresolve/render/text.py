@@ -46,12 +46,12 @@ def matrix_table_human(m: Matrix, table: str) -> Table:  # noqa: C901 (issue 12:
     elif table == "vllm":
         for col in ("vLLM", "python", "torch pin (x86_64 / aarch64)", "CUDA", "kernels", "variants", "verified"):
             t.add_column(col)
-        for r in m.vllm:
-            pins = [str(r.pins(p).get("torch", "-")).removeprefix("==") if r.wheels_for(p) else "-"
+        for vr in m.vllm:
+            pins = [str(vr.pins(p).get("torch", "-")).removeprefix("==") if vr.wheels_for(p) else "-"
                     for p in ("linux-x86_64", "linux-aarch64")]
-            t.add_row(str(r.version), str(r.requires_python or ""), " / ".join(pins), str(r.cuda or "-"),
-                      str(r.kernels.archs) if r.kernels else "-", " ".join(v.variant for v in r.variants),
-                      _source_cell(r.provenance))
+            t.add_row(str(vr.version), str(vr.requires_python or ""), " / ".join(pins), str(vr.cuda or "-"),
+                      str(vr.kernels.archs) if vr.kernels else "-", " ".join(v.variant for v in vr.variants),
+                      _source_cell(vr.provenance))
     elif table == "issues":
         for col in ("id", "cause", "severity", "title"):
             t.add_column(col)
