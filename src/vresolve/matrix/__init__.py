@@ -1,5 +1,6 @@
 """The compatibility matrix: YAML under ``compat_matrix/`` -> frozen typed objects.
 
+- :mod:`.files`: where the matrix lives and :func:`load_matrix` (the cache first, else the reader);
 - :mod:`.model`: the objects (CUDA toolkits, GPUs, torch and vLLM releases, wheels, known issues);
 - :mod:`.load`: the YAML reader, which checks every row against ``compat_matrix/SCHEMA.md`` and
   collects every problem (file, row, field) into one :class:`~vresolve.errors.MatrixError`;
