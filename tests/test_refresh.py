@@ -106,8 +106,8 @@ def test_apply_writes_nothing_when_a_package_fails(replay: _Server, tmp_path: Pa
     matrix = tmp_path / "matrix"
     shutil.copytree(SHIPPED, matrix)
     before = {p: p.read_bytes() for p in (matrix / "wheels").iterdir()}
-    (matrix / "wheels" / "vllm.yaml").write_text((matrix / "wheels" / "vllm.yaml").read_text().replace(
-        "0.33.0", "0.33.0", 1) + "\n")  # make vllm's file differ, so a refresh would rewrite it
+    # a trailing blank line makes vllm's file differ, so a refresh would rewrite it
+    (matrix / "wheels" / "vllm.yaml").write_text((matrix / "wheels" / "vllm.yaml").read_text() + "\n")
     before["vllm"] = (matrix / "wheels" / "vllm.yaml").read_bytes()
     del replay.pages["/simple/torch/"]  # torch fails (404) after vllm succeeded
     code = main(["matrix", "refresh", "--matrix", str(matrix), "--index-url", replay.url + "/simple/",

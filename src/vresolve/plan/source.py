@@ -40,7 +40,7 @@ from ..host import Host, HostGpu, Toolkit
 from ..matrix import CudaToolkit, Matrix, VllmRelease
 from ..resolve import NoCompatibleStack, Request, TorchBuild, driver_floor
 from ..values import CORE_EXTENSIONS, Capability, DriverVersion, exact_pin, public_version
-from .steps import Check, Step
+from .steps import Check, Step, fresh_environment, pip_install
 
 __all__ = ["SourcePlan", "plan_source_build", "build_parallelism", "GIB_PER_NVCC_THREAD"]
 
@@ -290,23 +290,16 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
                        f"which it keeps: {python}")
     else:
         env_dir = env_dir or (f"vllm-{r.version}" if installer == "conda" else ".venv-vllm")
-        if installer == "uv":
-            steps.append(Step(tool="uv", argv=("uv", "venv", "--python", py_minor, "--seed", env_dir),
-                                   why=f"a fresh environment with Python {py_minor}"))
-            python = f"{env_dir}/bin/python"
-        elif installer == "pip":
-            steps.append(Step(tool="python", argv=(f"python{py_minor}", "-m", "venv", env_dir),
-                                   why=f"a fresh environment with Python {py_minor}"))
-            python = f"{env_dir}/bin/python"
-        else:
-            steps.append(Step(tool="conda", argv=("conda", "create", "-y", "-n", env_dir, f"python={py_minor}", "pip"),
-                                   why=f"a conda environment with Python {py_minor}"))
+        steps.append(fresh_environment(installer, py_minor, env_dir))
+        if installer == "conda":  # the build runs the environment's interpreter by its path
             python = "$(conda run -n " + shlex.quote(env_dir) + " python -c 'import sys; print(sys.executable)')"
+        else:
+            python = f"{env_dir}/bin/python"
         assert torch_build is not None
         tb = torch_build
         pins = [f"torch=={tb.version}" if tb.pypi else f"torch=={tb.version}+{tb.variant.variant}"]
         index = () if tb.pypi else ("--index-url", f"{matrix.torch_index}/{tb.variant.variant}")
-        steps.append(Step(tool=installer, argv=(*_pip(installer, python), *index, *pins),
+        steps.append(Step(tool=installer, argv=(*pip_install(installer, python), *index, *pins),
                                why=f"the torch vLLM {r.version} pins ({tb.version}), "
                                    + ("PyPI's build" if tb.pypi else f"the {tb.variant.variant} build from the PyTorch index")))
         reasons.append(f"builds against torch {torch_version}, the torch vLLM {r.version} pins, in the variant "
@@ -387,15 +380,15 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
                                why="drop the torch pins from vLLM's requirements, so the build keeps your torch"))
     reqs = b.requirements or "requirements-build.txt"
     if precompiled:
-        steps.append(Step(tool=installer, argv=(*_pip(installer, python), "-e", f"./{src_dir}"),
+        steps.append(Step(tool=installer, argv=(*pip_install(installer, python), "-e", f"./{src_dir}"),
                                why="an editable install that reuses the release's compiled kernels "
                                    "(VLLM_USE_PRECOMPILED=1): edit the Python code in place"))
         reasons.append(f"vLLM {r.version}'s kernels come precompiled: only the Python code is taken from the checkout")
     else:
         # from the top directory (a relative environment path stays right), naming the tree's paths
-        steps.append(Step(tool=installer, argv=(*_pip(installer, python), "-r", f"{src_dir}/{reqs}"),
+        steps.append(Step(tool=installer, argv=(*pip_install(installer, python), "-r", f"{src_dir}/{reqs}"),
                                why="the build requirements (cmake, ninja, ...) into the environment itself"))
-        steps.append(Step(tool=installer, argv=(*_pip(installer, python), "--no-build-isolation", "-v",
+        steps.append(Step(tool=installer, argv=(*pip_install(installer, python), "--no-build-isolation", "-v",
                                                      f"./{src_dir}"),
                                why="build and install vLLM against the torch in the environment "
                                    "(--no-build-isolation: no private build environment with another torch)"))
@@ -415,11 +408,6 @@ def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target
                       env_reasons=tuple(why), steps=tuple(steps), checks=tuple(checks), verify=tuple(verify),
                       reasons=tuple(reasons), warnings=tuple(warnings))
 
-
-def _pip(installer: str, python: str) -> tuple[str, ...]:
-    if installer == "uv":
-        return ("uv", "pip", "install", "--python", python)
-    return (python, "-m", "pip", "install")
 
 
 # silu_and_mul is in every release's main kernel library, under torch.ops._C from 0.5.0 on

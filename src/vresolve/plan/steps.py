@@ -79,3 +79,24 @@ def extension_check(version: Version, extensions: Sequence[str]) -> tuple[str, s
 
     script = "import os" + EXTENSION_HELPERS + _EXTENSIONS.replace("@EXPECTED@", json.dumps(sorted(extensions)))
     return script, f"vllm {version.public}: compiled extensions load"
+
+
+def fresh_environment(installer: str, python_minor: str, env_dir: str) -> Step:
+    """The step that creates a fresh environment of this Python for the installer (wheel plans and
+    source builds alike)."""
+    py = python_minor
+    if installer == "uv":
+        return Step(tool="uv", argv=("uv", "venv", "--python", py, "--seed", env_dir),
+                    why=f"a fresh environment with Python {py} (uv fetches that Python if it is missing)")
+    if installer == "pip":
+        return Step(tool="python", argv=(f"python{py}", "-m", "venv", env_dir),
+                    why=f"a fresh environment with Python {py} (python{py} must be installed)")
+    return Step(tool="conda", argv=("conda", "create", "-y", "-n", env_dir, f"python={py}", "pip"),
+                why=f"a conda environment with Python {py} and pip; the wheels come through pip")
+
+
+def pip_install(installer: str, python: str) -> tuple[str, ...]:
+    """The argv that installs into the environment of interpreter ``python`` (uv's or the environment's pip)."""
+    if installer == "uv":
+        return ("uv", "pip", "install", "--python", python)
+    return (python, "-m", "pip", "install")

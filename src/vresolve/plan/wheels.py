@@ -18,7 +18,7 @@ from packaging.version import InvalidVersion, Version
 from ..matrix import Matrix
 from ..names import INSTALLERS
 from ..resolve import Resolution, TorchBuild, VllmBuild
-from .steps import _COVERAGE, Check, Step, extension_check
+from .steps import _COVERAGE, Check, Step, extension_check, fresh_environment, pip_install
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -100,20 +100,11 @@ def _steps(matrix: Matrix, res: Resolution, installer: str, env_dir: str, into: 
     vllm_index = vllm_index_url(matrix, v)
     steps: list[Step] = []
     if into is not None:  # the existing environment whose torch is kept: its exact pin keeps it
-        base: tuple[str, ...] = (("uv", "pip", "install", "--python", into) if installer == "uv"
-                                 else (into, "-m", "pip", "install"))
-    elif installer == "uv":
-        steps.append(Step(tool="uv", argv=("uv", "venv", "--python", py, "--seed", env_dir),
-                          why=f"a fresh environment with Python {py} (uv fetches that Python if it is missing)"))
-        base = ("uv", "pip", "install", "--python", f"{env_dir}/bin/python")
-    elif installer == "pip":
-        steps.append(Step(tool="python", argv=(f"python{py}", "-m", "venv", env_dir),
-                          why=f"a fresh environment with Python {py} (python{py} must be installed)"))
-        base = (f"{env_dir}/bin/python", "-m", "pip", "install")
+        base = pip_install(installer, into)
     else:
-        steps.append(Step(tool="conda", argv=("conda", "create", "-y", "-n", env_dir, f"python={py}", "pip"),
-                          why=f"a conda environment with Python {py} and pip; the wheels come through pip"))
-        base = ("conda", "run", "-n", env_dir, "python", "-m", "pip", "install")
+        steps.append(fresh_environment(installer, py, env_dir))
+        base = (("conda", "run", "-n", env_dir, "python", "-m", "pip", "install") if installer == "conda"
+                else pip_install(installer, f"{env_dir}/bin/python"))
     if torch_pins:
         steps.append(Step(tool=base[0] if installer != "conda" else "conda",
                           argv=(*base, "--index-url", torch_index, *torch_pins),
