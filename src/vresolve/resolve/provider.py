@@ -8,7 +8,8 @@ never reaches resolvelib, and the reason is recorded in hardware terms (:class:`
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -282,12 +283,13 @@ class Resolution:
     glibc_floor: Version | None  # the newest manylinux floor among the planned wheels (None: not known)
     reasons: tuple[str, ...]
     warnings: tuple[str, ...]
-    checker: Any = field(repr=False, compare=False)  # holds the rejections, made into text only if asked
+    # the builds turned down on the way: made into Rejections (and text) only when asked, once
+    turned_down: Callable[[], tuple[Rejection, ...]] = field(repr=False, compare=False)
 
     @property
     def rejections(self) -> tuple[Rejection, ...]:
         """The builds the resolver turned down on the way, and why (newest first)."""
-        return tuple(self.checker.rejections)
+        return self.turned_down()
 
 
 def _min_driver(matrix: Matrix, res_vllm: VllmBuild, res_torch: TorchBuild, gpus: Sequence[HostGpu],
@@ -333,36 +335,51 @@ def _stack_warnings(host: Host, v: VllmBuild, t: TorchBuild) -> list[str]:
     return out
 
 
-def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:  # noqa: C901 (issue 12: to split)
+def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
     """The best stack for ``host`` under ``request``, or NoCompatibleStack with causes and hints."""
     if request.driver_policy not in POLICIES:
         raise ValueError(request.driver_policy)
-    # Cautious about unverified facts: a first pass uses verified facts only; a stack that
-    # needs an unverified build is chosen only when nothing verified fits, and says so.
+    v, t, checker = _pick(host, matrix, request)
+    gpus = checker.gpus
+    floor, ptx = _min_driver(matrix, v, t, gpus, request.driver_policy)
+    cudas = [c for c in (v.cuda, t.cuda) if c is not None]
+    cuda = max(cudas) if cudas else None
+    reasons = _reasons(host, request, v, t, gpus, floor, cuda)
+    warnings = _stack_warnings(host, v, t) + _driver_warnings(host, matrix, request, v, ptx, floor, cuda)
+    glibc_floor = _glibc_floor(host, matrix, v, t, reasons, warnings)
+    rejections = functools.cache(lambda: tuple(checker.rejections))
+    return Resolution(host=host, request=request, vllm=v, torch=t,
+                      companions={k: _exact_text(s) for k, s in v.pins.items() if k in COMPANIONS},
+                      cuda=cuda, min_driver=floor, ptx_gpus=tuple(ptx), glibc_floor=glibc_floor,
+                      reasons=tuple(reasons), warnings=tuple(warnings), turned_down=rejections)
+
+
+def _pick(host: Host, matrix: Matrix, request: Request) -> tuple[VllmBuild, TorchBuild, _Checker]:
+    """resolvelib's answer. Cautious about unverified facts: a first pass uses verified facts only; a
+    stack that needs an unverified build is chosen only when nothing verified fits, and says so."""
     for allow_unverified in (False, True):
         checker = _Checker(host, matrix, request, allow_unverified)
         provider = _Provider(matrix, checker, request)
         resolver: Resolver[Any, Any, str] = Resolver(provider, BaseReporter())
         try:
             result = resolver.resolve([VllmRequirement(spec=request.vllm)], max_rounds=500)
-            break
+            return result.mapping["vllm"], result.mapping["torch"], checker
         except ResolutionImpossible:
             if allow_unverified or not checker.skipped_unverified:  # a second pass would see the same
                 raise explain(host, matrix, request, checker, provider) from None
-    v: VllmBuild = result.mapping["vllm"]
-    t: TorchBuild = result.mapping["torch"]
-    gpus = checker.gpus
-    floor, ptx = _min_driver(matrix, v, t, gpus, request.driver_policy)
-    cudas = [c for c in (v.cuda, t.cuda) if c is not None]
-    companions = {k: _exact_text(s) for k, s in v.pins.items() if k in COMPANIONS}
+    raise AssertionError("unreachable: the second pass either resolves or raises")
+
+
+def _reasons(host: Host, request: Request, v: VllmBuild, t: TorchBuild, gpus: Sequence[HostGpu],
+             floor: DriverVersion | None, cuda: Version | None) -> list[str]:
     reasons = [f"vLLM {v.version} is the newest release that meets the request"
                + (f" ({request.vllm})" if str(request.vllm) else "") + " and runs on this machine"]
     if v.cuda is None:
         reasons.append(f"no NVIDIA GPU to plan for: vLLM's CPU build ({v.version}+cpu, from {where_text(v.where)}) "
                        f"with the CPU torch it pins ({t.version}+cpu)")
     elif v.where == "pypi":
-        reasons.append(f"its PyPI wheel is built with {'CUDA ' + str(v.cuda) if v.cuda else 'no CUDA (CPU)'} "
-                       f"and pins torch {t.version} (read from the wheel's METADATA)")
+        reasons.append(f"its PyPI wheel is built with CUDA {v.cuda} and pins torch {t.version} "
+                       "(read from the wheel's METADATA)")
     else:
         reasons.append(f"its {v.variant} build from {where_text(v.where)} is used: the PyPI wheel "
                        "does not run here (see the rejected builds)")
@@ -373,8 +390,13 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:  # noqa
                        f"{v.kernels.archs if v.kernels else '(none)'}")
     if floor is not None:
         served = f"driver {host.driver.version} serves it" if host.driver.version else "the driver is not known"
-        reasons.append(f"CUDA {max(cudas)} needs driver >= {floor} under the {request.driver_policy} policy; {served}")
-    warnings = _stack_warnings(host, v, t)
+        reasons.append(f"CUDA {cuda} needs driver >= {floor} under the {request.driver_policy} policy; {served}")
+    return reasons
+
+
+def _driver_warnings(host: Host, matrix: Matrix, request: Request, v: VllmBuild, ptx: Sequence[HostGpu],
+                     floor: DriverVersion | None, cuda: Version | None) -> list[str]:
+    warnings = []
     if v.cuda is None:
         warnings.append("the CPU backend runs models far slower than a GPU; on a machine with NVIDIA GPUs run "
                         "`vresolve plan --gpu auto` there, or plan for it here with --gpu NAME --driver VERSION")
@@ -382,36 +404,41 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:  # noqa
         warnings.append(f"{gpu_list(ptx)} run{'s' if len(ptx) == 1 else ''} part of the stack only through PTX: "
                         "the first launch JIT-compiles kernels (slow once), and the driver must be at least the "
                         "toolkit's own floor")
-    if host.driver.version is not None and request.driver_policy == "minor-compat" and cudas:
-        own = driver_floor_memo(matrix, max(cudas), "toolkit", False)
-        if own is not None and host.driver.version < own:
-            warnings.append(f"this stack relies on CUDA minor-version compatibility: CUDA {max(cudas)}'s own "
-                            f"minimum driver is {own} (driver {host.driver.version} is older); PTX JIT and a few "
+    driver = host.driver.version
+    if driver is not None and request.driver_policy == "minor-compat" and cuda is not None:
+        own = driver_floor_memo(matrix, cuda, "toolkit", False)
+        if own is not None and driver < own:
+            warnings.append(f"this stack relies on CUDA minor-version compatibility: CUDA {cuda}'s own "
+                            f"minimum driver is {own} (driver {driver} is older); PTX JIT and a few "
                             "newer CUDA APIs are unavailable until the driver is upgraded")
-    if host.driver.version is None and not request.cpu:
+    if driver is None and not request.cpu:
         warnings.append(f"no driver given: the plan needs driver >= {floor}" if floor else
                         "no driver given and the minimum driver is unknown")
-    if host.platform.glibc is not None:
+    return warnings
+
+
+def _glibc_floor(host: Host, matrix: Matrix, v: VllmBuild, t: TorchBuild, reasons: list[str],
+                 warnings: list[str]) -> Version | None:
+    """The newest manylinux floor among the planned wheels (companions from PyPI too); says what it found."""
+    glibc = host.platform.glibc
+    if glibc is not None:
         unknown = [b.format_for_error() for b in (v, t) if b.manylinux is None]
         if unknown:
             warnings.append(f"the glibc that {' and '.join(unknown)} need{'s' if len(unknown) == 1 else ''} is not "
                             f"recorded (not a PyPI wheel): if the installer finds no wheel, glibc "
-                            f"{host.platform.glibc} is too old for it")
+                            f"{glibc} is too old for it")
     floors = [f for f in (v.manylinux, t.manylinux) if f is not None]
     floors += [f for _, _, f in companion_floors(matrix, v, host.platform.tag, PYPI_COMPANIONS
                                                  + (("torchvision", "torchaudio") if t.pypi else ()))]
-    glibc_floor = max(floors) if floors else None
-    if glibc_floor is not None:
-        if host.platform.glibc is not None:
-            reasons.append(f"the wheels need glibc >= {glibc_floor} (manylinux_{glibc_floor.major}_{glibc_floor.minor}); "
-                           f"this host has {host.platform.glibc}")
+    floor = max(floors) if floors else None
+    if floor is not None:
+        tag = f"manylinux_{floor.major}_{floor.minor}"
+        if glibc is not None:
+            reasons.append(f"the wheels need glibc >= {floor} ({tag}); this host has {glibc}")
         else:
-            warnings.append(f"glibc not known: the wheels need glibc >= {glibc_floor} (manylinux_"
-                            f"{glibc_floor.major}_{glibc_floor.minor}); give --glibc X.Y to plan for another machine's")
-    return Resolution(host=host, request=request, vllm=v, torch=t, companions=companions,
-                      cuda=max(cudas) if cudas else None, min_driver=floor, ptx_gpus=tuple(ptx),
-                      glibc_floor=glibc_floor,
-                      reasons=tuple(reasons), warnings=tuple(warnings), checker=checker)
+            warnings.append(f"glibc not known: the wheels need glibc >= {floor} ({tag}); give --glibc X.Y to plan "
+                            "for another machine's")
+    return floor
 
 
 def resolve_kept_torch(host: Host, matrix: Matrix, request: Request) -> Resolution:
