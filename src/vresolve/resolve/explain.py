@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from ..errors import EXIT_NO_STACK, VresolveError
 from ..host import Host
 from ..matrix import Matrix
-from .candidates import Request, VllmBuild, gpu_list, served_memo
+from .candidates import Rejection, Request, VllmBuild, gpu_list, served_memo
 
 if TYPE_CHECKING:
     from .provider import Resolution, _Checker, _Provider
@@ -66,45 +67,61 @@ class NoCompatibleStack(VresolveError):
         return frozenset(c.kind for c in self.cause_list)
 
 
-def explain(host: Host, matrix: Matrix, request: Request, checker: _Checker, provider: _Provider) -> NoCompatibleStack:  # noqa: C901 (issue 12: to split)
+def explain(host: Host, matrix: Matrix, request: Request, checker: _Checker, provider: _Provider
+            ) -> NoCompatibleStack:
     """Turn the rejections into a hardware-terms explanation and concrete hints."""
-    from dataclasses import replace
-
     any_version = len(request.vllm) == 0
     wanted = [b for b in provider.vllm if request.cpu == (b.cuda is None)
               and (any_version or request.vllm.contains(b.version, prereleases=True))]
+    if not wanted:
+        what = f"vllm{request.vllm}" if str(request.vllm) else "vLLM"
+        known = [f"known vLLM releases: {provider.vllm[-1].version} .. {provider.vllm[0].version}"] \
+            if provider.vllm else []
+        return NoCompatibleStack(
+            f"the matrix has no {'CPU' if request.cpu else 'CUDA'} build of {what} for {checker.platform}",
+            causes=known, hints=["ask for a vLLM version the matrix knows (vresolve matrix show vllm)",
+                                 "build vLLM from source (--source-build always)"])
     # only what the request asked about: the pool records every build it turned down
     rejections = [r for r in checker.rejections if not isinstance(r.build, VllmBuild)
                   or any_version or request.vllm.contains(r.build.version, prereleases=True)]
-    if not wanted:
-        what = f"vllm{request.vllm}" if str(request.vllm) else "vLLM"
-        backend = "CPU" if request.cpu else "CUDA"
-        return NoCompatibleStack(
-            f"the matrix has no {backend} build of {what} for {checker.platform}",
-            causes=[f"known vLLM releases: {provider.vllm[-1].version} .. {provider.vllm[0].version}"] if provider.vllm else [],
-            hints=["ask for a vLLM version the matrix knows (vresolve matrix show vllm)",
-                   "build vLLM from source (--source-build always)"])
-    newest = wanted[0].version
+    headline = (f"no build of vLLM {request.vllm or ''}".rstrip() + f" runs on this machine "
+                f"({_machine_text(host, request)})")
+    return NoCompatibleStack(headline, causes=_causes(host, matrix, request, rejections, wanted[0].version),
+                             hints=_hints(host, matrix, request, rejections))
+
+
+def _causes(host: Host, matrix: Matrix, request: Request, rejections: Sequence[Rejection],
+            newest: Version) -> list[Cause]:
+    """What rules the builds out: the driver's ceiling, then each other kind (the newest and the oldest
+    release's reason: nothing between fits either), then the newest release's builds, one line each."""
     causes: list[Cause] = []
     driver_rj = [r for r in rejections if r.kind == "driver" and r.needs_driver is not None]
     if driver_rj and host.driver.version is not None:
         served = served_memo(matrix, host.driver.version, request.driver_policy)
         least = min(driver_rj, key=lambda r: r.needs_driver)  # type: ignore[arg-type, return-value]
-        causes.append(Cause("driver", f"driver {host.driver.version} serves CUDA {served or 'none'} at most under the "
-                      f"{request.driver_policy} policy; the least demanding build that fits otherwise, "
-                      f"{least.candidate}, needs {least.needs_driver}"))
+        causes.append(Cause("driver", f"driver {host.driver.version} serves CUDA {served or 'none'} at most under "
+                                      f"the {request.driver_policy} policy; the least demanding build that fits "
+                                      f"otherwise, {least.candidate}, needs {least.needs_driver}"))
     for kind in ("gpu", "python", "platform", "glibc"):
         of_kind = [r for r in rejections if r.kind == kind and r.text is not None]
         if of_kind:
-            causes.append(Cause(kind, of_kind[0].reason))  # the newest release's reason
+            causes.append(Cause(kind, of_kind[0].reason))
             if of_kind[-1].reason != of_kind[0].reason:
-                causes.append(Cause(kind, of_kind[-1].reason))  # the oldest release's: nothing between fits either
-    for rj in driver_rj:  # the newest release's builds, one line each
+                causes.append(Cause(kind, of_kind[-1].reason))
+    for rj in driver_rj:
         if len(causes) >= 6:
             break
         if isinstance(rj.build, VllmBuild) and rj.build.version == newest and rj.reason not in [c.text for c in causes]:
             causes.append(Cause("driver", rj.reason))
+    return causes
+
+
+def _hints(host: Host, matrix: Matrix, request: Request, rejections: Sequence[Rejection]) -> list[str]:
+    """What would make a stack fit: a driver, the other policy, no vLLM constraint, a source build, ..."""
+    from dataclasses import replace
+
     hints: list[str] = []
+    driver_rj = any(r.kind == "driver" and r.needs_driver is not None for r in rejections)
     if driver_rj and host.driver.version is not None:
         # the smallest driver upgrade that lets the newest wanted release through
         relaxed = _try(host, matrix, request, driver=None)
@@ -121,15 +138,13 @@ def explain(host: Host, matrix: Matrix, request: Request, checker: _Checker, pro
         if older is not None:
             hints.append(f"drop the vLLM constraint ({request.vllm}): vLLM {older.vllm.version} runs here")
     kinds = {r.kind for r in rejections}
-    if "gpu" in kinds:
-        hints.append("build vLLM from source for this GPU's architecture (--source-build always)")
-    if "python" in kinds:
-        hints.append("use a Python version the release supports (--python X.Y; uv can install it)")
-    if "glibc" in kinds:
-        hints.append("use a newer Linux distribution (glibc), a container image with one, or an older vLLM")
-    headline = (f"no build of vLLM {request.vllm or ''}".rstrip() + f" runs on this machine "
-                f"({_machine_text(host, request)})")
-    return NoCompatibleStack(headline, causes=causes, hints=hints)
+    for kind, hint in (("gpu", "build vLLM from source for this GPU's architecture (--source-build always)"),
+                       ("python", "use a Python version the release supports (--python X.Y; uv can install it)"),
+                       ("glibc", "use a newer Linux distribution (glibc), a container image with one, or an older "
+                                 "vLLM")):
+        if kind in kinds:
+            hints.append(hint)
+    return hints
 
 
 def _machine_text(host: Host, request: Request) -> str:
