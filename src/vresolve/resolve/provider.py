@@ -138,19 +138,28 @@ class _Checker:
             self._driver_rejections = []
         return self._rejections
 
-    def _verdict(self, c: Candidate) -> _Verdict:  # noqa: C901 (issue 12: to split)
+    def _verdict(self, c: Candidate) -> _Verdict:
         """The driver-independent checks of one build on this host shape."""
         if isinstance(c, VllmBuild):
             if c.wheel is None and c.where == "pypi":
                 return "platform", f"{c.label} has no wheel for {self.platform}"
             bad = self._python_reason(c)
-            if bad:
-                return "python", bad
-            bad = self._glibc_reason(c)
-            if bad:
-                return "glibc", bad
-            if c.cuda is None or not self.gpus:
-                return "ok", ""
+        elif self.python not in c.release.python:
+            bad = f"{c.label} has no wheel for Python {self.python} (it has {', '.join(map(str, c.release.python))})"
+        else:
+            bad = None
+        if bad:
+            return "python", bad
+        bad = self._glibc_reason(c)
+        if bad:
+            return "glibc", bad
+        if c.cuda is None or not self.gpus:
+            return "ok", ""
+        return self._gpu_verdict(c)
+
+    def _gpu_verdict(self, c: Candidate) -> _Verdict:
+        """Whether every GPU runs the build: its SASS, or PTX the driver can JIT ("ptx")."""
+        if isinstance(c, VllmBuild):
             k = c.kernels
             if k is None:
                 return "gpu", f"{c.label}: its kernels' arch list is not in the matrix"
@@ -162,14 +171,6 @@ class _Checker:
             if missing:
                 return "gpu", f"{c.label}'s kernels ({k.archs}) do not run on {gpu_list(missing)}"
             return ("ptx" if ptx else "ok"), ""
-        if self.python not in c.release.python:
-            return "python", (f"{c.label} has no wheel for Python {self.python} "
-                              f"(it has {', '.join(map(str, c.release.python))})")
-        bad = self._glibc_reason(c)
-        if bad:
-            return "glibc", bad
-        if c.cuda is None or not self.gpus:
-            return "ok", ""
         missing, ptx = coverage(c.archs, self.gpus)
         if missing:
             return "gpu", f"{c.label} ({c.archs}) does not run on {gpu_list(missing)}"
