@@ -36,9 +36,9 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from ..host import Host, HostGpu, Toolkit
+from ..host import Host, HostGpu, InstalledDist, Toolkit
 from ..matrix import CudaToolkit, Matrix, VllmRelease
-from ..resolve import NoCompatibleStack, Request, TorchBuild, driver_floor
+from ..resolve import Cause, NoCompatibleStack, Request, TorchBuild, driver_floor
 from ..values import CORE_EXTENSIONS, Capability, DriverVersion, exact_pin, public_version
 from .steps import Check, Step, fresh_environment, pip_install
 
@@ -118,11 +118,36 @@ def _toolkit_on_host(host: Host, cuda: Version) -> Toolkit | None:
     return next((t for t in host.toolkits if (t.version.major, t.version.minor) == (cuda.major, cuda.minor)), None)
 
 
-def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torch: bool = False,  # noqa: C901 (issue 12: to split)
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Choice:
+    """What a source build is made of: the release, the torch (kept, or the release's pin), the toolkit."""
+
+    release: VllmRelease
+    target: str  # "cuda" | "cpu"
+    caps: tuple[Capability, ...]
+    kept: InstalledDist | None  # the environment's torch, when it is kept
+    torch_build: TorchBuild | None  # the torch to install, when it is not
+    toolkit: CudaToolkit | None
+    floor: DriverVersion | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Options:
+    installer: str
+    env_dir: str | None
+    src_dir: str
+    why_no_wheel: tuple[str, ...]
+    precompiled: bool
+
+
+# causes that the hardware rules out hold for every release: they are said first
+_HARDWARE = ("gpu", "driver", "torch")
+
+
+def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torch: bool = False,
                       installer: str = "uv", env_dir: str | None = None, src_dir: str = "vllm-src",
                       why_no_wheel: Sequence[str] = (), precompiled: bool = False) -> SourcePlan:
     """The source-build recipe for ``host``, or NoCompatibleStack saying why none works."""
-    platform = host.platform.tag
     caps = () if request.cpu else _caps(host)
     target = "cpu" if request.cpu else "cuda"
     kept = host.installed_dist("torch") if keep_torch else None
@@ -134,92 +159,125 @@ def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torc
         raise NoCompatibleStack("--precompiled reuses a release's compiled kernels, which are built for the torch "
                                 "that release pins: it cannot keep another torch",
                                 hints=["leave out --keep-torch", "or leave out --precompiled and build the kernels"])
-    kept_version = public_version(kept.version) if kept else None
-    kept_cuda = public_version(kept.cuda) if kept and kept.cuda else None
-    causes: list[str] = []
-    releases = sorted((r for r in matrix.vllm if request.vllm.contains(r.version, prereleases=True)),
-                      key=lambda r: r.version, reverse=True)
-    for r in releases:
-        b = r.build
-        label = f"vLLM {r.version}"
-        if b is None:
-            causes.append(f"{label}: how it builds from source is not in the matrix")
-            continue
-        if target == "cpu" and not b.cpu:
-            causes.append(f"{label} does not build for the CPU (VLLM_TARGET_DEVICE=cpu)")
-            continue
-        if precompiled and not b.precompiled:
-            causes.append(f"{label}'s setup.py has no VLLM_USE_PRECOMPILED")
-            continue
-        pin = _pin(r, platform)
-        torch_build: TorchBuild | None = None
-        if keep_torch:
-            if not b.use_existing_torch:
-                causes.append(f"{label} has no use_existing_torch.py, so it cannot build against your torch")
-                continue
-            assert kept is not None  # checked above
-            if pin is not None and kept_version is not None and pin.release[:2] > kept_version.release[:2]:
-                causes.append(f"{label} is made for torch {pin}, newer than your torch {kept.version}")
-                continue
-            if target == "cuda" and kept_cuda is None:
-                causes.append(f"your torch {kept.version} is a CPU build: vLLM's CUDA kernels need a CUDA torch")
-                break
-            cuda = kept_cuda
-        else:
-            if pin is None:
-                causes.append(f"{label} pins no exact torch for {platform}")
-                continue
-            torch_build, why = _pick_torch(host, matrix, request, pin, caps, target)
-            if torch_build is None:
-                causes.append(f"{label} pins torch {pin}: {why}")
-                continue
-            cuda = torch_build.cuda
-        if target == "cuda":
-            assert cuda is not None
-            tk = matrix.toolkit(cuda)
-            if tk is None:
-                causes.append(f"CUDA {cuda} (torch's) is not in the matrix's toolkits")
-                continue
-            untargetable = [c for c in caps if not tk.can_target(c)]
-            if untargetable:
-                causes.append(f"nvcc {tk.version} (torch's CUDA) cannot target "
-                              f"{', '.join(c.sm for c in untargetable)}")
-                continue
-            accepted = b.archs_for(cuda)
-            if accepted is None:
-                causes.append(f"{label}'s CMakeLists does not build with CUDA {cuda}")
-                continue
-            refused = [c for c in caps if _loose_covers(accepted, c) is None]
-            if refused:
-                causes.append(f"{label}'s CMake builds only {', '.join(map(str, accepted))} "
-                              f"(CUDA_SUPPORTED_ARCHS): not {', '.join(c.sm for c in refused)}")
-                continue
-            floor = driver_floor(matrix, cuda, request.driver_policy, False)
-            if floor is not None and host.driver.version is not None and host.driver.version < floor:
-                causes.append(f"torch's CUDA {cuda} needs driver >= {floor}; this machine has {host.driver.version}")
-                continue
-        else:
-            tk, floor = None, None
-        return _recipe(host, matrix, request, r, target, caps, keep_torch, kept, torch_build, tk, floor,
-                       installer, env_dir, src_dir, why_no_wheel, precompiled)
+    options = _Options(installer=installer, env_dir=env_dir, src_dir=src_dir, why_no_wheel=tuple(why_no_wheel),
+                       precompiled=precompiled)
+    causes: list[Cause] = []
+    for r in sorted((r for r in matrix.vllm if request.vllm.contains(r.version, prereleases=True)),
+                    key=lambda r: r.version, reverse=True):
+        choice = _choose(host, matrix, request, r, target, caps, kept, precompiled, causes)
+        if choice == "stop":
+            break
+        if isinstance(choice, _Choice):
+            return _recipe(host, matrix, request, choice, options)
     what = f"vLLM {request.vllm}".strip() if str(request.vllm) else "vLLM"
     hints = []
     if keep_torch:
         hints.append("leave out --keep-torch: the plan then installs a torch the release supports")
-    if caps and any("CUDA_SUPPORTED_ARCHS" in c for c in causes):
+    if caps and any("CUDA_SUPPORTED_ARCHS" in c.text for c in causes):
         hints.append(f"no vLLM release builds for {', '.join(c.sm for c in caps)}; use a GPU of compute "
                      "capability 7.0 or newer, or the CPU backend (--gpu none)")
-    # what the hardware rules out first (it holds for every release), then release by release
-    hardware = ("cannot target", "CUDA_SUPPORTED_ARCHS", "needs driver", "CPU build")
-    ordered = sorted(_dedupe(causes), key=lambda c: not any(h in c for h in hardware))
+    ordered = sorted(_dedupe(causes), key=lambda c: c.kind not in _HARDWARE)
     raise NoCompatibleStack(f"no source build of {what} works on this machine", causes=ordered[:6], hints=hints)
 
 
-def _dedupe(items: Sequence[str]) -> list[str]:
-    seen: dict[str, None] = {}
-    for i in items:
-        seen.setdefault(i, None)
-    return list(seen)
+def _choose(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target: str, caps: tuple[Capability, ...],
+            kept: InstalledDist | None, precompiled: bool, causes: list[Cause]) -> _Choice | str | None:
+    """The build of release ``r`` for this machine; None (and a cause) when it cannot be built here,
+    "stop" when no release can (a kept CPU torch for a CUDA build)."""
+    b = r.build
+    label = f"vLLM {r.version}"
+    if b is None:
+        causes.append(Cause("release", f"{label}: how it builds from source is not in the matrix"))
+        return None
+    if target == "cpu" and not b.cpu:
+        causes.append(Cause("release", f"{label} does not build for the CPU (VLLM_TARGET_DEVICE=cpu)"))
+        return None
+    if precompiled and not b.precompiled:
+        causes.append(Cause("release", f"{label}'s setup.py has no VLLM_USE_PRECOMPILED"))
+        return None
+    picked = _torch_of(host, matrix, request, r, target, caps, kept, causes)
+    if not isinstance(picked, tuple):
+        return picked
+    torch_build, cuda = picked
+    tk, floor = None, None
+    if target == "cuda":
+        assert cuda is not None
+        found = _toolkit_of(host, matrix, request, r, cuda, caps, causes)
+        if found is None:
+            return None
+        tk, floor = found
+    return _Choice(release=r, target=target, caps=caps, kept=kept, torch_build=torch_build, toolkit=tk, floor=floor)
+
+
+def _torch_of(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target: str,
+              caps: tuple[Capability, ...], kept: InstalledDist | None, causes: list[Cause]
+              ) -> tuple[TorchBuild | None, Version | None] | str | None:
+    """(the torch to install or None when kept, its CUDA); None or "stop" with a cause when none fits."""
+    assert r.build is not None
+    label = f"vLLM {r.version}"
+    pin = _pin(r, host.platform.tag)
+    if kept is not None:
+        kept_version = public_version(kept.version)
+        kept_cuda = public_version(kept.cuda) if kept.cuda else None
+        if not r.build.use_existing_torch:
+            causes.append(Cause("release", f"{label} has no use_existing_torch.py, so it cannot build against "
+                                           "your torch"))
+            return None
+        if pin is not None and kept_version is not None and pin.release[:2] > kept_version.release[:2]:
+            causes.append(Cause("release", f"{label} is made for torch {pin}, newer than your torch {kept.version}"))
+            return None
+        if target == "cuda" and kept_cuda is None:
+            causes.append(Cause("torch", f"your torch {kept.version} is a CPU build: vLLM's CUDA kernels need a "
+                                         "CUDA torch"))
+            return "stop"
+        return None, kept_cuda
+    if pin is None:
+        causes.append(Cause("release", f"{label} pins no exact torch for {host.platform.tag}"))
+        return None
+    torch_build, why = _pick_torch(host, matrix, request, pin, caps, target)
+    if torch_build is None:
+        causes.append(Cause("release", f"{label} pins torch {pin}: {why}"))
+        return None
+    return torch_build, torch_build.cuda
+
+
+def _toolkit_of(host: Host, matrix: Matrix, request: Request, r: VllmRelease, cuda: Version,
+                caps: tuple[Capability, ...], causes: list[Cause]
+                ) -> tuple[CudaToolkit, DriverVersion | None] | None:
+    """(torch's CUDA toolkit, the driver it needs) when its nvcc and vLLM's CMake build every GPU here."""
+    assert r.build is not None
+    label = f"vLLM {r.version}"
+    tk = matrix.toolkit(cuda)
+    if tk is None:
+        causes.append(Cause("release", f"CUDA {cuda} (torch's) is not in the matrix's toolkits"))
+        return None
+    untargetable = [c for c in caps if not tk.can_target(c)]
+    if untargetable:
+        causes.append(Cause("gpu", f"nvcc {tk.version} (torch's CUDA) cannot target "
+                                   f"{', '.join(c.sm for c in untargetable)}"))
+        return None
+    accepted = r.build.archs_for(cuda)
+    if accepted is None:
+        causes.append(Cause("release", f"{label}'s CMakeLists does not build with CUDA {cuda}"))
+        return None
+    refused = [c for c in caps if _loose_covers(accepted, c) is None]
+    if refused:
+        causes.append(Cause("gpu", f"{label}'s CMake builds only {', '.join(map(str, accepted))} "
+                                   f"(CUDA_SUPPORTED_ARCHS): not {', '.join(c.sm for c in refused)}"))
+        return None
+    floor = driver_floor(matrix, cuda, request.driver_policy, False)
+    if floor is not None and host.driver.version is not None and host.driver.version < floor:
+        causes.append(Cause("driver", f"torch's CUDA {cuda} needs driver >= {floor}; this machine has "
+                                      f"{host.driver.version}"))
+        return None
+    return tk, floor
+
+
+def _dedupe(items: Sequence[Cause]) -> list[Cause]:
+    seen: dict[str, Cause] = {}
+    for c in items:
+        seen.setdefault(c.text, c)
+    return list(seen.values())
 
 
 def _pick_torch(host: Host, matrix: Matrix, request: Request, pin: Version, caps: Sequence[Capability],
@@ -256,158 +314,169 @@ def _pick_torch(host: Host, matrix: Matrix, request: Request, pin: Version, caps
     return TorchBuild(release=release, variant=best, platform=platform, pypi=platform in best.pypi_default), ""
 
 
-def _recipe(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target: str, caps: tuple[Capability, ...],  # noqa: C901 (issue 12: to split)
-            keep_torch: bool, kept: object, torch_build: TorchBuild | None, tk: CudaToolkit | None,
-            floor: DriverVersion | None, installer: str, env_dir: str | None, src_dir: str,
-            why_no_wheel: Sequence[str], precompiled: bool = False) -> SourcePlan:
-    """The recipe. ``precompiled``: an editable install that reuses the release's compiled kernels
+def _recipe(host: Host, matrix: Matrix, request: Request, c: _Choice, o: _Options) -> SourcePlan:
+    """The recipe. ``o.precompiled``: an editable install that reuses the release's compiled kernels
     (``VLLM_USE_PRECOMPILED=1``): no toolkit, no nvcc, no MAX_JOBS; the torch is the one the release pins."""
-    assert r.build is not None
-    b = r.build
-    if precompiled:
-        tk = None  # nothing is compiled
-    py_minor = str(host.python_minor)
-    torch_version = (kept.version if keep_torch else  # type: ignore[attr-defined]
-                     f"{torch_build.version}+{torch_build.variant.variant}")  # type: ignore[union-attr]
-    torch_cuda = (public_version(kept.cuda) if keep_torch and kept.cuda else  # type: ignore[attr-defined]
-                  (torch_build.cuda if torch_build else None))
-    found = _toolkit_on_host(host, torch_cuda) if torch_cuda is not None and not precompiled else None
-    if tk is None:
-        cuda_home = ""
-    elif found is not None:
-        cuda_home = found.path
+    r, tk = c.release, (None if o.precompiled else c.toolkit)  # precompiled: nothing is compiled
+    if c.kept is not None:
+        torch_version, torch_cuda = c.kept.version, public_version(c.kept.cuda) if c.kept.cuda else None
     else:
-        cuda_home = f"$PWD/.cuda-{tk.version}"
+        assert c.torch_build is not None
+        torch_version, torch_cuda = f"{c.torch_build.version}+{c.torch_build.variant.variant}", c.torch_build.cuda
+    found = _toolkit_on_host(host, torch_cuda) if torch_cuda is not None and not o.precompiled else None
+    cuda_home = "" if tk is None else (found.path if found is not None else f"$PWD/.cuda-{tk.version}")
     steps: list[Step] = []
-    reasons: list[str] = list(why_no_wheel)
+    reasons: list[str] = list(o.why_no_wheel)
     warnings: list[str] = []
-
-    # the environment and its Python
-    if keep_torch:
-        python = host.python_executable or "python3"
-        env_dir = None
-        reasons.append(f"builds against the torch in this environment ({torch_version}, CUDA {torch_cuda or 'none'}), "
-                       f"which it keeps: {python}")
-    else:
-        env_dir = env_dir or (f"vllm-{r.version}" if installer == "conda" else ".venv-vllm")
-        steps.append(fresh_environment(installer, py_minor, env_dir))
-        if installer == "conda":  # the build runs the environment's interpreter by its path
-            python = "$(conda run -n " + shlex.quote(env_dir) + " python -c 'import sys; print(sys.executable)')"
-        else:
-            python = f"{env_dir}/bin/python"
-        assert torch_build is not None
-        tb = torch_build
-        pins = [f"torch=={tb.version}" if tb.pypi else f"torch=={tb.version}+{tb.variant.variant}"]
-        index = () if tb.pypi else ("--index-url", f"{matrix.torch_index}/{tb.variant.variant}")
-        steps.append(Step(tool=installer, argv=(*pip_install(installer, python), *index, *pins),
-                               why=f"the torch vLLM {r.version} pins ({tb.version}), "
-                                   + ("PyPI's build" if tb.pypi else f"the {tb.variant.variant} build from the PyTorch index")))
-        reasons.append(f"builds against torch {torch_version}, the torch vLLM {r.version} pins, in the variant "
-                       f"that runs on {', '.join(map(str, caps)) or 'the CPU'}"
-                       + (f" and matches the CUDA toolkit already here ({found.path})" if found else ""))
-
-    # the toolkit
+    python, env_dir = _environment(host, matrix, c, o, torch_version, torch_cuda, found, steps, reasons)
     if tk is not None:
         assert torch_cuda is not None
-        if found is not None:
-            reasons.append(f"CUDA toolkit {found.version} at {found.path} matches torch's CUDA {torch_cuda} "
-                           f"and its nvcc targets {', '.join(c.sm for c in caps)}")
-        elif tk.install_conda is not None:
-            channel, packages = tk.install_conda
-            steps.append(Step(tool="conda", argv=("conda", "create", "-y", "-p", f".cuda-{tk.version}", "-c", channel,
-                                                       *packages),
-                                   why=f"CUDA toolkit {tk.version} (torch's CUDA) into ./.cuda-{tk.version}: "
-                                       "none of that version is on the machine"))
-            reasons.append(f"no CUDA {tk.version} toolkit on the machine: the recipe installs one with conda "
-                           f"({channel}: {' '.join(packages)})")
-        else:
-            warnings.append(f"install the CUDA {tk.version} toolkit (its nvcc must equal torch's CUDA) and point "
-                            f"CUDA_HOME at it: the matrix knows no package for it")
-        if tk.host_gcc is None:
-            warnings.append(f"the matrix does not know which GCC versions nvcc {tk.version} supports")
-
-    # parallelism
+        _toolkit(tk, found, torch_cuda, c.caps, steps, reasons, warnings)
     max_jobs, threads = build_parallelism(host.cpu_count, host.memory_mib)
-    env: list[tuple[str, str]] = []
-    why: list[tuple[str, str]] = []
-    if precompiled:
+    if o.precompiled:
         max_jobs = 0
-        env.append(("VLLM_USE_PRECOMPILED", "1"))
-        why.append(("VLLM_USE_PRECOMPILED", "fetch the compiled extensions of this release instead of building them"))
-    elif target == "cuda":
-        env.append(("CUDA_HOME", cuda_home))
-        why.append(("CUDA_HOME", f"the CUDA {tk.version if tk else ''} toolkit vLLM's CMake builds with"))
-        env.append(("PATH", "$CUDA_HOME/bin:$PATH"))
-        why.append(("PATH", "its nvcc first on PATH"))
-        env.append(("TORCH_CUDA_ARCH_LIST", ";".join(str(c) for c in caps)))
-        why.append(("TORCH_CUDA_ARCH_LIST", f"exactly this machine's GPUs ({gpu_text(host.gpus, caps)}); vLLM and "
-                                             "torch take the arch list from here (CMAKE_CUDA_ARCHITECTURES is ignored)"))
-        if max_jobs is not None:  # else the recipe decides on the build machine
-            env.append(("NVCC_THREADS", str(threads)))
-            why.append(("NVCC_THREADS", "threads per nvcc job (2 on machines of 8 cores or more)"))
-    env.append(("VLLM_TARGET_DEVICE", target))
-    why.append(("VLLM_TARGET_DEVICE", "what vLLM's setup.py " + ("installs for" if precompiled else "builds for")))
-    if max_jobs and host.memory_mib:
-        env.append(("MAX_JOBS", str(max_jobs)))
-        why.append(("MAX_JOBS", f"{host.memory_mib / 1024:.0f} GiB x 80 % / ({GIB_PER_NVCC_THREAD} GiB x "
-                                f"{threads} nvcc threads), at most {host.cpu_count} cores / {threads}"))
-    if host.tool("ccache") and not precompiled:
-        for k in ("CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_CUDA_COMPILER_LAUNCHER"):
-            env.append((k, "ccache"))
-            why.append((k, "ccache is on this machine: a rebuild reuses what compiled before"))
-
-    # checks before the build
-    checks: list[Check] = []
-    if tk is not None and torch_cuda is not None:
-        checks.append(Check(name="nvcc is torch's CUDA", argv=("$CUDA_HOME/bin/nvcc", "--version"),
-                            expect=f"release {torch_cuda.major}.{torch_cuda.minor},"))
-        checks.append(Check(name="torch is the planned build",
-                            argv=(python, "-c", 'import torch; print("torch CUDA", torch.version.cuda)'),
-                            expect=f"torch CUDA {torch_cuda.major}.{torch_cuda.minor}"))
-        if tk.host_gcc is not None:
-            lo, hi = tk.host_gcc
-            checks.append(Check(name=f"gcc is one nvcc {tk.version} supports (GCC {lo} to {hi})",
-                                argv=("sh", "-c", f'v=$(gcc -dumpversion | cut -d. -f1); '
-                                                  f'[ "$v" -ge {lo} ] && [ "$v" -le {hi} ] && echo "gcc $v ok"'),
-                                expect="ok"))
-
-    # the build
-    steps.append(Step(tool="git", argv=("git", "clone", "--depth", "1", "--branch", f"v{r.version}", VLLM_GIT, src_dir),
-                           why=f"vLLM's source at the v{r.version} tag"))
-    if keep_torch:
-        steps.append(Step(tool="python", argv=(python, b.use_existing_torch or "use_existing_torch.py"),
-                               cwd=src_dir,
-                               why="drop the torch pins from vLLM's requirements, so the build keeps your torch"))
-    reqs = b.requirements or "requirements-build.txt"
-    if precompiled:
-        steps.append(Step(tool=installer, argv=(*pip_install(installer, python), "-e", f"./{src_dir}"),
-                               why="an editable install that reuses the release's compiled kernels "
-                                   "(VLLM_USE_PRECOMPILED=1): edit the Python code in place"))
-        reasons.append(f"vLLM {r.version}'s kernels come precompiled: only the Python code is taken from the checkout")
-    else:
-        # from the top directory (a relative environment path stays right), naming the tree's paths
-        steps.append(Step(tool=installer, argv=(*pip_install(installer, python), "-r", f"{src_dir}/{reqs}"),
-                               why="the build requirements (cmake, ninja, ...) into the environment itself"))
-        steps.append(Step(tool=installer, argv=(*pip_install(installer, python), "--no-build-isolation", "-v",
-                                                     f"./{src_dir}"),
-                               why="build and install vLLM against the torch in the environment "
-                                   "(--no-build-isolation: no private build environment with another torch)"))
-        reasons.append(f"vLLM {r.version}'s CMake builds {', '.join(map(str, caps))} with nvcc {tk.version}"
-                       if tk is not None else f"vLLM {r.version} builds for the CPU (VLLM_TARGET_DEVICE=cpu)")
-    verify = [_op_check(python, target, r, host.platform.tag)]
-    if b.precompiled and not keep_torch and not precompiled:
-        reasons.append("if you change only vLLM's Python code: VLLM_USE_PRECOMPILED=1 with an editable install reuses "
-                       "the release's compiled kernels instead of building them")
-    if max_jobs is None and not precompiled:
+    env = _build_env(host, c, o, tk, cuda_home, max_jobs, threads)
+    checks = _pre_checks(tk, torch_cuda, python)
+    _build_steps(c, o, python, tk, steps, reasons)
+    if max_jobs is None:
         warnings.append("the build machine's memory is unknown: the recipe computes MAX_JOBS there "
                         f"({GIB_PER_NVCC_THREAD} GiB per nvcc thread in 80 % of MemAvailable)")
-    return SourcePlan(host=host, request=request, vllm=r, target=target, archs=caps, torch_version=torch_version,
-                      torch_cuda=torch_cuda, keep_torch=keep_torch, torch_build=torch_build, toolkit=tk,
-                      toolkit_found=found, cuda_home=cuda_home, python=python, env_dir=env_dir, installer=installer,
-                      src_dir=src_dir, max_jobs=max_jobs, nvcc_threads=threads, min_driver=floor, env=tuple(env),
-                      env_reasons=tuple(why), steps=tuple(steps), checks=tuple(checks), verify=tuple(verify),
-                      reasons=tuple(reasons), warnings=tuple(warnings))
+    return SourcePlan(host=host, request=request, vllm=r, target=c.target, archs=c.caps, torch_version=torch_version,
+                      torch_cuda=torch_cuda, keep_torch=c.kept is not None, torch_build=c.torch_build, toolkit=tk,
+                      toolkit_found=found, cuda_home=cuda_home, python=python, env_dir=env_dir,
+                      installer=o.installer, src_dir=o.src_dir, max_jobs=max_jobs, nvcc_threads=threads,
+                      min_driver=c.floor, env=tuple((k, v) for k, v, _ in env),
+                      env_reasons=tuple((k, why) for k, _, why in env), steps=tuple(steps), checks=tuple(checks),
+                      verify=(_op_check(python, c.target, r, host.platform.tag),), reasons=tuple(reasons),
+                      warnings=tuple(warnings))
 
+
+def _environment(host: Host, matrix: Matrix, c: _Choice, o: _Options, torch_version: str,
+                 torch_cuda: Version | None, found: Toolkit | None, steps: list[Step], reasons: list[str]
+                 ) -> tuple[str, str | None]:
+    """(the interpreter the build uses, the environment it creates or None when keeping torch's)."""
+    r = c.release
+    if c.kept is not None:
+        python = host.python_executable or "python3"
+        reasons.append(f"builds against the torch in this environment ({torch_version}, CUDA "
+                       f"{torch_cuda or 'none'}), which it keeps: {python}")
+        return python, None
+    env_dir = o.env_dir or (f"vllm-{r.version}" if o.installer == "conda" else ".venv-vllm")
+    steps.append(fresh_environment(o.installer, str(host.python_minor), env_dir))
+    if o.installer == "conda":  # the build runs the environment's interpreter by its path
+        python = "$(conda run -n " + shlex.quote(env_dir) + " python -c 'import sys; print(sys.executable)')"
+    else:
+        python = f"{env_dir}/bin/python"
+    tb = c.torch_build
+    assert tb is not None
+    pins = [f"torch=={tb.version}" if tb.pypi else f"torch=={tb.version}+{tb.variant.variant}"]
+    index = () if tb.pypi else ("--index-url", f"{matrix.torch_index}/{tb.variant.variant}")
+    steps.append(Step(tool=o.installer, argv=(*pip_install(o.installer, python), *index, *pins),
+                      why=f"the torch vLLM {r.version} pins ({tb.version}), "
+                          + ("PyPI's build" if tb.pypi else f"the {tb.variant.variant} build from the PyTorch index")))
+    reasons.append(f"builds against torch {torch_version}, the torch vLLM {r.version} pins, in the variant "
+                   f"that runs on {', '.join(map(str, c.caps)) or 'the CPU'}"
+                   + (f" and matches the CUDA toolkit already here ({found.path})" if found else ""))
+    return python, env_dir
+
+
+def _toolkit(tk: CudaToolkit, found: Toolkit | None, torch_cuda: Version, caps: tuple[Capability, ...],
+             steps: list[Step], reasons: list[str], warnings: list[str]) -> None:
+    """The CUDA toolkit equal to torch's CUDA: the one on the machine, or one installed with conda."""
+    if found is not None:
+        reasons.append(f"CUDA toolkit {found.version} at {found.path} matches torch's CUDA {torch_cuda} "
+                       f"and its nvcc targets {', '.join(c.sm for c in caps)}")
+    elif tk.install_conda is not None:
+        channel, packages = tk.install_conda
+        steps.append(Step(tool="conda", argv=("conda", "create", "-y", "-p", f".cuda-{tk.version}", "-c", channel,
+                                              *packages),
+                          why=f"CUDA toolkit {tk.version} (torch's CUDA) into ./.cuda-{tk.version}: "
+                              "none of that version is on the machine"))
+        reasons.append(f"no CUDA {tk.version} toolkit on the machine: the recipe installs one with conda "
+                       f"({channel}: {' '.join(packages)})")
+    else:
+        warnings.append(f"install the CUDA {tk.version} toolkit (its nvcc must equal torch's CUDA) and point "
+                        f"CUDA_HOME at it: the matrix knows no package for it")
+    if tk.host_gcc is None:
+        warnings.append(f"the matrix does not know which GCC versions nvcc {tk.version} supports")
+
+
+def _build_env(host: Host, c: _Choice, o: _Options, tk: CudaToolkit | None, cuda_home: str,
+               max_jobs: int | None, threads: int) -> list[tuple[str, str, str]]:
+    """The build's environment: (name, value, why) each."""
+    env: list[tuple[str, str, str]] = []
+    if o.precompiled:
+        env.append(("VLLM_USE_PRECOMPILED", "1",
+                    "fetch the compiled extensions of this release instead of building them"))
+    elif c.target == "cuda":
+        env.append(("CUDA_HOME", cuda_home, f"the CUDA {tk.version if tk else ''} toolkit vLLM's CMake builds with"))
+        env.append(("PATH", "$CUDA_HOME/bin:$PATH", "its nvcc first on PATH"))
+        env.append(("TORCH_CUDA_ARCH_LIST", ";".join(str(x) for x in c.caps),
+                    f"exactly this machine's GPUs ({gpu_text(host.gpus, c.caps)}); vLLM and torch take the arch list "
+                    "from here (CMAKE_CUDA_ARCHITECTURES is ignored)"))
+        if max_jobs is not None:  # else the recipe decides on the build machine
+            env.append(("NVCC_THREADS", str(threads), "threads per nvcc job (2 on machines of 8 cores or more)"))
+    env.append(("VLLM_TARGET_DEVICE", c.target,
+                "what vLLM's setup.py " + ("installs for" if o.precompiled else "builds for")))
+    if max_jobs and host.memory_mib:
+        env.append(("MAX_JOBS", str(max_jobs), f"{host.memory_mib / 1024:.0f} GiB x 80 % / ({GIB_PER_NVCC_THREAD} "
+                                               f"GiB x {threads} nvcc threads), at most {host.cpu_count} cores / "
+                                               f"{threads}"))
+    if host.tool("ccache") and not o.precompiled:
+        for k in ("CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_CUDA_COMPILER_LAUNCHER"):
+            env.append((k, "ccache", "ccache is on this machine: a rebuild reuses what compiled before"))
+    return env
+
+
+def _pre_checks(tk: CudaToolkit | None, torch_cuda: Version | None, python: str) -> list[Check]:
+    """The checks before the build (the seed's pitfalls: nvcc != torch's CUDA, an unsupported gcc)."""
+    if tk is None or torch_cuda is None:
+        return []
+    checks = [Check(name="nvcc is torch's CUDA", argv=("$CUDA_HOME/bin/nvcc", "--version"),
+                    expect=f"release {torch_cuda.major}.{torch_cuda.minor},"),
+              Check(name="torch is the planned build",
+                    argv=(python, "-c", 'import torch; print("torch CUDA", torch.version.cuda)'),
+                    expect=f"torch CUDA {torch_cuda.major}.{torch_cuda.minor}")]
+    if tk.host_gcc is not None:
+        lo, hi = tk.host_gcc
+        checks.append(Check(name=f"gcc is one nvcc {tk.version} supports (GCC {lo} to {hi})",
+                            argv=("sh", "-c", f'v=$(gcc -dumpversion | cut -d. -f1); '
+                                              f'[ "$v" -ge {lo} ] && [ "$v" -le {hi} ] && echo "gcc $v ok"'),
+                            expect="ok"))
+    return checks
+
+
+def _build_steps(c: _Choice, o: _Options, python: str, tk: CudaToolkit | None, steps: list[Step],
+                 reasons: list[str]) -> None:
+    """The clone, the kept torch's pins dropped, and the build (or the editable precompiled install)."""
+    r = c.release
+    b = r.build
+    assert b is not None
+    steps.append(Step(tool="git", argv=("git", "clone", "--depth", "1", "--branch", f"v{r.version}", VLLM_GIT,
+                                        o.src_dir),
+                      why=f"vLLM's source at the v{r.version} tag"))
+    if c.kept is not None:
+        steps.append(Step(tool="python", argv=(python, b.use_existing_torch or "use_existing_torch.py"),
+                          cwd=o.src_dir,
+                          why="drop the torch pins from vLLM's requirements, so the build keeps your torch"))
+    pip = pip_install(o.installer, python)
+    if o.precompiled:
+        steps.append(Step(tool=o.installer, argv=(*pip, "-e", f"./{o.src_dir}"),
+                          why="an editable install that reuses the release's compiled kernels "
+                              "(VLLM_USE_PRECOMPILED=1): edit the Python code in place"))
+        reasons.append(f"vLLM {r.version}'s kernels come precompiled: only the Python code is taken from the checkout")
+        return
+    # from the top directory (a relative environment path stays right), naming the tree's paths
+    steps.append(Step(tool=o.installer, argv=(*pip, "-r", f"{o.src_dir}/{b.requirements or 'requirements-build.txt'}"),
+                      why="the build requirements (cmake, ninja, ...) into the environment itself"))
+    steps.append(Step(tool=o.installer, argv=(*pip, "--no-build-isolation", "-v", f"./{o.src_dir}"),
+                      why="build and install vLLM against the torch in the environment "
+                          "(--no-build-isolation: no private build environment with another torch)"))
+    reasons.append(f"vLLM {r.version}'s CMake builds {', '.join(map(str, c.caps))} with nvcc {tk.version}"
+                   if tk is not None else f"vLLM {r.version} builds for the CPU (VLLM_TARGET_DEVICE=cpu)")
+    if b.precompiled and c.kept is None:
+        reasons.append("if you change only vLLM's Python code: VLLM_USE_PRECOMPILED=1 with an editable install reuses "
+                       "the release's compiled kernels instead of building them")
 
 
 # silu_and_mul is in every release's main kernel library, under torch.ops._C from 0.5.0 on
