@@ -76,7 +76,7 @@ def _uv_config_files() -> list[Path]:
     return [Path("/etc/uv/uv.toml"), Path(xdg) / "uv" / "uv.toml"]
 
 
-def configured_index_url(flag: str | None = None) -> tuple[str, str]:  # noqa: C901 (issue 12: to split)
+def configured_index_url(flag: str | None = None) -> tuple[str, str]:  # noqa: C901 (issue 12: still to split)
     """The simple-API URL to read, and where it came from (for messages).
 
     Order: the flag; ``PIP_INDEX_URL``; ``UV_DEFAULT_INDEX`` / ``UV_INDEX_URL``; the last pip

@@ -157,7 +157,7 @@ def _inputs(plan: InstallPlan, matrix: Matrix) -> tuple[list[str], list[str]]:
     return vllm_pins, options
 
 
-def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = None, offline: bool = False,  # noqa: C901 (issue 12: to split)
+def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = None, offline: bool = False,  # noqa: C901 (issue 12: still to split)
                  timeout: float = 600.0, retries: int = 2, progress: Callable[[str], None] | None = None
                  ) -> LockFiles:
     """Resolve the closure with one ``uv pip compile`` and derive every lock format from it."""

@@ -192,7 +192,7 @@ FEATURE_FILES = {
 }
 
 
-def _wheel_row(package: str, spec: _Spec, pick: _Pick, metadata: bytes,  # noqa: C901 (issue 12: to split)
+def _wheel_row(package: str, spec: _Spec, pick: _Pick, metadata: bytes,  # noqa: C901 (issue 12: still to split)
                members: list[str] | None = None) -> dict[str, Any]:
     meta = Metadata.from_email(metadata, validate=False)
     reqs = list(meta.requires_dist or [])

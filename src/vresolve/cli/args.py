@@ -178,7 +178,7 @@ def _spec(flag: str, text: str | None) -> Any:
         raise UsageError(f"{flag}: invalid version or range {text!r} (expected e.g. '0.10.1' or '>=0.9,<0.11')") from None
 
 
-def plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:  # noqa: C901 (issue 12: to split)
+def plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:  # noqa: C901 (issue 12: still to split)
     """(matrix, host, request, detected_by) from the plan flags; detection only for --gpu auto."""
     from dataclasses import replace
 

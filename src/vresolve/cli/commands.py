@@ -119,7 +119,7 @@ def _print_source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any
     return EXIT_OK
 
 
-def _cmd_lock(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to split)
+def _cmd_lock(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: still to split)
     from pathlib import Path
 
     from ..lock import FILE_NAMES, FORMATS, check_lock, compile_lock, write_lock
@@ -199,7 +199,7 @@ def _env_python(flag: str | None) -> str:
     return sys.executable
 
 
-def _cmd_doctor(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to split)
+def _cmd_doctor(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: still to split)
     from pathlib import Path
 
     from ..detect import Overrides, detect_host, fill_capabilities, library_shadows, probe_environment
@@ -336,7 +336,7 @@ def _pinned_by_vllm(root: Path, package: str) -> set[Any]:
     return out
 
 
-def _cmd_matrix_refresh(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: to split)
+def _cmd_matrix_refresh(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: still to split)
     from pathlib import Path
 
     from .._atomic import write_atomic

@@ -156,7 +156,7 @@ def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _probe_proc(o: Overrides, found: _Found) -> None:  # noqa: C901 (issue 12: to split)
+def _probe_proc(o: Overrides, found: _Found) -> None:  # noqa: C901 (issue 12: still to split)
     """Driver from /sys and /proc; GPU names from /proc (no compute capability there)."""
     if found.driver.version is None:
         sys_version = driver_or_none(_read(o, "/sys/module/nvidia/version"))
@@ -227,7 +227,7 @@ def _run(o: Overrides, argv: list[str]) -> tuple[int, str] | str:
     return p.returncode, (p.stdout + p.stderr)
 
 
-def _probe_smi(o: Overrides, found: _Found, need_gpus: bool) -> None:  # noqa: C901 (issue 12: to split)
+def _probe_smi(o: Overrides, found: _Found, need_gpus: bool) -> None:  # noqa: C901 (issue 12: still to split)
     """GPUs (with compute capability) and the driver from ``nvidia-smi --query-gpu``; CUDA from its banner."""
     smi = o.nvidia_smi
     if need_gpus or found.driver.version is None:
@@ -336,7 +336,7 @@ def _probe_memory(o: Overrides) -> int | None:
     return total
 
 
-def _probe_toolkits(o: Overrides, problems: list[str]) -> tuple[Toolkit, ...]:  # noqa: C901 (issue 12: to split)
+def _probe_toolkits(o: Overrides, problems: list[str]) -> tuple[Toolkit, ...]:  # noqa: C901 (issue 12: still to split)
     """CUDA toolkits: nvcc on PATH, $CUDA_HOME / $CUDA_PATH, /usr/local/cuda*.
 
     The version comes from the toolkit's ``version.json`` (no process), else ``nvcc --version``.
@@ -456,7 +456,7 @@ def _probe_installed() -> tuple[InstalledDist, ...]:
     return tuple(out)
 
 
-def detect_host(o: Overrides | None = None, *, probe_gpus: bool = True, installed: bool = True) -> Host:  # noqa: C901 (issue 12: to split)
+def detect_host(o: Overrides | None = None, *, probe_gpus: bool = True, installed: bool = True) -> Host:  # noqa: C901 (issue 12: still to split)
     """Everything this machine can tell, overrides first. Never raises on an odd machine."""
     o = o or Overrides.from_env()
     found = _Found()

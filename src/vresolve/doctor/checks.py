@@ -7,14 +7,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from ..host import EnvReport, Host, HostGpu
+from ..host import EnvReport, Host, HostGpu, TorchRuntime
 from ..matrix import Matrix
 from ..values import Capability, core_extension, public_version
 from .facts import REINSTALL_CAUSES, Finding, caps_covered, dedupe, is_source_tree, needs_libcuda, torch_pin
 from .logs import classify, from_issue, issue_for, match_log
 
 
-def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,  # noqa: C901 (issue 12: to split)
+def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
              shadows: Sequence[tuple[str, Sequence[str]]] = (), log: str | None = None,
              reinstall: Sequence[str] = ()) -> list[Finding]:
     """Findings about this environment and/or a log.
@@ -22,28 +22,52 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,  # noq
     ``reinstall``: the shell lines of the corrected plan (from the resolver), appended to the fix
     of every finding whose cure is a reinstall.
     """
-    findings: list[Finding] = []
-    plan_text = ("\nReinstall into a fresh environment with the plan vresolve computes for this machine:\n  "
-                 + "\n  ".join(reinstall)) if reinstall else ""
-
-    def add(cause: str, severity: str, title: str, explanation: str, fix: str, evidence: Sequence[str] = ()) -> None:
-        if cause in REINSTALL_CAUSES and plan_text and severity == "error":
-            fix += plan_text
-        findings.append(Finding(cause=cause, severity=severity, title=title, explanation=explanation, fix=fix,
-                                evidence=tuple(evidence)))
-
+    out = _Findings(("\nReinstall into a fresh environment with the plan vresolve computes for this machine:\n  "
+                     + "\n  ".join(reinstall)) if reinstall else "")
     gpus = [g for g in host.gpus if g.compute_capability is not None]
     if host.driver.nvml_library_mismatch:
         k = issue_for(matrix, "nvml-driver-mismatch")
-        add("nvml-driver-mismatch", "error", "The NVIDIA kernel module and its user-space library differ",
-            k.explanation if k else "The driver was upgraded but the old kernel module is still loaded.",
-            k.fix if k else "Reboot, or reload the nvidia kernel modules.",
-            [p for p in host.problems if "mismatch" in p])
+        out.add("nvml-driver-mismatch", "error", "The NVIDIA kernel module and its user-space library differ",
+                k.explanation if k else "The driver was upgraded but the old kernel module is still loaded.",
+                k.fix if k else "Reboot, or reload the nvidia kernel modules.",
+                [p for p in host.problems if "mismatch" in p])
     if env is not None:
-        _environment(host, matrix, env, gpus, add)
+        _environment(host, matrix, env, gpus, out.add)
+    torch_cuda = env.torch.cuda if env is not None and env.torch is not None else None
     if shadows:
-        torch_cuda = env.torch.cuda if env and env.torch else None
-        add("library-not-found" if not torch_cuda else "cuda-variant-mismatch", "warning",
+        _shadows(shadows, torch_cuda, out)
+    if torch_cuda:
+        _toolkit_mismatch(host, matrix, torch_cuda, out)
+    old = [g for g in gpus if g.cc < Capability(8, 0)]
+    if old:
+        k = issue_for(matrix, "gpu-too-old-for-feature")
+        out.add("gpu-too-old-for-feature", "info", "These GPUs lack bfloat16 and FlashAttention 2",
+                "GPUs below compute capability 8.0 have no bfloat16 and do not run FlashAttention 2; models whose "
+                "config says bfloat16 must be run in float16.",
+                (k.fix if k else "") or "Run with --dtype float16.",
+                [f"GPU {g.index}: {g.name} (sm_{g.cc.major}{g.cc.minor})" for g in old])
+    if log:
+        _log(matrix, log, torch_cuda, out)
+    return dedupe(out.findings)
+
+
+class _Findings:
+    """The findings so far; a reinstall's fix carries the corrected plan."""
+
+    def __init__(self, plan_text: str) -> None:
+        self.plan_text = plan_text
+        self.findings: list[Finding] = []
+
+    def add(self, cause: str, severity: str, title: str, explanation: str, fix: str,
+            evidence: Sequence[str] = ()) -> None:
+        if cause in REINSTALL_CAUSES and self.plan_text and severity == "error":
+            fix += self.plan_text
+        self.findings.append(Finding(cause=cause, severity=severity, title=title, explanation=explanation, fix=fix,
+                                     evidence=tuple(evidence)))
+
+
+def _shadows(shadows: Sequence[tuple[str, Sequence[str]]], torch_cuda: str | None, out: _Findings) -> None:
+    out.add("library-not-found" if not torch_cuda else "cuda-variant-mismatch", "warning",
             "LD_LIBRARY_PATH puts other CUDA libraries before pip's",
             "The dynamic loader searches LD_LIBRARY_PATH before the nvidia-* packages torch depends on, so these "
             "libraries load instead of the ones torch was built and tested with"
@@ -51,42 +75,37 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,  # noq
             "fails with undefined symbols or wrong results.",
             "Remove these directories from LD_LIBRARY_PATH for the vLLM environment, e.g.\n  unset LD_LIBRARY_PATH",
             [f"{d}: {', '.join(libs)}" for d, libs in shadows])
-    if env is not None and env.torch is not None and env.torch.cuda:
-        tc = public_version(env.torch.cuda)
-        for tk in host.toolkits:
-            if tc is not None and (tk.version.major, tk.version.minor) != (tc.major, tc.minor):
-                k = issue_for(matrix, "toolkit-mismatch")
-                add("toolkit-mismatch", "warning", f"nvcc {tk.version} is not torch's CUDA {env.torch.cuda}",
+
+
+def _toolkit_mismatch(host: Host, matrix: Matrix, torch_cuda: str, out: _Findings) -> None:
+    tc = public_version(torch_cuda)
+    for tk in host.toolkits:
+        if tc is not None and (tk.version.major, tk.version.minor) != (tc.major, tc.minor):
+            k = issue_for(matrix, "toolkit-mismatch")
+            out.add("toolkit-mismatch", "warning", f"nvcc {tk.version} is not torch's CUDA {torch_cuda}",
                     "Building vLLM or any CUDA extension with this nvcc against this torch fails or produces "
                     "kernels that do not load: the toolkit must be torch's CUDA major.minor.",
                     (k.fix if k else "") + f"\nInstall CUDA {tc.major}.{tc.minor} and export CUDA_HOME to it before "
                     "building anything against this torch.", [f"{tk.path}: nvcc {tk.version} ({tk.source})"])
-                break
-    old = [g for g in gpus if g.cc < Capability(8, 0)]
-    if old:
-        k = issue_for(matrix, "gpu-too-old-for-feature")
-        add("gpu-too-old-for-feature", "info", "These GPUs lack bfloat16 and FlashAttention 2",
-            "GPUs below compute capability 8.0 have no bfloat16 and do not run FlashAttention 2; models whose "
-            "config says bfloat16 must be run in float16.",
-            (k.fix if k else "") or "Run with --dtype float16.",
-            [f"GPU {g.index}: {g.name} (sm_{g.cc.major}{g.cc.minor})" for g in old])
-    if log:
-        torch_cuda = env.torch.cuda if env is not None and env.torch is not None else None
-        for issue, ev in match_log(log, matrix.known_issues):
-            extra = plan_text if issue.cause in REINSTALL_CAUSES and issue.severity == "error" else ""
-            found = from_issue(issue, ev, "log", extra)
-            wanted = re.search(r"lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.(\d+)", log)
-            if issue.cause == "cuda-variant-mismatch" and wanted and torch_cuda:
-                # set against this environment: which side is the other CUDA major
-                found = Finding(cause=found.cause, severity=found.severity, title=found.title,
-                                explanation=found.explanation + f" Here, torch is built with CUDA {torch_cuda}; the "
-                                f"failing library asks for CUDA {wanted[1]}'s runtime"
-                                + (", so the other package is the odd one out." if not torch_cuda.startswith(
-                                    wanted[1] + ".") else ", which torch has: the package is missing its own."),
-                                fix=found.fix, evidence=(*found.evidence, f"torch.version.cuda = {torch_cuda}"),
-                                source="log")
-            findings.append(found)
-    return dedupe(findings)
+            return
+
+
+def _log(matrix: Matrix, log: str, torch_cuda: str | None, out: _Findings) -> None:
+    """The log's lines matched against the known issues; a CUDA-major mismatch set against this environment."""
+    for issue, ev in match_log(log, matrix.known_issues):
+        extra = out.plan_text if issue.cause in REINSTALL_CAUSES and issue.severity == "error" else ""
+        found = from_issue(issue, ev, "log", extra)
+        wanted = re.search(r"lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.(\d+)", log)
+        if issue.cause == "cuda-variant-mismatch" and wanted and torch_cuda:
+            # set against this environment: which side is the other CUDA major
+            found = Finding(cause=found.cause, severity=found.severity, title=found.title,
+                            explanation=found.explanation + f" Here, torch is built with CUDA {torch_cuda}; the "
+                            f"failing library asks for CUDA {wanted[1]}'s runtime"
+                            + (", so the other package is the odd one out." if not torch_cuda.startswith(
+                                wanted[1] + ".") else ", which torch has: the package is missing its own."),
+                            fix=found.fix, evidence=(*found.evidence, f"torch.version.cuda = {torch_cuda}"),
+                            source="log")
+        out.findings.append(found)
 
 
 def _extensions(matrix: Matrix, host: Host, env: EnvReport) -> tuple[tuple[str, ...], str]:
@@ -124,61 +143,74 @@ def _other_extensions(matrix: Matrix, env: EnvReport, expected: Sequence[str], c
              (k.fix if k else "Reinstall vLLM's wheel for this torch."), (rep.error,))
 
 
-def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu],  # noqa: C901 (issue 12: to split)
+def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu],
                  emit: Callable[..., None]) -> None:
+    """torch, vLLM and its compiled modules, and the companions, as the environment imported them."""
     if env.error:
         emit("library-not-found", "warning", "The environment could not be inspected", env.error,
              "Run the interpreter by hand: python -c 'import torch, vllm'", [env.python])
         return
     torch_mod = env.module("torch")
-    torch = env.torch
-    torch_version = public_version(torch.version) if torch else None
     if torch_mod is not None and torch_mod.error and "No module named 'torch'" not in torch_mod.error:
         k = classify(matrix, torch_mod.traceback or torch_mod.error)
         emit(k.cause if k else "library-not-found", "error", "torch does not import",
              (k.explanation if k else "importing torch fails in this environment."),
              (k.fix if k else "Reinstall torch."), (torch_mod.error,))
-    if torch is not None:
-        cpu_build = torch.cuda is None
-        if gpus and cpu_build:
-            k = issue_for(matrix, "cpu-only-build")
-            emit("cpu-only-build", "error", f"torch {torch.version} is a CPU build on a machine with NVIDIA GPUs",
-                 "torch.version.cuda is None: this torch cannot use the GPUs, and vLLM's CUDA kernels cannot load "
-                 "against it.", k.fix if k else "Install a CUDA build of torch.",
-                 (f"torch {torch.version}, torch.version.cuda = None", f"GPUs: {', '.join(g.name for g in gpus)}"))
-        elif gpus and not torch.available:
-            floor = None
-            tc = public_version(torch.cuda)
-            if tc is not None:
-                from ..resolve import driver_floor
+    if env.torch is not None:
+        _torch(host, matrix, env.torch, gpus, emit)
+    _vllm(host, matrix, env, gpus, emit)
+    _companions(matrix, env, emit)
 
-                floor = driver_floor(matrix, tc, "minor-compat", False)
-            if floor is not None and host.driver.version is not None and host.driver.version < floor:
-                k = issue_for(matrix, "driver-too-old")
-                emit("driver-too-old", "error", f"driver {host.driver.version} is too old for torch's CUDA {torch.cuda}",
-                     f"torch {torch.version} is built with CUDA {torch.cuda}, which needs NVIDIA driver >= {floor} "
-                     f"(CUDA minor-version compatibility); this machine has {host.driver.version}.",
-                     (k.fix if k else "") + f"\nInstall NVIDIA driver >= {floor}, or a torch built for an older CUDA.",
-                     ("torch.cuda.is_available() = False", f"driver {host.driver.version}"))
-            else:
-                emit("library-not-found", "error", "torch does not see the GPUs",
-                     "torch.cuda.is_available() is False although NVIDIA GPUs are present: the CUDA driver library "
-                     "does not load in this environment (container without the GPU, CUDA_VISIBLE_DEVICES, or a "
-                     "broken driver install).", "Run nvidia-smi; check CUDA_VISIBLE_DEVICES and the container's "
-                     "GPU options (--gpus all).",
-                     ("torch.cuda.is_available() = False", *(f"{k}={v}" for k, v in host.env
-                                                             if k.endswith("VISIBLE_DEVICES")), *(torch.error or "",)))
-        elif gpus and torch.available:
-            missing = [g for g in gpus if not caps_covered(torch.arch_list, g.cc)]
-            if missing:
-                k = issue_for(matrix, "arch-not-in-build")
-                emit("arch-not-in-build", "error", f"torch {torch.version} has no kernels for "
-                     f"{', '.join(g.name for g in missing)}",
-                     f"torch's arch list ({' '.join(torch.arch_list)}) has neither SASS for "
-                     f"{', '.join(f'sm_{g.cc.major}{g.cc.minor}' for g in missing)} "
-                     "nor older PTX: kernels fail with 'no kernel image is available'.",
-                     k.fix if k else "Install a torch variant that covers this GPU.",
-                     (f"torch.cuda.get_arch_list() = {torch.arch_list}",))
+
+def _torch(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostGpu],
+           emit: Callable[..., None]) -> None:
+    """A CPU torch on a GPU machine, a torch that does not see the GPUs, or one without their kernels."""
+    cpu_build = torch.cuda is None
+    if gpus and cpu_build:
+        k = issue_for(matrix, "cpu-only-build")
+        emit("cpu-only-build", "error", f"torch {torch.version} is a CPU build on a machine with NVIDIA GPUs",
+             "torch.version.cuda is None: this torch cannot use the GPUs, and vLLM's CUDA kernels cannot load "
+             "against it.", k.fix if k else "Install a CUDA build of torch.",
+             (f"torch {torch.version}, torch.version.cuda = None", f"GPUs: {', '.join(g.name for g in gpus)}"))
+    elif gpus and not torch.available:
+        floor = None
+        tc = public_version(torch.cuda)
+        if tc is not None:
+            from ..resolve import driver_floor
+
+            floor = driver_floor(matrix, tc, "minor-compat", False)
+        if floor is not None and host.driver.version is not None and host.driver.version < floor:
+            k = issue_for(matrix, "driver-too-old")
+            emit("driver-too-old", "error", f"driver {host.driver.version} is too old for torch's CUDA {torch.cuda}",
+                 f"torch {torch.version} is built with CUDA {torch.cuda}, which needs NVIDIA driver >= {floor} "
+                 f"(CUDA minor-version compatibility); this machine has {host.driver.version}.",
+                 (k.fix if k else "") + f"\nInstall NVIDIA driver >= {floor}, or a torch built for an older CUDA.",
+                 ("torch.cuda.is_available() = False", f"driver {host.driver.version}"))
+        else:
+            emit("library-not-found", "error", "torch does not see the GPUs",
+                 "torch.cuda.is_available() is False although NVIDIA GPUs are present: the CUDA driver library "
+                 "does not load in this environment (container without the GPU, CUDA_VISIBLE_DEVICES, or a "
+                 "broken driver install).", "Run nvidia-smi; check CUDA_VISIBLE_DEVICES and the container's "
+                 "GPU options (--gpus all).",
+                 ("torch.cuda.is_available() = False", *(f"{k}={v}" for k, v in host.env
+                                                         if k.endswith("VISIBLE_DEVICES")), *(torch.error or "",)))
+    elif gpus and torch.available:
+        missing = [g for g in gpus if not caps_covered(torch.arch_list, g.cc)]
+        if missing:
+            k = issue_for(matrix, "arch-not-in-build")
+            emit("arch-not-in-build", "error", f"torch {torch.version} has no kernels for "
+                 f"{', '.join(g.name for g in missing)}",
+                 f"torch's arch list ({' '.join(torch.arch_list)}) has neither SASS for "
+                 f"{', '.join(f'sm_{g.cc.major}{g.cc.minor}' for g in missing)} "
+                 "nor older PTX: kernels fail with 'no kernel image is available'.",
+                 k.fix if k else "Install a torch variant that covers this GPU.",
+                 (f"torch.cuda.get_arch_list() = {torch.arch_list}",))
+
+
+def _vllm(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu], emit: Callable[..., None]) -> None:
+    """vLLM's main kernel module and the others its wheel ships; the torch its wheel pins."""
+    torch = env.torch
+    torch_version = public_version(torch.version) if torch else None
     vllm = env.module("vllm")
     expected, core = _extensions(matrix, host, env)
     vllm_c = env.module(core)
@@ -225,6 +257,12 @@ def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[Host
                  "Every vLLM wheel pins an exact torch: its kernels link against that torch's C++ ABI. Something "
                  "(another install, --no-deps, a later pip install torch) replaced it.",
                  k.fix if k else "", (f"vllm requires torch=={pin}", f"installed torch {torch.version}"))
+
+
+def _companions(matrix: Matrix, env: EnvReport, emit: Callable[..., None]) -> None:
+    """torchvision, torchaudio, xformers, FlashInfer, flash-attn: built for another torch, or failing."""
+    torch = env.torch
+    torch_version = public_version(torch.version) if torch else None
     for dist, module in (("torchvision", "torchvision"), ("torchaudio", "torchaudio"), ("xformers", "xformers"),
                          ("flashinfer-python", "flashinfer"), ("flash-attn", "flash_attn")):
         rep = env.module(module)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import Version
 
-from ..host import EnvReport, Host, ModuleReport
+from ..host import EnvReport, Host, HostGpu, ModuleReport
 from ..values import ArchList, Capability, core_extension, exact_pin, public_version
 
 SEVERITIES = ("error", "warning", "info")
@@ -87,39 +87,20 @@ def needs_libcuda(m: ModuleReport) -> bool:
     return "libcuda.so.1" in (m.traceback or "") + (m.error or "")
 
 
-def observations(host: Host, env: EnvReport | None) -> list[str]:  # noqa: C901 (issue 12: to split)
+def observations(host: Host, env: EnvReport | None) -> list[str]:
     """What doctor saw, in plain words, whether or not anything is wrong (the state it judged)."""
-    out = []
     gpus = [g for g in host.gpus if g.compute_capability is not None]
     if host.driver.version is not None:
-        out.append(f"NVIDIA driver {host.driver.version} (CUDA {host.driver.cuda or '?'}), "
-                   + (", ".join(f"{g.name} ({g.compute_capability})" for g in gpus) or "no GPU"))
+        out = [f"NVIDIA driver {host.driver.version} (CUDA {host.driver.cuda or '?'}), "
+               + (", ".join(f"{g.name} ({g.compute_capability})" for g in gpus) or "no GPU")]
     else:
-        out.append("no NVIDIA driver or GPU")
+        out = ["no NVIDIA driver or GPU"]
     if env is None:
         return out
     if env.error:
-        out.append(f"the environment ({env.python}) could not be inspected: {env.error}")
-        return out
+        return [*out, f"the environment ({env.python}) could not be inspected: {env.error}"]
     out.append(f"environment: {env.python}")
-    t = env.torch
-    if t is None:
-        torch_mod = env.module("torch")
-        out.append("torch: not installed" if torch_mod is None or "No module named 'torch'" in (torch_mod.error or "")
-                   else f"torch: does not import ({torch_mod.error})")
-    else:
-        seen = f"sees {len(t.device_capabilities)} GPU(s): {', '.join(t.device_capabilities)}" if t.available else \
-            "sees no GPU"
-        out.append(f"torch {t.version} (CUDA {t.cuda or 'none: a CPU build'}) {seen}")
-        if t.available and gpus:
-            covered = all(caps_covered(t.arch_list, g.cc) for g in gpus)
-            out.append(f"torch's arch list ({' '.join(t.arch_list)}) " + ("covers every GPU" if covered
-                                                                         else "misses a GPU"))
-        tc = public_version(t.cuda)
-        for tk in host.toolkits:
-            same = tc is not None and (tk.version.major, tk.version.minor) == (tc.major, tc.minor)
-            out.append(f"nvcc {tk.version} at {tk.path} " + ("matches" if same else "differs from")
-                       + f" torch's CUDA {t.cuda}")
+    out += _torch_seen(host, env, gpus)
     for name in ("vllm", "torchvision", "torchaudio", "xformers", "flashinfer", "flash_attn"):
         m = env.module(name)
         if m is None:
@@ -129,20 +110,45 @@ def observations(host: Host, env: EnvReport | None) -> list[str]:  # noqa: C901 
                 out.append("vllm: not installed")
             continue
         state = f"{m.version or '?'}" + (f", from {m.origin}" if name == "vllm" and m.origin else "")
-        if m.error:
-            state += f", does not import: {m.error}"
-        out.append(f"{name}: {state}")
+        out.append(f"{name}: {state}" + (f", does not import: {m.error}" if m.error else ""))
     v = env.module("vllm")
     if v is not None and v.origin:
-        core = core_extension(env.vllm_extensions)
-        c = env.module(core)
-        if c is not None:
-            out.append(f"{core}: " + ("loads" if not c.error else f"does not load ({c.error})"))
-        if env.vllm_extensions:
-            reps = [m for m in (env.module(n) for n in env.vllm_extensions) if m is not None]
-            fails = [m for m in reps if m.error and not needs_libcuda(m)]
-            driverless = [m for m in reps if m.error and needs_libcuda(m)]
-            out.append(f"vLLM's compiled modules: {len(reps)} found, {len(reps) - len(fails) - len(driverless)} load"
-                       + (f", {len(driverless)} need the driver's libcuda.so.1" if driverless else "")
-                       + (f", {len(fails)} fail" if fails else ""))
+        out += _kernels_seen(env)
+    return out
+
+
+def _torch_seen(host: Host, env: EnvReport, gpus: Sequence[HostGpu]) -> list[str]:
+    t = env.torch
+    if t is None:
+        torch_mod = env.module("torch")
+        return ["torch: not installed" if torch_mod is None or "No module named 'torch'" in (torch_mod.error or "")
+                else f"torch: does not import ({torch_mod.error})"]
+    seen = f"sees {len(t.device_capabilities)} GPU(s): {', '.join(t.device_capabilities)}" if t.available else \
+        "sees no GPU"
+    out = [f"torch {t.version} (CUDA {t.cuda or 'none: a CPU build'}) {seen}"]
+    if t.available and gpus:
+        covered = all(caps_covered(t.arch_list, g.cc) for g in gpus)
+        out.append(f"torch's arch list ({' '.join(t.arch_list)}) " + ("covers every GPU" if covered
+                                                                     else "misses a GPU"))
+    tc = public_version(t.cuda)
+    for tk in host.toolkits:
+        same = tc is not None and (tk.version.major, tk.version.minor) == (tc.major, tc.minor)
+        out.append(f"nvcc {tk.version} at {tk.path} " + ("matches" if same else "differs from")
+                   + f" torch's CUDA {t.cuda}")
+    return out
+
+
+def _kernels_seen(env: EnvReport) -> list[str]:
+    out = []
+    core = core_extension(env.vllm_extensions)
+    c = env.module(core)
+    if c is not None:
+        out.append(f"{core}: " + ("loads" if not c.error else f"does not load ({c.error})"))
+    if env.vllm_extensions:
+        reps = [m for m in (env.module(n) for n in env.vllm_extensions) if m is not None]
+        fails = [m for m in reps if m.error and not needs_libcuda(m)]
+        driverless = [m for m in reps if m.error and needs_libcuda(m)]
+        out.append(f"vLLM's compiled modules: {len(reps)} found, {len(reps) - len(fails) - len(driverless)} load"
+                   + (f", {len(driverless)} need the driver's libcuda.so.1" if driverless else "")
+                   + (f", {len(fails)} fail" if fails else ""))
     return out

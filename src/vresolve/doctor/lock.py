@@ -3,16 +3,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ..host import EnvReport, Host
 from ..values import public_version
 from .facts import Finding
 
 
-def check_against_lock(header: dict[str, object], host: Host, env: EnvReport | None = None,  # noqa: C901 (issue 12: to split)
+def check_against_lock(header: dict[str, object], host: Host, env: EnvReport | None = None,
                name: str = "the lock") -> list[Finding]:
     """Does this machine meet the assumptions a lock recorded (``doctor --lock FILE``)?"""
-    from ..values import DriverVersion
-
     out: list[Finding] = []
     machine = header.get("machine") or {}
     stack = header.get("stack") or {}
@@ -22,6 +23,25 @@ def check_against_lock(header: dict[str, object], host: Host, env: EnvReport | N
     def add(cause: str, severity: str, title: str, explanation: str, fix: str, *evidence: str) -> None:
         out.append(Finding(cause=cause, severity=severity, title=title, explanation=explanation, fix=fix,
                            evidence=(ev, *evidence), source="lock"))
+
+    _driver(host, machine, name, add)
+    _gpus(host, machine, name, add)
+    _platform(host, machine, name, add)
+    if env is not None and env.torch is not None and stack.get("torch"):
+        have = public_version(env.torch.version)
+        if have is not None and str(have) != str(stack["torch"]):
+            add("installer-replaced-torch", "warning",
+                f"the environment's torch is {env.torch.version}, the lock's {stack['torch']}",
+                "The environment does not match the lock: something installed another torch after it.",
+                "Reinstall from the lock into a fresh environment: pip install --require-hashes -r requirements.txt")
+    return out
+
+
+Add = Callable[..., None]
+
+
+def _driver(host: Host, machine: dict[str, Any], name: str, add: Add) -> None:
+    from ..values import DriverVersion
 
     floor = machine.get("min_driver")
     if floor and host.gpus:
@@ -34,7 +54,10 @@ def check_against_lock(header: dict[str, object], host: Host, env: EnvReport | N
                 f"The locked stack is CUDA {machine.get('cuda')}; under the {machine.get('driver_policy')} policy it "
                 f"needs driver >= {need}.", f"Install NVIDIA driver >= {need}, or make a lock for this machine: "
                 "vresolve lock --gpu auto -o DIR", f"this machine: driver {host.driver.version}")
-    locked = {str(c) for c in (machine.get("gpus") or {}).values()}  # type: ignore[union-attr]
+
+
+def _gpus(host: Host, machine: dict[str, Any], name: str, add: Add) -> None:
+    locked = {str(c) for c in (machine.get("gpus") or {}).values()}
     here = {str(g.compute_capability) for g in host.gpus if g.compute_capability is not None}
     if here - locked:
         add("arch-not-in-build", "error" if locked else "warning",
@@ -47,6 +70,9 @@ def check_against_lock(header: dict[str, object], host: Host, env: EnvReport | N
         add("library-not-found", "warning", "the lock was made for NVIDIA GPUs; this machine shows none",
             f"{name} is a CUDA stack for compute capability {', '.join(sorted(locked))}; without a GPU and driver it "
             "installs but cannot run.", "Run it on the machine it was made for, or: vresolve lock --gpu none -o DIR")
+
+
+def _platform(host: Host, machine: dict[str, Any], name: str, add: Add) -> None:
     py = machine.get("python")
     if py and str(host.python_minor) != str(py):
         add("python-unsupported", "error", f"the lock is for Python {py}, this is Python {host.python_minor}",
@@ -66,11 +92,3 @@ def check_against_lock(header: dict[str, object], host: Host, env: EnvReport | N
                 "older glibc (the installer finds no wheel, or builds from source).",
                 "Make a lock for this machine: vresolve lock --gpu auto -o DIR (it targets this machine's glibc)",
                 f"this machine: glibc {host.platform.glibc}")
-    if env is not None and env.torch is not None and stack.get("torch"):
-        have = public_version(env.torch.version)
-        if have is not None and str(have) != str(stack["torch"]):
-            add("installer-replaced-torch", "warning",
-                f"the environment's torch is {env.torch.version}, the lock's {stack['torch']}",
-                "The environment does not match the lock: something installed another torch after it.",
-                "Reinstall from the lock into a fresh environment: pip install --require-hashes -r requirements.txt")
-    return out

@@ -224,7 +224,7 @@ def _kind(value: Any) -> str:
 _PROV = ("source", "verified", "note")
 
 
-def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tuple[CudaToolkit, ...]]:  # noqa: C901 (issue 12: to split)
+def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tuple[CudaToolkit, ...]]:  # noqa: C901 (issue 12: still to split)
     majors = []
     for row, d in r.rows(doc, "majors", "major"):
         r.known(d, row, ("major", "minor_compat_driver", *_PROV))
@@ -414,7 +414,7 @@ def _read_variant_cuda(d: dict[str, Any], row: str, r: _Rows, fld: str) -> tuple
     return name, cuda
 
 
-def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel, ...]]  # noqa: C901 (issue 12: to split)
+def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel, ...]]  # noqa: C901 (issue 12: still to split)
                 ) -> tuple[tuple[str, Provenance] | None, tuple[TorchRelease, ...]]:
     index = _read_index(doc, r)
     releases = []
@@ -464,7 +464,7 @@ def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel
     return index, tuple(releases)
 
 
-def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel, ...]]  # noqa: C901 (issue 12: to split)
+def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel, ...]]  # noqa: C901 (issue 12: still to split)
                ) -> tuple[tuple[str, Provenance] | None, tuple[VllmRelease, ...]]:
     index = _read_index(doc, r)
     releases = []
@@ -676,7 +676,7 @@ def _module_name(text: str) -> str:
 
 
 
-def parse_matrix(root: Path, raw: Mapping[str, bytes | None], revision: str) -> Matrix:  # noqa: C901 (issue 12: to split)
+def parse_matrix(root: Path, raw: Mapping[str, bytes | None], revision: str) -> Matrix:  # noqa: C901 (issue 12: still to split)
     import yaml
 
     loader = _yaml_loader()

@@ -16,7 +16,7 @@ def _source_cell(p: Provenance) -> str:
     return p.verified + ("" if len(p.source) == 1 else f" ({len(p.source)} sources)")
 
 
-def matrix_table_human(m: Matrix, table: str) -> Table:  # noqa: C901 (issue 12: to split)
+def matrix_table_human(m: Matrix, table: str) -> Table:  # noqa: C901 (issue 12: still to split)
     """A rich table of one matrix table, one line per row."""
     from rich.table import Table
 
@@ -60,7 +60,7 @@ def matrix_table_human(m: Matrix, table: str) -> Table:  # noqa: C901 (issue 12:
     return t
 
 
-def detect_human(h: Host) -> Table:  # noqa: C901 (issue 12: to split)
+def detect_human(h: Host) -> Table:  # noqa: C901 (issue 12: still to split)
     """The detected machine, one fact per line, with the source that answered it."""
     from rich.table import Table
 
@@ -115,7 +115,7 @@ def detect_human(h: Host) -> Table:  # noqa: C901 (issue 12: to split)
     return t
 
 
-def plan_human(p: Any, detected_by: str) -> list[Any]:  # noqa: C901 (issue 12: to split)
+def plan_human(p: Any, detected_by: str) -> list[Any]:  # noqa: C901 (issue 12: still to split)
     """Renderables: the stack table, then why, then copy-pasteable commands."""
     from rich.table import Table
     from rich.text import Text
