@@ -224,7 +224,7 @@ def _kind(value: Any) -> str:
 _PROV = ("source", "verified", "note")
 
 
-def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tuple[CudaToolkit, ...]]:  # noqa: C901 (issue 12: still to split)
+def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tuple[CudaToolkit, ...]]:
     majors = []
     for row, d in r.rows(doc, "majors", "major"):
         r.known(d, row, ("major", "minor_compat_driver", *_PROV))
@@ -243,31 +243,8 @@ def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tu
             version = None
         released = r.date(d, "released", row)
         floor = r.driver_floor(d, "min_driver", row)
-        updates = []
-        for i, u in enumerate(r.get(d, "updates", row, list, required=False) or ()):
-            fld = f"updates[{i}]"
-            u = r.mapping(u, row, fld)
-            if u is None:
-                continue
-            r.known(u, row, ("version", "linux", "windows"), prefix=fld + ".")
-            uv = r.version(u, "version", row, fld=f"{fld}.version")
-            ul = r.driver(u, "linux", row, required="linux" not in u, fld=f"{fld}.linux")
-            uw = r.driver(u, "windows", row, required=False, fld=f"{fld}.windows")
-            if uv is not None:
-                updates.append(ToolkitUpdate(version=uv, min_driver=DriverFloor(linux=ul, windows=uw)))
-        nvcc = r.get(d, "nvcc_archs", row, dict)
-        lowest = highest = None
-        nvcc_list = None
-        if nvcc is not None:
-            r.known(nvcc, row, ("lowest", "highest", "list"), prefix="nvcc_archs.")
-            lowest = r.cap(nvcc, "lowest", row, fld="nvcc_archs.lowest")
-            highest = r.cap(nvcc, "highest", row, fld="nvcc_archs.highest")
-            nvcc_list = r.caps(nvcc, "list", row, required=False, fld="nvcc_archs.list") or None
-            if lowest and highest and lowest > highest:
-                r.problem(row, "nvcc_archs", f"lowest {lowest} is above highest {highest}")
-            if nvcc_list and lowest and highest and (min(nvcc_list) != lowest or max(nvcc_list) != highest):
-                r.problem(row, "nvcc_archs.list",
-                          f"spans {min(nvcc_list)}..{max(nvcc_list)}, but lowest/highest say {lowest}..{highest}")
+        updates = _read_updates(d, row, r)
+        lowest, highest, nvcc_list = _read_nvcc_archs(d, row, r)
         host = _read_toolkit_host(d, row, r)
         prov = r.provenance(d, row)
         if (version is not None and released is not None and floor is not None and lowest is not None and
@@ -276,6 +253,40 @@ def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tu
                 version=version, released=released, min_driver=floor, updates=tuple(updates),
                 nvcc_lowest=lowest, nvcc_highest=highest, nvcc_list=nvcc_list, provenance=prov, **host))
     return tuple(majors), tuple(toolkits)
+
+
+def _read_updates(d: dict[str, Any], row: str, r: _Rows) -> list[ToolkitUpdate]:
+    updates = []
+    for i, u in enumerate(r.get(d, "updates", row, list, required=False) or ()):
+        fld = f"updates[{i}]"
+        u = r.mapping(u, row, fld)
+        if u is None:
+            continue
+        r.known(u, row, ("version", "linux", "windows"), prefix=fld + ".")
+        uv = r.version(u, "version", row, fld=f"{fld}.version")
+        ul = r.driver(u, "linux", row, required="linux" not in u, fld=f"{fld}.linux")
+        uw = r.driver(u, "windows", row, required=False, fld=f"{fld}.windows")
+        if uv is not None:
+            updates.append(ToolkitUpdate(version=uv, min_driver=DriverFloor(linux=ul, windows=uw)))
+    return updates
+
+
+def _read_nvcc_archs(d: dict[str, Any], row: str, r: _Rows
+                     ) -> tuple[Capability | None, Capability | None, tuple[Capability, ...] | None]:
+    """What the toolkit's nvcc can target: (lowest, highest, the whole list where it is not a range)."""
+    nvcc = r.get(d, "nvcc_archs", row, dict)
+    if nvcc is None:
+        return None, None, None
+    r.known(nvcc, row, ("lowest", "highest", "list"), prefix="nvcc_archs.")
+    lowest = r.cap(nvcc, "lowest", row, fld="nvcc_archs.lowest")
+    highest = r.cap(nvcc, "highest", row, fld="nvcc_archs.highest")
+    nvcc_list = r.caps(nvcc, "list", row, required=False, fld="nvcc_archs.list") or None
+    if lowest and highest and lowest > highest:
+        r.problem(row, "nvcc_archs", f"lowest {lowest} is above highest {highest}")
+    if nvcc_list and lowest and highest and (min(nvcc_list) != lowest or max(nvcc_list) != highest):
+        r.problem(row, "nvcc_archs.list",
+                  f"spans {min(nvcc_list)}..{max(nvcc_list)}, but lowest/highest say {lowest}..{highest}")
+    return lowest, highest, nvcc_list
 
 
 def _read_toolkit_host(d: dict[str, Any], row: str, r: _Rows) -> dict[str, Any]:
@@ -414,7 +425,7 @@ def _read_variant_cuda(d: dict[str, Any], row: str, r: _Rows, fld: str) -> tuple
     return name, cuda
 
 
-def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel, ...]]  # noqa: C901 (issue 12: still to split)
+def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel, ...]]
                 ) -> tuple[tuple[str, Provenance] | None, tuple[TorchRelease, ...]]:
     index = _read_index(doc, r)
     releases = []
@@ -422,40 +433,15 @@ def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel
         r.known(d, row, ("version", "python", "companions", "variants", *_PROV))
         version = r.version(d, "version", row)
         python = r.list_of(d, "python", row, Version, "Python version")
-        comps = r.get(d, "companions", row, dict)
-        companions = {}
-        for k, v in (comps or {}).items():
-            if v is None:
-                continue  # no release of that companion for this torch
-            if k not in ("torchvision", "torchaudio", "triton"):
-                r.problem(row, f"companions.{k}", "unknown companion (expected torchvision, torchaudio, triton)")
-                continue
-            cv = r.version(comps, k, row, fld=f"companions.{k}")
-            if cv is not None:
-                companions[k] = cv
-        variants = []
-        seen: set[str] = set()
+        companions = _read_companions(d, row, r)
+        variants: list[TorchVariant] = []
         for i, vd in enumerate(r.get(d, "variants", row, list) or ()):
-            fld = f"variants[{i}]"
-            vd = r.mapping(vd, row, fld)
-            if vd is None:
+            variant = _read_torch_variant(vd, row, f"variants[{i}]", r)
+            if variant is None:
                 continue
-            r.known(vd, row, ("variant", "cuda", "pypi_default", "archs", *_PROV), prefix=fld + ".")
-            vc = _read_variant_cuda(vd, row, r, fld)
-            defaults = r.get(vd, "pypi_default", row, dict, required=False, fld=f"{fld}.pypi_default") or {}
-            archs = _read_archs_by_platform(vd, "archs", f"{row} {fld}", r)
-            prov = r.provenance(vd, f"{row} {fld}")
-            if vc is None or archs is None or prov is None:
-                continue
-            if vc[0] in seen:
-                r.problem(row, f"{fld}.variant", f"variant {vc[0]!r} listed twice")
-            seen.add(vc[0])
-            for plat in defaults:
-                if plat not in archs:
-                    r.problem(row, f"{fld}.pypi_default.{plat}", f"the variant has no archs for {plat}")
-            variants.append(TorchVariant(
-                variant=vc[0], cuda=vc[1], archs=archs, provenance=prov,
-                pypi_default=frozenset(p for p, flag in defaults.items() if flag is True)))
+            if any(v.variant == variant.variant for v in variants):
+                r.problem(row, f"variants[{i}].variant", f"variant {variant.variant!r} listed twice")
+            variants.append(variant)
         prov = r.provenance(d, row)
         if version is not None and python is not None and prov is not None:
             releases.append(TorchRelease(version=version, python=python, companions=companions,
@@ -464,7 +450,40 @@ def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel
     return index, tuple(releases)
 
 
-def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel, ...]]  # noqa: C901 (issue 12: still to split)
+def _read_companions(d: dict[str, Any], row: str, r: _Rows) -> dict[str, Version]:
+    comps = r.get(d, "companions", row, dict)
+    companions = {}
+    for k, v in (comps or {}).items():
+        if v is None:
+            continue  # no release of that companion for this torch
+        if k not in ("torchvision", "torchaudio", "triton"):
+            r.problem(row, f"companions.{k}", "unknown companion (expected torchvision, torchaudio, triton)")
+            continue
+        cv = r.version(comps, k, row, fld=f"companions.{k}")
+        if cv is not None:
+            companions[k] = cv
+    return companions
+
+
+def _read_torch_variant(raw: Any, row: str, fld: str, r: _Rows) -> TorchVariant | None:
+    vd = r.mapping(raw, row, fld)
+    if vd is None:
+        return None
+    r.known(vd, row, ("variant", "cuda", "pypi_default", "archs", *_PROV), prefix=fld + ".")
+    vc = _read_variant_cuda(vd, row, r, fld)
+    defaults = r.get(vd, "pypi_default", row, dict, required=False, fld=f"{fld}.pypi_default") or {}
+    archs = _read_archs_by_platform(vd, "archs", f"{row} {fld}", r)
+    prov = r.provenance(vd, f"{row} {fld}")
+    if vc is None or archs is None or prov is None:
+        return None
+    for plat in defaults:
+        if plat not in archs:
+            r.problem(row, f"{fld}.pypi_default.{plat}", f"the variant has no archs for {plat}")
+    return TorchVariant(variant=vc[0], cuda=vc[1], archs=archs, provenance=prov,
+                        pypi_default=frozenset(p for p, flag in defaults.items() if flag is True))
+
+
+def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel, ...]]
                ) -> tuple[tuple[str, Provenance] | None, tuple[VllmRelease, ...]]:
     index = _read_index(doc, r)
     releases = []
@@ -478,42 +497,55 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
             r.problem(row, "kernels", "missing (a CUDA wheel needs its kernels' arch list)")
         variants = []
         for i, vd in enumerate(r.get(d, "variants", row, list, required=False) or ()):
-            fld = f"variants[{i}]"
-            vd = r.mapping(vd, row, fld)
-            if vd is None:
-                continue
-            r.known(vd, row, ("variant", "cuda", "where", "platforms", "kernels", "torch_pins", "asset", *_PROV),
-                    prefix=fld + ".")
-            vc = _read_variant_cuda(vd, row, r, fld)
-            where = r.choice(vd, "where", row, VLLM_VARIANT_SOURCES, fld=f"{fld}.where")
-            plats = r.strings(vd, "platforms", row, fld=f"{fld}.platforms")
-            for p in plats or ():
-                if p not in PLATFORMS:
-                    r.problem(row, f"{fld}.platforms", f"unknown platform {p!r}")
-            vk = (_read_kernels(vd["kernels"], row, r, f"{fld}.kernels")
-                  if vd.get("kernels") is not None else None)
-            torch_pins = {}
-            for plat, pin in (r.get(vd, "torch_pins", row, dict, required=False, fld=f"{fld}.torch_pins") or {}).items():
-                if plat not in (plats or ()):
-                    r.problem(row, f"{fld}.torch_pins.{plat}", "not one of the variant's platforms")
-                    continue
-                pv = r.version({plat: pin}, plat, row, fld=f"{fld}.torch_pins.{plat}")
-                if pv is not None:
-                    torch_pins[plat] = pv
-            prov = r.provenance(vd, f"{row} {fld}")
-            asset = _read_asset(vd, row, f"{fld}.asset", r, version, vc[0] if vc else None) \
-                if vd.get("asset") is not None else None
-            if where == "release-assets" and asset is None:
-                r.problem(row, f"{fld}.asset", "missing (a release-asset build needs its download URL)")
-            elif vc is not None and where is not None and plats is not None and prov is not None:
-                variants.append(VllmVariant(variant=vc[0], cuda=vc[1], where=where, platforms=plats,
-                                            kernels=vk, torch_pins=torch_pins, provenance=prov, asset=asset))
+            variant = _read_vllm_variant(vd, row, f"variants[{i}]", r, version)
+            if variant is not None:
+                variants.append(variant)
         prov = r.provenance(d, row)
         if version is not None and prov is not None:
             releases.append(VllmRelease(version=version, cuda=cuda, kernels=kernels,
                                         variants=tuple(variants), wheels=wheels.get(version, ()),
                                         provenance=prov, build=build))
     return index, tuple(releases)
+
+
+def _read_vllm_variant(raw: Any, row: str, fld: str, r: _Rows, version: Version | None) -> VllmVariant | None:
+    vd = r.mapping(raw, row, fld)
+    if vd is None:
+        return None
+    r.known(vd, row, ("variant", "cuda", "where", "platforms", "kernels", "torch_pins", "asset", *_PROV),
+            prefix=fld + ".")
+    vc = _read_variant_cuda(vd, row, r, fld)
+    where = r.choice(vd, "where", row, VLLM_VARIANT_SOURCES, fld=f"{fld}.where")
+    plats = r.strings(vd, "platforms", row, fld=f"{fld}.platforms")
+    for p in plats or ():
+        if p not in PLATFORMS:
+            r.problem(row, f"{fld}.platforms", f"unknown platform {p!r}")
+    vk = _read_kernels(vd["kernels"], row, r, f"{fld}.kernels") if vd.get("kernels") is not None else None
+    torch_pins = _read_torch_pins(vd, row, fld, r, plats or ())
+    prov = r.provenance(vd, f"{row} {fld}")
+    asset = _read_asset(vd, row, f"{fld}.asset", r, version, vc[0] if vc else None) \
+        if vd.get("asset") is not None else None
+    if where == "release-assets" and asset is None:
+        r.problem(row, f"{fld}.asset", "missing (a release-asset build needs its download URL)")
+        return None
+    if vc is None or where is None or plats is None or prov is None:
+        return None
+    return VllmVariant(variant=vc[0], cuda=vc[1], where=where, platforms=plats, kernels=vk, torch_pins=torch_pins,
+                       provenance=prov, asset=asset)
+
+
+def _read_torch_pins(vd: dict[str, Any], row: str, fld: str, r: _Rows, plats: tuple[str, ...]
+                     ) -> dict[str, Version]:
+    """A CPU build's own torch pins, per platform (it differs from the PyPI wheel's)."""
+    out = {}
+    for plat, pin in (r.get(vd, "torch_pins", row, dict, required=False, fld=f"{fld}.torch_pins") or {}).items():
+        if plat not in plats:
+            r.problem(row, f"{fld}.torch_pins.{plat}", "not one of the variant's platforms")
+            continue
+        pv = r.version({plat: pin}, plat, row, fld=f"{fld}.torch_pins.{plat}")
+        if pv is not None:
+            out[plat] = pv
+    return out
 
 
 _ASSET_RE = re.compile(r"^https://[A-Za-z0-9.-]+/[A-Za-z0-9._~%+/{}-]+\.whl$")
