@@ -708,35 +708,35 @@ def _module_name(text: str) -> str:
 
 
 
-def parse_matrix(root: Path, raw: Mapping[str, bytes | None], revision: str) -> Matrix:  # noqa: C901 (issue 12: still to split)
+def _parse_yaml(name: str, tables: tuple[str, ...], data: bytes | None, problems: list[MatrixProblem]
+                ) -> dict[str, Any] | None:
+    """One file's YAML document, or None (and a problem) when it is missing, malformed or not a mapping."""
     import yaml
 
-    loader = _yaml_loader()
+    if data is None:
+        if name not in OPTIONAL_FILES:
+            problems.append(MatrixProblem(name, "", "", "file missing"))
+        return None
+    try:
+        doc = yaml.load(data, Loader=_yaml_loader())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else ""
+        problems.append(MatrixProblem(name, where, "", f"not valid YAML: {getattr(e, 'problem', e)}"))
+        return None
+    if not isinstance(doc, dict):
+        problems.append(MatrixProblem(name, "", "", f"expected a mapping at the top, got {_kind(doc)}"))
+        return None
+    for k in doc:
+        if k not in tables:
+            problems.append(MatrixProblem(name, "", str(k), f"unknown table (expected: {', '.join(tables)})"))
+    return doc
+
+
+def parse_matrix(root: Path, raw: Mapping[str, bytes | None], revision: str) -> Matrix:
+    """The validated matrix from its files' bytes, or MatrixError listing every problem."""
     problems: list[MatrixProblem] = []
-    docs: dict[str, dict[str, Any] | None] = {}
-    for name, tables in FILES.items():
-        data = raw[name]
-        if data is None:
-            if name not in OPTIONAL_FILES:
-                problems.append(MatrixProblem(name, "", "", "file missing"))
-            docs[name] = None
-            continue
-        try:
-            doc = yaml.load(data, Loader=loader)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f"line {mark.line + 1}" if mark is not None else ""
-            problems.append(MatrixProblem(name, where, "", f"not valid YAML: {getattr(e, 'problem', e)}"))
-            docs[name] = None
-            continue
-        if not isinstance(doc, dict):
-            problems.append(MatrixProblem(name, "", "", f"expected a mapping at the top, got {_kind(doc)}"))
-            docs[name] = None
-            continue
-        for k in doc:
-            if k not in tables:
-                problems.append(MatrixProblem(name, "", str(k), f"unknown table (expected: {', '.join(tables)})"))
-        docs[name] = doc
+    docs = {name: _parse_yaml(name, tables, raw[name], problems) for name, tables in FILES.items()}
 
     def read(name: str, reader: Callable[..., Any], *extra: Any, empty: Any) -> Any:
         doc = docs[name]
