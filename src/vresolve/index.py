@@ -76,7 +76,7 @@ def _uv_config_files() -> list[Path]:
     return [Path("/etc/uv/uv.toml"), Path(xdg) / "uv" / "uv.toml"]
 
 
-def configured_index_url(flag: str | None = None) -> tuple[str, str]:  # noqa: C901 (issue 12: still to split)
+def configured_index_url(flag: str | None = None) -> tuple[str, str]:
     """The simple-API URL to read, and where it came from (for messages).
 
     Order: the flag; ``PIP_INDEX_URL``; ``UV_DEFAULT_INDEX`` / ``UV_INDEX_URL``; the last pip
@@ -89,6 +89,11 @@ def configured_index_url(flag: str | None = None) -> tuple[str, str]:  # noqa: C
     for var in ("PIP_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX_URL"):
         if os.environ.get(var):
             return os.environ[var], var
+    return _pip_configured() or _uv_configured() or (_pip_default_index(), "pip's default")
+
+
+def _pip_configured() -> tuple[str, str] | None:
+    """The ``index-url`` of the last pip configuration file that sets one (later files override earlier)."""
     found: tuple[str, str] | None = None
     for f in _pip_config_files():
         cp = configparser.ConfigParser()
@@ -99,22 +104,26 @@ def configured_index_url(flag: str | None = None) -> tuple[str, str]:  # noqa: C
         for section in ("global", "install"):
             if cp.has_option(section, "index-url"):
                 found = (cp.get(section, "index-url").strip(), str(f))
-    if found:
-        return found
+    return found
+
+
+def _uv_configured() -> tuple[str, str] | None:
+    """uv.toml's ``index-url``, or its ``[[index]]`` marked ``default = true``."""
     if sys.version_info >= (3, 11):
         import tomllib
-
-        for f in _uv_config_files():
-            try:
-                doc = tomllib.loads(f.read_text())
-            except (OSError, ValueError):
-                continue
-            if isinstance(doc.get("index-url"), str):
-                return doc["index-url"], str(f)
-            for idx in doc.get("index", []) or []:
-                if isinstance(idx, dict) and idx.get("default") and isinstance(idx.get("url"), str):
-                    return idx["url"], str(f)
-    return _pip_default_index(), "pip's default"
+    else:  # pragma: no cover - uv.toml is read with the standard library's TOML reader (3.11+)
+        return None
+    for f in _uv_config_files():
+        try:
+            doc = tomllib.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc.get("index-url"), str):
+            return doc["index-url"], str(f)
+        for idx in doc.get("index", []) or []:
+            if isinstance(idx, dict) and idx.get("default") and isinstance(idx.get("url"), str):
+                return idx["url"], str(f)
+    return None
 
 
 def simple_to_project_url(simple_url: str, name: str) -> str:
