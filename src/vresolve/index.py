@@ -108,21 +108,20 @@ def _pip_configured() -> tuple[str, str] | None:
 
 
 def _uv_configured() -> tuple[str, str] | None:
-    """uv.toml's ``index-url``, or its ``[[index]]`` marked ``default = true``."""
+    """uv.toml's ``index-url``, or its ``[[index]]`` marked ``default = true`` (read on Python 3.11+)."""
     if sys.version_info >= (3, 11):
         import tomllib
-    else:  # pragma: no cover - uv.toml is read with the standard library's TOML reader (3.11+)
-        return None
-    for f in _uv_config_files():
-        try:
-            doc = tomllib.loads(f.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(doc.get("index-url"), str):
-            return doc["index-url"], str(f)
-        for idx in doc.get("index", []) or []:
-            if isinstance(idx, dict) and idx.get("default") and isinstance(idx.get("url"), str):
-                return idx["url"], str(f)
+
+        for f in _uv_config_files():
+            try:
+                doc = tomllib.loads(f.read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(doc.get("index-url"), str):
+                return doc["index-url"], str(f)
+            for idx in doc.get("index", []) or []:
+                if isinstance(idx, dict) and idx.get("default") and isinstance(idx.get("url"), str):
+                    return idx["url"], str(f)
     return None
 
 

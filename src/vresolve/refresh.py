@@ -192,7 +192,7 @@ FEATURE_FILES = {
 }
 
 
-def _wheel_row(package: str, spec: _Spec, pick: _Pick, metadata: bytes,  # noqa: C901 (issue 12: still to split)
+def _wheel_row(package: str, spec: _Spec, pick: _Pick, metadata: bytes,
                members: list[str] | None = None) -> dict[str, Any]:
     meta = Metadata.from_email(metadata, validate=False)
     reqs = list(meta.requires_dist or [])
@@ -208,16 +208,11 @@ def _wheel_row(package: str, spec: _Spec, pick: _Pick, metadata: bytes,  # noqa:
         row["requires"] = pins
     if pick.pythons:
         row["pythons"] = list(pick.pythons)
-    if package == "torch":
-        cuda = derive_cuda(reqs, pick.platform)
-        if cuda is not None:
-            row["cuda"] = cuda
+    cuda = derive_cuda(reqs, pick.platform) if package == "torch" else None
+    if cuda is not None:
+        row["cuda"] = cuda
     if members is not None:
-        row["extensions"] = extension_modules(members)
-        names = set(members)
-        features = [k for k, f in FEATURE_FILES.items() if f in names]
-        if features:
-            row["features"] = features
+        row.update(_member_facts(members))
     if "sha256" in pick.file.hashes:
         row["sha256"] = pick.file.hashes["sha256"]
     if pick.file.yanked:
@@ -226,6 +221,16 @@ def _wheel_row(package: str, spec: _Spec, pick: _Pick, metadata: bytes,  # noqa:
     row["source"] = f"{pick.file.filename}:{dist}"
     row["verified"] = "observed"
     return row
+
+
+def _member_facts(members: list[str]) -> dict[str, Any]:
+    """What a wheel's file list tells: its compiled extension modules, and its features."""
+    out: dict[str, Any] = {"extensions": extension_modules(members)}
+    names = set(members)
+    features = [k for k, f in FEATURE_FILES.items() if f in names]
+    if features:
+        out["features"] = features
+    return out
 
 
 def generate(client: IndexClient, package: str, *, versions: set[Version] | None = None,
