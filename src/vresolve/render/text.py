@@ -16,51 +16,62 @@ def _source_cell(p: Provenance) -> str:
     return p.verified + ("" if len(p.source) == 1 else f" ({len(p.source)} sources)")
 
 
-def matrix_table_human(m: Matrix, table: str) -> Table:  # noqa: C901 (issue 12: still to split)
+def matrix_table_human(m: Matrix, table: str) -> Table:
     """A rich table of one matrix table, one line per row."""
     from rich.table import Table
 
     t = Table(title=f"{table} ({m.path}, revision {m.revision})", show_lines=False)
-    if table == "cuda":
-        for col in ("CUDA", "released", "min driver (Linux)", "minor-compat floor", "nvcc archs", "verified"):
-            t.add_column(col)
-        floors = {c.major: c.minor_compat_driver.linux for c in m.cuda_majors}
-        for tk in m.toolkits:
-            t.add_row(str(tk.version), tk.released, str(tk.min_driver.linux or "unknown"),
-                      str(floors.get(tk.version.major, "?")), f"{tk.nvcc_lowest}..{tk.nvcc_highest}",
-                      _source_cell(tk.provenance))
-    elif table == "gpus":
-        for col in ("GPU", "aliases", "CC", "family", "segment", "verified"):
-            t.add_column(col)
-        for g in m.gpus:
-            t.add_row(g.name, ", ".join(g.aliases), str(g.compute_capability), g.family, g.segment,
-                      _source_cell(g.provenance))
-    elif table == "torch":
-        for col in ("torch", "python", "PyPI CUDA", "variants", "vision/audio/triton"):
-            t.add_column(col)
-        for r in m.torch:
-            pypi = ", ".join(f"{w.platform.split('-')[1]}:{w.cuda or 'cpu'}" for w in r.wheels)
-            comps = "/".join(str(r.companions.get(k, "-")) for k in ("torchvision", "torchaudio", "triton"))
-            t.add_row(str(r.version), f"{r.python[0]}..{r.python[-1]}" if r.python else "",
-                      pypi, " ".join(v.variant for v in r.variants), comps)
-    elif table == "vllm":
-        for col in ("vLLM", "python", "torch pin (x86_64 / aarch64)", "CUDA", "kernels", "variants", "verified"):
-            t.add_column(col)
-        for vr in m.vllm:
-            pins = [str(vr.pins(p).get("torch", "-")).removeprefix("==") if vr.wheels_for(p) else "-"
-                    for p in ("linux-x86_64", "linux-aarch64")]
-            t.add_row(str(vr.version), str(vr.requires_python or ""), " / ".join(pins), str(vr.cuda or "-"),
-                      str(vr.kernels.archs) if vr.kernels else "-", " ".join(v.variant for v in vr.variants),
-                      _source_cell(vr.provenance))
-    elif table == "issues":
-        for col in ("id", "cause", "severity", "title"):
-            t.add_column(col)
-        for k in m.known_issues:
-            t.add_row(k.id, k.cause, k.severity, k.title)
+    columns, rows = _TABLES[table](m)
+    for col in columns:
+        t.add_column(col)
+    for row in rows:
+        t.add_row(*row)
     return t
 
 
-def detect_human(h: Host) -> Table:  # noqa: C901 (issue 12: still to split)
+def _cuda_rows(m: Matrix) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    floors = {c.major: c.minor_compat_driver.linux for c in m.cuda_majors}
+    return (("CUDA", "released", "min driver (Linux)", "minor-compat floor", "nvcc archs", "verified"),
+            [(str(tk.version), tk.released, str(tk.min_driver.linux or "unknown"),
+              str(floors.get(tk.version.major, "?")), f"{tk.nvcc_lowest}..{tk.nvcc_highest}",
+              _source_cell(tk.provenance)) for tk in m.toolkits])
+
+
+def _gpu_rows(m: Matrix) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    return (("GPU", "aliases", "CC", "family", "segment", "verified"),
+            [(g.name, ", ".join(g.aliases), str(g.compute_capability), g.family, g.segment,
+              _source_cell(g.provenance)) for g in m.gpus])
+
+
+def _torch_rows(m: Matrix) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    rows: list[tuple[str, ...]] = []
+    for r in m.torch:
+        pypi = ", ".join(f"{w.platform.split('-')[1]}:{w.cuda or 'cpu'}" for w in r.wheels)
+        comps = "/".join(str(r.companions.get(k, "-")) for k in ("torchvision", "torchaudio", "triton"))
+        rows.append((str(r.version), f"{r.python[0]}..{r.python[-1]}" if r.python else "",
+                     pypi, " ".join(v.variant for v in r.variants), comps))
+    return ("torch", "python", "PyPI CUDA", "variants", "vision/audio/triton"), rows
+
+
+def _vllm_rows(m: Matrix) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    rows: list[tuple[str, ...]] = []
+    for vr in m.vllm:
+        pins = [str(vr.pins(p).get("torch", "-")).removeprefix("==") if vr.wheels_for(p) else "-"
+                for p in ("linux-x86_64", "linux-aarch64")]
+        rows.append((str(vr.version), str(vr.requires_python or ""), " / ".join(pins), str(vr.cuda or "-"),
+                     str(vr.kernels.archs) if vr.kernels else "-", " ".join(v.variant for v in vr.variants),
+                     _source_cell(vr.provenance)))
+    return ("vLLM", "python", "torch pin (x86_64 / aarch64)", "CUDA", "kernels", "variants", "verified"), rows
+
+
+def _issue_rows(m: Matrix) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    return ("id", "cause", "severity", "title"), [(k.id, k.cause, k.severity, k.title) for k in m.known_issues]
+
+
+_TABLES = {"cuda": _cuda_rows, "gpus": _gpu_rows, "torch": _torch_rows, "vllm": _vllm_rows, "issues": _issue_rows}
+
+
+def detect_human(h: Host) -> Table:
     """The detected machine, one fact per line, with the source that answered it."""
     from rich.table import Table
 
@@ -68,51 +79,59 @@ def detect_human(h: Host) -> Table:  # noqa: C901 (issue 12: still to split)
     t.add_column("fact")
     t.add_column("value")
     t.add_column("from")
+    for row in (*_driver_rows(h), *_machine_rows(h), *_software_rows(h)):
+        t.add_row(*row)
+    return t
+
+
+def _driver_rows(h: Host) -> list[tuple[str, str, str]]:
     d = h.driver
+    rows = []
     if d.version is not None:
-        t.add_row("NVIDIA driver", f"{d.version}" + (f" ({d.kernel_module} kernel module)" if d.kernel_module else ""),
-                  d.source or "")
-        t.add_row("CUDA (driver)", str(d.cuda or "unknown"), d.cuda_source or "")
+        rows.append(("NVIDIA driver", f"{d.version}" + (f" ({d.kernel_module} kernel module)" if d.kernel_module
+                                                        else ""), d.source or ""))
+        rows.append(("CUDA (driver)", str(d.cuda or "unknown"), d.cuda_source or ""))
     else:
-        t.add_row("NVIDIA driver", "none found", "")
+        rows.append(("NVIDIA driver", "none found", ""))
     if d.nvml_library_mismatch:
-        t.add_row("NVML", "driver/library version mismatch", "")
+        rows.append(("NVML", "driver/library version mismatch", ""))
     if not h.gpus:
-        t.add_row("GPUs", "none", "")
+        rows.append(("GPUs", "none", ""))
     for g in h.gpus:
         mem = f", {g.memory_mib / 1024:.0f} GiB" if g.memory_mib else ""
         cc = f"sm_{g.compute_capability.major}{g.compute_capability.minor}" if g.compute_capability else "sm_?"
         src = g.source or ""
         if g.cc_source and g.cc_source != g.source:
             src += f" (capability: {g.cc_source})"
-        t.add_row(f"GPU {g.index}", f"{g.name} ({cc}{mem})", src)
+        rows.append((f"GPU {g.index}", f"{g.name} ({cc}{mem})", src))
+    return rows
+
+
+def _machine_rows(h: Host) -> list[tuple[str, str, str]]:
     p = h.platform
     hints = [x for x in ("WSL" if p.wsl else "", f"container: {p.container}" if p.container else "",
                          f"Jetson: {p.jetson}" if p.jetson else "") if x]
-    t.add_row("platform", p.tag + (f", glibc {p.glibc}" if p.glibc else "") + (f" ({', '.join(hints)})" if hints else ""),
-              "")
-    t.add_row("Python", str(h.python), h.python_executable or "")
+    rows = [("platform", p.tag + (f", glibc {p.glibc}" if p.glibc else "")
+             + (f" ({', '.join(hints)})" if hints else ""), ""),
+            ("Python", str(h.python), h.python_executable or "")]
     if h.cpu_count or h.memory_mib:
-        t.add_row("CPU / memory", f"{h.cpu_count} cores, {(h.memory_mib or 0) / 1024:.1f} GiB", "")
-    for tk in h.toolkits:
-        t.add_row("CUDA toolkit", f"{tk.version} at {tk.path}", tk.source)
-    for dist in h.installed:
-        extra = f" (CUDA {dist.cuda})" if dist.cuda else ""
-        t.add_row(dist.name, dist.version + extra, dist.location or "")
-    if h.torch_runtime is not None:
-        tr = h.torch_runtime
-        if tr.error:
-            t.add_row("torch (runtime)", tr.error, "import torch")
-        else:
-            t.add_row("torch (runtime)", f"{tr.version}, CUDA {tr.cuda}, available={tr.available}, "
-                      f"archs {' '.join(tr.arch_list) or '-'}", "import torch")
-    for k, v in h.tools:
-        t.add_row(k, v, "build tool")
-    for k, v in h.env:
-        t.add_row(k, v, "environment")
-    for problem in h.problems:
-        t.add_row("[dim]not learned[/dim]", problem, "")
-    return t
+        rows.append(("CPU / memory", f"{h.cpu_count} cores, {(h.memory_mib or 0) / 1024:.1f} GiB", ""))
+    return rows
+
+
+def _software_rows(h: Host) -> list[tuple[str, str, str]]:
+    rows = [("CUDA toolkit", f"{tk.version} at {tk.path}", tk.source) for tk in h.toolkits]
+    rows += [(dist.name, dist.version + (f" (CUDA {dist.cuda})" if dist.cuda else ""), dist.location or "")
+             for dist in h.installed]
+    tr = h.torch_runtime
+    if tr is not None:
+        rows.append(("torch (runtime)", tr.error, "import torch") if tr.error else
+                    ("torch (runtime)", f"{tr.version}, CUDA {tr.cuda}, available={tr.available}, "
+                                        f"archs {' '.join(tr.arch_list) or '-'}", "import torch"))
+    rows += [(k, v, "build tool") for k, v in h.tools]
+    rows += [(k, v, "environment") for k, v in h.env]
+    rows += [("[dim]not learned[/dim]", problem, "") for problem in h.problems]
+    return rows
 
 
 def plan_human(p: Any, detected_by: str) -> list[Any]:  # noqa: C901 (issue 12: still to split)
