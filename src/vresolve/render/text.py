@@ -134,21 +134,45 @@ def _software_rows(h: Host) -> list[tuple[str, str, str]]:
     return rows
 
 
-def plan_human(p: Any, detected_by: str) -> list[Any]:  # noqa: C901 (issue 12: still to split)
+def plan_human(p: Any, detected_by: str) -> list[Any]:
     """Renderables: the stack table, then why, then copy-pasteable commands."""
-    from rich.table import Table
     from rich.text import Text
 
-    from .shell import shell_line
+    from .shell import sh_value, shell_line
 
     r = p.resolution
-    out: list[Any] = []
+    out: list[Any] = [_stack_table(r, detected_by), Text("Why:", style="bold")]
+    out += [Text(f"  - {x}") for x in r.reasons]
+    if r.warnings:
+        out.append(Text("Warnings:", style="bold yellow"))
+        out += [Text(f"  ! {x}") for x in r.warnings]
+    out.append(Text(f"Install ({p.installer}, into {p.env_dir}):", style="bold"))
+    for s in p.steps:
+        out += [Text(f"  # {s.why}", style="dim"), Text(f"  {shell_line(s.argv)}")]
+    if p.env:
+        out.append(Text("Environment:", style="bold"))
+        for (k, v), (_, why) in zip(p.env, p.env_reasons, strict=True):
+            out += [Text(f"  # {why}", style="dim"), Text(f"  export {k}={sh_value(v)}")]
+    out.append(Text("Verify:", style="bold"))
+    for c in p.verify:
+        out += [Text(f"  # {c.name}: expect {c.expect!r}", style="dim"), Text(f"  {shell_line(c.argv)}")]
+    if p.alternatives:
+        out.append(Text("Alternatives:", style="bold"))
+        out += [Text(f"  - vLLM {a.vllm.version} + torch {a.torch.version}+{a.torch.variant.variant}: {why}")
+                for a, why in p.alternatives]
+    return out
+
+
+def _stack_table(r: Any, detected_by: str) -> Table:
+    from rich.table import Table
+
     t = Table(title=f"vLLM stack for {_machine_line(r.host)} ({detected_by})")
     t.add_column("package")
     t.add_column("version")
     t.add_column("build / from")
     t.add_row("vllm", str(r.vllm.version), f"{r.vllm.variant}, {r.vllm.where}")
-    t.add_row("torch", str(r.torch.version), f"{r.torch.variant.variant}, " + ("PyPI" if r.torch.pypi else "PyTorch index"))
+    t.add_row("torch", str(r.torch.version),
+              f"{r.torch.variant.variant}, " + ("PyPI" if r.torch.pypi else "PyTorch index"))
     for k, v in r.companions.items():
         t.add_row(k, v, "pinned by the vLLM wheel")
     if r.cuda is not None:
@@ -158,30 +182,7 @@ def plan_human(p: Any, detected_by: str) -> list[Any]:  # noqa: C901 (issue 12: 
         t.add_row("[bold]needs[/bold]", "no GPU, no driver", "the CPU backend")
     if r.glibc_floor is not None:
         t.add_row("", f"glibc >= {r.glibc_floor}", f"manylinux_{r.glibc_floor.major}_{r.glibc_floor.minor} wheels")
-    out.append(t)
-    out.append(Text("Why:", style="bold"))
-    out += [Text(f"  - {x}") for x in r.reasons]
-    if r.warnings:
-        out.append(Text("Warnings:", style="bold yellow"))
-        out += [Text(f"  ! {x}") for x in r.warnings]
-    out.append(Text(f"Install ({p.installer}, into {p.env_dir}):", style="bold"))
-    for s in p.steps:
-        out.append(Text(f"  # {s.why}", style="dim"))
-        out.append(Text(f"  {shell_line(s.argv)}"))
-    if p.env:
-        out.append(Text("Environment:", style="bold"))
-        for (k, v), (_, why) in zip(p.env, p.env_reasons, strict=True):
-            out.append(Text(f"  # {why}", style="dim"))
-            out.append(Text(f"  export {k}={v}"))
-    out.append(Text("Verify:", style="bold"))
-    for c in p.verify:
-        out.append(Text(f"  # {c.name}: expect {c.expect!r}", style="dim"))
-        out.append(Text(f"  {shell_line(c.argv)}"))
-    if p.alternatives:
-        out.append(Text("Alternatives:", style="bold"))
-        for a, why in p.alternatives:
-            out.append(Text(f"  - vLLM {a.vllm.version} + torch {a.torch.version}+{a.torch.variant.variant}: {why}"))
-    return out
+    return t
 
 
 def _machine_line(h: Host) -> str:
