@@ -178,16 +178,39 @@ def _spec(flag: str, text: str | None) -> Any:
         raise UsageError(f"{flag}: invalid version or range {text!r} (expected e.g. '0.10.1' or '>=0.9,<0.11')") from None
 
 
-def plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:  # noqa: C901 (issue 12: still to split)
+def plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
     """(matrix, host, request, detected_by) from the plan flags; detection only for --gpu auto."""
     from dataclasses import replace
 
-    from ..detect import Overrides, detect_host, detect_interpreter, fill_capabilities
+    from ..detect import detect_interpreter
     from ..resolve import Request
-    from ..values import parse_variant
-    from .targets import parse_driver, parse_glibc, parse_platform, parse_python, target_host
+    from .targets import parse_glibc, target_host
 
     m = _load(args)
+    _check_values(args)
+    glibc = parse_glibc(args.glibc) if args.glibc else None
+    request = Request(vllm=_spec("--vllm", args.vllm), torch=_spec("--torch", args.torch), variant=args.variant,
+                      driver_policy=args.driver_policy, pypi_only=args.pypi_only)
+    gpu = args.gpu.strip()
+    if gpu.lower() == "auto":
+        host, detected_by = _this_machine(args, m, glibc)
+        if not host.gpus:
+            request = replace(request, cpu=True)
+        return m, host, request, detected_by
+    if args.keep_torch:
+        raise UsageError("--keep-torch: keeps the torch of this machine's environment, so it needs --gpu auto")
+    host = target_host(m, gpus=gpu if gpu.lower() != "none" else "none", driver=args.driver, python=args.python,
+                       platform=args.platform, base=detect_interpreter(), glibc=glibc)
+    if not host.gpus:
+        return m, host, replace(request, cpu=True), "--gpu none: the CPU backend"
+    return m, host, request, "given on the command line"
+
+
+def _check_values(args: argparse.Namespace) -> None:
+    """Every value flag parsed up front, so a bad one is a one-line error before anything runs."""
+    from ..values import parse_variant
+    from .targets import parse_driver, parse_platform, parse_python
+
     if args.variant:
         try:
             parse_variant(args.variant)
@@ -199,35 +222,29 @@ def plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:  # noqa:
         parse_python(args.python)
     if args.platform:
         parse_platform(args.platform)
-    glibc = parse_glibc(args.glibc) if args.glibc else None
-    request = Request(vllm=_spec("--vllm", args.vllm), torch=_spec("--torch", args.torch), variant=args.variant,
-                      driver_policy=args.driver_policy, pypi_only=args.pypi_only)
-    gpu = args.gpu.strip()
-    if gpu.lower() == "auto":
-        o = Overrides.from_env(driver=args.driver, python=args.python, platform=args.platform)
-        host = fill_capabilities(detect_host(o, installed=args.keep_torch), m)
-        if args.python:
-            host = replace(host, python=parse_python(args.python))
-        if glibc is not None:
-            host = replace(host, platform=replace(host.platform, glibc=glibc))
-        sources = sorted({g.source for g in host.gpus if g.source} | ({host.driver.source} if host.driver.source else set()))
-        detected_by = "detected: " + (", ".join(sources) if sources else "no NVIDIA GPU found")
-        if not host.gpus:
-            request = replace(request, cpu=True)
-            detected_by = "no NVIDIA GPU found: planning the CPU backend (vresolve detect says why)"
-        elif any(g.compute_capability is None for g in host.gpus):
-            unknown = ", ".join(g.name for g in host.gpus if g.compute_capability is None)
-            raise UsageError(f"--gpu auto: the compute capability of {unknown} is unknown; name it: --gpu sm_XY")
-        return m, host, request, detected_by
-    if args.keep_torch:
-        raise UsageError("--keep-torch: keeps the torch of this machine's environment, so it needs --gpu auto")
-    base = detect_interpreter()
-    host = target_host(m, gpus=gpu if gpu.lower() != "none" else "none", driver=args.driver, python=args.python,
-                       platform=args.platform, base=base, glibc=glibc)
+
+
+def _this_machine(args: argparse.Namespace, m: Any, glibc: Any) -> tuple[Any, str]:
+    """``--gpu auto``: the detected machine (the flags override what they name), and who said so."""
+    from dataclasses import replace
+
+    from ..detect import Overrides, detect_host, fill_capabilities
+    from .targets import parse_python
+
+    o = Overrides.from_env(driver=args.driver, python=args.python, platform=args.platform)
+    host = fill_capabilities(detect_host(o, installed=args.keep_torch), m)
+    if args.python:
+        host = replace(host, python=parse_python(args.python))
+    if glibc is not None:
+        host = replace(host, platform=replace(host.platform, glibc=glibc))
     if not host.gpus:
-        request = replace(request, cpu=True)
-        return m, host, request, "--gpu none: the CPU backend"
-    return m, host, request, "given on the command line"
+        return host, "no NVIDIA GPU found: planning the CPU backend (vresolve detect says why)"
+    if any(g.compute_capability is None for g in host.gpus):
+        unknown = ", ".join(g.name for g in host.gpus if g.compute_capability is None)
+        raise UsageError(f"--gpu auto: the compute capability of {unknown} is unknown; name it: --gpu sm_XY")
+    sources = sorted({g.source for g in host.gpus if g.source} | ({host.driver.source} if host.driver.source else set()))
+    return host, "detected: " + (", ".join(sources) or "no source recorded")
+
 
 def _load(args: argparse.Namespace) -> Any:
     from ..matrix import load_matrix
