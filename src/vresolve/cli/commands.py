@@ -119,13 +119,9 @@ def _print_source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any
     return EXIT_OK
 
 
-def _cmd_lock(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: still to split)
-    from pathlib import Path
-
-    from ..lock import FILE_NAMES, FORMATS, check_lock, compile_lock, write_lock
-    from ..plan import build_plan
+def _cmd_lock(args: argparse.Namespace) -> int:
+    from ..lock import FILE_NAMES, FORMATS
     from ..render import envelope
-    from ..resolve import NoCompatibleStack, resolve
 
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
     bad = [f for f in formats if f not in FORMATS]
@@ -133,49 +129,8 @@ def _cmd_lock(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: still t
         raise UsageError(f"--format: unknown format {', '.join(bad) or '(none)'} (expected any of: {', '.join(FORMATS)})")
     if args.source_build == "always" or args.keep_torch or args.precompiled:
         raise UsageError("vresolve lock locks wheel plans, not source builds (plan them with vresolve plan)")
-    jobs: list[tuple[str, argparse.Namespace, Path]] = []
-    out = Path(args.output)
-    if args.profiles:
-        import shlex
-
-        import yaml
-
-        try:
-            profiles = yaml.safe_load(Path(args.profiles).read_text())
-        except (OSError, yaml.YAMLError) as e:
-            raise UsageError(f"--profiles: cannot read {args.profiles!r} ({e})") from None
-        if not isinstance(profiles, dict) or not all(isinstance(v, str) for v in profiles.values()):
-            raise UsageError(f"--profiles: {args.profiles!r}: expected a mapping of name to plan flags")
-        parser = build_parser()
-        for name, flags in profiles.items():
-            sub_args = parser.parse_args(["lock", *shlex.split(flags)])
-            sub_args.matrix = _opt(args, "matrix")
-            jobs.append((str(name), sub_args, out / str(name)))
-    else:
-        jobs.append(("", args, out))
-    quiet = _opt(args, "json") or _opt(args, "quiet")
-    report = []
-    stale_all: list[str] = []
-    for name, a, dir_ in jobs:
-        m, host, request, detected_by = plan_inputs(a)
-        try:
-            res = resolve(host, m, request)
-        except NoCompatibleStack as e:
-            raise UsageError(f"{name + ': ' if name else ''}no stack to lock: {e.headline}") from None
-        plan = build_plan(m, res, installer=a.installer, env_dir=a.venv)
-        progress = None if quiet else (lambda msg, n=name: print(f"{n + ': ' if n else ''}{msg}", file=sys.stderr,
-                                                                 flush=True))
-        lock = compile_lock(plan, m, index_url=args.index_url, offline=args.offline, timeout=args.timeout,
-                            progress=progress)
-        entry = {"name": name or None, "dir": str(dir_), "packages": lock.packages,
-                 "uv_seconds": round(lock.uv_seconds, 2), "stack": lock.header["stack"]}
-        if args.check:
-            stale = check_lock(lock, dir_, formats)
-            stale_all += stale
-            entry["stale"] = stale
-        else:
-            entry["files"] = [str(p) for p in write_lock(lock, dir_, formats)]
-        report.append(entry)
+    report = [_lock_one(args, name, a, dir_, formats) for name, a, dir_ in _lock_jobs(args)]
+    stale_all = [s for item in report for s in item.get("stale", ())]
     if _opt(args, "json"):
         _print_json(envelope("lock", {"locks": report, "check": bool(args.check), "up_to_date": not stale_all}))
     else:
@@ -187,6 +142,59 @@ def _cmd_lock(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: still t
                   f"+{stack['variant']}: {item['packages']} packages ({item['uv_seconds']} s in uv) -> "
                   f"{item['dir']}: {what}")
     return 1 if stale_all else EXIT_OK
+
+
+def _lock_jobs(args: argparse.Namespace) -> list[tuple[str, argparse.Namespace, Path]]:
+    """(profile name, its flags, its directory): one job, or one per profile of ``--profiles FILE``."""
+    from pathlib import Path
+
+    out = Path(args.output)
+    if not args.profiles:
+        return [("", args, out)]
+    import shlex
+
+    import yaml
+
+    try:
+        profiles = yaml.safe_load(Path(args.profiles).read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise UsageError(f"--profiles: cannot read {args.profiles!r} ({e})") from None
+    if not isinstance(profiles, dict) or not all(isinstance(v, str) for v in profiles.values()):
+        raise UsageError(f"--profiles: {args.profiles!r}: expected a mapping of name to plan flags")
+    parser = build_parser()
+    jobs = []
+    for name, flags in profiles.items():
+        sub_args = parser.parse_args(["lock", *shlex.split(flags)])
+        sub_args.matrix = _opt(args, "matrix")
+        jobs.append((str(name), sub_args, out / str(name)))
+    return jobs
+
+
+def _lock_one(args: argparse.Namespace, name: str, a: argparse.Namespace, dir_: Path, formats: list[str]
+              ) -> dict[str, Any]:
+    """One lock: resolved, compiled by uv, then written (or checked against what is in ``dir_``)."""
+    from ..lock import check_lock, compile_lock, write_lock
+    from ..plan import build_plan
+    from ..resolve import NoCompatibleStack, resolve
+
+    m, host, request, _ = plan_inputs(a)
+    try:
+        res = resolve(host, m, request)
+    except NoCompatibleStack as e:
+        raise UsageError(f"{name + ': ' if name else ''}no stack to lock: {e.headline}") from None
+    plan = build_plan(m, res, installer=a.installer, env_dir=a.venv)
+    quiet = _opt(args, "json") or _opt(args, "quiet")
+    progress = None if quiet else (lambda msg, n=name: print(f"{n + ': ' if n else ''}{msg}", file=sys.stderr,
+                                                             flush=True))
+    lock = compile_lock(plan, m, index_url=args.index_url, offline=args.offline, timeout=args.timeout,
+                        progress=progress)
+    entry: dict[str, Any] = {"name": name or None, "dir": str(dir_), "packages": lock.packages,
+                             "uv_seconds": round(lock.uv_seconds, 2), "stack": lock.header["stack"]}
+    if args.check:
+        entry["stale"] = check_lock(lock, dir_, formats)
+    else:
+        entry["files"] = [str(p) for p in write_lock(lock, dir_, formats)]
+    return entry
 
 
 def _env_python(flag: str | None) -> str:
