@@ -207,15 +207,35 @@ def _env_python(flag: str | None) -> str:
     return sys.executable
 
 
-def _cmd_doctor(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: still to split)
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from ..detect import Overrides, detect_host, fill_capabilities, library_shadows, probe_environment
+    from ..doctor import check_against_lock, diagnose, observations, worst_exit_code
+    from ..render import doctor_human, envelope
+
+    log, header = _doctor_inputs(args)
+    m = _load(args)
+    host = fill_capabilities(detect_host(Overrides.from_env(), installed=False), m)
+    env = None if args.no_env else probe_environment(_env_python(args.env_python), timeout=args.timeout)
+    findings = diagnose(host, m, env, shadows=() if args.no_env else library_shadows(), log=log,
+                        reinstall=_reinstall_lines(host, m))
+    if header is not None:
+        findings = check_against_lock(header, host, env, name=args.lock_file) + findings
+    if _opt(args, "json"):
+        _print_json(envelope("doctor", {"findings": [f.to_dict() for f in findings],
+                                        "observations": observations(host, env),
+                                        "host": host.to_dict(), "environment": env.to_dict() if env else None}))
+    else:
+        console = _console()
+        for item in doctor_human(findings, host, env):
+            console.print(item)
+    return worst_exit_code(findings)
+
+
+def _doctor_inputs(args: argparse.Namespace) -> tuple[str | None, dict[str, Any] | None]:
+    """(the log to read, the lock's recorded assumptions), each read from its flag."""
     from pathlib import Path
 
-    from ..detect import Overrides, detect_host, fill_capabilities, library_shadows, probe_environment
-    from ..doctor import diagnose, worst_exit_code
-    from ..plan import build_plan
-    from ..render import doctor_human, envelope
-    from ..render.shell import shell_line
-    from ..resolve import NoCompatibleStack, Request, resolve
+    from ..lock import read_lock_header
 
     log = None
     if args.log == "-":
@@ -227,42 +247,28 @@ def _cmd_doctor(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: still
             raise UsageError(f"--log: cannot read {args.log!r} ({e.strerror or e})") from None
     if args.no_env and log is None and not args.lock_file:
         raise UsageError("--no-env: give a --log or --lock to read, or leave out --no-env")
-    header = None
-    if args.lock_file:
-        from ..lock import read_lock_header
+    if not args.lock_file:
+        return log, None
+    try:
+        header = read_lock_header(Path(args.lock_file).read_text(encoding="utf-8", errors="replace"))
+    except OSError as e:
+        raise UsageError(f"--lock: cannot read {args.lock_file!r} ({e.strerror or e})") from None
+    if header is None:
+        raise UsageError(f"--lock: {args.lock_file!r} is not a vresolve lock (no '# vresolve-lock:' line)")
+    return log, header
 
-        try:
-            header = read_lock_header(Path(args.lock_file).read_text(encoding="utf-8", errors="replace"))
-        except OSError as e:
-            raise UsageError(f"--lock: cannot read {args.lock_file!r} ({e.strerror or e})") from None
-        if header is None:
-            raise UsageError(f"--lock: {args.lock_file!r} is not a vresolve lock (no '# vresolve-lock:' line)")
-    m = _load(args)
-    host = fill_capabilities(detect_host(Overrides.from_env(), installed=False), m)
-    env = None if args.no_env else probe_environment(_env_python(args.env_python), timeout=args.timeout)
-    reinstall: list[str] = []
+
+def _reinstall_lines(host: Any, m: Any) -> list[str]:
+    """The corrected plan's steps, for the fix of a finding whose cure is a reinstall ([] when none fits)."""
+    from ..plan import build_plan
+    from ..render.shell import shell_line
+    from ..resolve import NoCompatibleStack, Request, resolve
+
     try:
         res = resolve(host, m, Request(cpu=not host.gpus))
-        reinstall = [shell_line(s.argv) for s in build_plan(m, res).steps]
     except NoCompatibleStack:
-        pass
-    findings = diagnose(host, m, env, shadows=() if args.no_env else library_shadows(), log=log,
-                        reinstall=reinstall)
-    if header is not None:
-        from ..doctor import check_against_lock
-
-        findings = check_against_lock(header, host, env, name=args.lock_file) + findings
-    if _opt(args, "json"):
-        from ..doctor import observations
-
-        _print_json(envelope("doctor", {"findings": [f.to_dict() for f in findings],
-                                        "observations": observations(host, env),
-                                        "host": host.to_dict(), "environment": env.to_dict() if env else None}))
-    else:
-        console = _console()
-        for item in doctor_human(findings, host, env):
-            console.print(item)
-    return worst_exit_code(findings)
+        return []
+    return [shell_line(s.argv) for s in build_plan(m, res).steps]
 
 
 def _cmd_detect(args: argparse.Namespace) -> int:
