@@ -350,28 +350,21 @@ def _pinned_by_vllm(root: Path, package: str) -> set[Any]:
     return out
 
 
-def _cmd_matrix_refresh(args: argparse.Namespace) -> int:  # noqa: C901 (issue 12: still to split)
+def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .._atomic import write_atomic
     from .._cache import cache_dir
     from ..index import IndexClient, configured_index_url
     from ..matrix import default_matrix_path
-    from ..refresh import PACKAGES, diff_files, generate, merge_since, render_wheels_doc
+    from ..refresh import diff_files
     from ..render import envelope
 
     root = Path(_opt(args, "matrix") or default_matrix_path())
     url, origin = configured_index_url(args.index_url)
     if args.workers < 1:
         raise UsageError(f"--workers: expected a positive number, got {args.workers}")
-    since = None
-    if args.since:
-        from packaging.version import InvalidVersion, Version
-
-        try:
-            since = Version(args.since)
-        except InvalidVersion:
-            raise UsageError(f"--since: invalid version {args.since!r} (expected e.g. '0.30.0')") from None
+    since = _since(args.since)
     cdir = cache_dir()
     client = IndexClient(url, cache_dir=Path(cdir) / "index" if cdir else None, offline=args.offline,
                          timeout=args.timeout)
@@ -379,46 +372,12 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:  # noqa: C901 (issue 1
     err = _console(stderr=True)
     if not quiet:
         err.print(f"reading {url} (from {origin}){' offline, from the cache' if args.offline else ''}")
-    new: dict[str, str] = {}
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, disable=bool(quiet), transient=False) as bar:
-        for pkg in args.package or list(PACKAGES):
-            task = bar.add_task(f"{pkg}: METADATA", total=None)
-
-            def progress(p: str, done: int, total: int, task: Any = task) -> None:
-                bar.update(task, completed=done, total=total)
-
-            versions = _pinned_by_vllm(root, pkg) if pkg in ("xformers", "flashinfer-python") else None
-            doc = generate(client, pkg, workers=args.workers, progress=progress, versions=versions, since=since)
-            path = root / f"wheels/{pkg}.yaml"
-            if since is not None and path.exists():
-                import yaml
-
-                doc = merge_since(yaml.safe_load(path.read_text()) or {}, doc, since)
-            new[f"wheels/{pkg}.yaml"] = render_wheels_doc(doc)
-    variant_report: list[str] = []
-    if args.torch_variants:
-        from ..matrix import load_matrix
-        from ..refresh import torch_index_variants
-
-        m = load_matrix(root)
-        wanted = sorted({v.variant for t in m.torch for v in t.variants})
-        found, problems = torch_index_variants(m.torch_index, wanted, lambda u: IndexClient(
-            u, cache_dir=client.cache, offline=args.offline, timeout=args.timeout, retries=1))
-        variant_report += [f"PyTorch index unreachable for {p}" for p in problems]
-        for t in m.torch:
-            on_index = found.get(str(t.version), set())
-            listed = {v.variant for v in t.variants}
-            if on_index and on_index != listed:
-                variant_report.append(f"torch {t.version}: index has {sorted(on_index)}, torch.yaml lists "
-                                      f"{sorted(listed)} (review torch.yaml)")
+    new = _generated(args, root, client, since, err, bool(quiet))
+    variant_report = _torch_variant_report(args, root, client) if args.torch_variants else []
     diffs = {}
     for name, text in new.items():
         path = root / name
-        old = path.read_text(encoding="utf-8") if path.exists() else ""
-        d = diff_files(old, text, name)
+        d = diff_files(path.read_text(encoding="utf-8") if path.exists() else "", text, name)
         if d:
             diffs[name] = d
     if args.apply:
@@ -437,6 +396,64 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:  # noqa: C901 (issue 1
         err.print(f"{len(diffs)} file(s) changed, {state}; {client.requests} HTTP requests, "
                   f"{client.cache_hits} answers from the cache")
     return EXIT_OK
+
+
+def _since(text: str | None) -> Any:
+    if not text:
+        return None
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(text)
+    except InvalidVersion:
+        raise UsageError(f"--since: invalid version {text!r} (expected e.g. '0.30.0')") from None
+
+
+def _generated(args: argparse.Namespace, root: Path, client: Any, since: Any, err: Any, quiet: bool
+               ) -> dict[str, str]:
+    """Each package's ``wheels/<package>.yaml`` as the index answers it now (file name -> text)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..refresh import PACKAGES, generate, merge_since, render_wheels_doc
+
+    new: dict[str, str] = {}
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, disable=quiet, transient=False) as bar:
+        for pkg in args.package or list(PACKAGES):
+            task = bar.add_task(f"{pkg}: METADATA", total=None)
+
+            def progress(p: str, done: int, total: int, task: Any = task) -> None:
+                bar.update(task, completed=done, total=total)
+
+            versions = _pinned_by_vllm(root, pkg) if pkg in ("xformers", "flashinfer-python") else None
+            doc = generate(client, pkg, workers=args.workers, progress=progress, versions=versions, since=since)
+            path = root / f"wheels/{pkg}.yaml"
+            if since is not None and path.exists():
+                import yaml
+
+                doc = merge_since(yaml.safe_load(path.read_text()) or {}, doc, since)
+            new[f"wheels/{pkg}.yaml"] = render_wheels_doc(doc)
+    return new
+
+
+def _torch_variant_report(args: argparse.Namespace, root: Path, client: Any) -> list[str]:
+    """``--torch-variants``: where PyTorch's index and torch.yaml disagree on a release's variants."""
+    from ..index import IndexClient
+    from ..matrix import load_matrix
+    from ..refresh import torch_index_variants
+
+    m = load_matrix(root)
+    wanted = sorted({v.variant for t in m.torch for v in t.variants})
+    found, problems = torch_index_variants(m.torch_index, wanted, lambda u: IndexClient(
+        u, cache_dir=client.cache, offline=args.offline, timeout=args.timeout, retries=1))
+    report = [f"PyTorch index unreachable for {p}" for p in problems]
+    for t in m.torch:
+        on_index = found.get(str(t.version), set())
+        listed = {v.variant for v in t.variants}
+        if on_index and on_index != listed:
+            report.append(f"torch {t.version}: index has {sorted(on_index)}, torch.yaml lists "
+                          f"{sorted(listed)} (review torch.yaml)")
+    return report
 
 
 def _setup_logging(args: argparse.Namespace) -> None:
