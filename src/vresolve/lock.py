@@ -157,7 +157,7 @@ def _inputs(plan: InstallPlan, matrix: Matrix) -> tuple[list[str], list[str]]:
     return vllm_pins, options
 
 
-def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = None, offline: bool = False,  # noqa: C901 (issue 12: still to split)
+def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = None, offline: bool = False,
                  timeout: float = 600.0, retries: int = 2, progress: Callable[[str], None] | None = None
                  ) -> LockFiles:
     """Resolve the closure with one ``uv pip compile`` and derive every lock format from it."""
@@ -176,42 +176,46 @@ def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = N
             argv += ["--index-url", index_url]
         if offline:
             argv.append("--offline")
-        # no Python download: --python-version needs no interpreter of that version (uv would try to fetch one)
-        env = dict(os.environ, UV_HTTP_TIMEOUT=str(int(min(timeout, 300))), NO_COLOR="1", UV_PYTHON_DOWNLOADS="never")
-        last = ""
-        for attempt in range(retries + 1):
-            if progress:
-                progress(f"uv pip compile: resolving vLLM {plan.resolution.vllm.version}'s closure for Python "
-                         f"{python} on {_platform_triple(plan)}" + (f" (attempt {attempt + 1})" if attempt else ""))
-            t0 = time.perf_counter()
-            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-            _warm_up()  # while uv works: import what reading its answer needs (the CPU is otherwise idle)
-            try:
-                _, stderr = proc.communicate(timeout=max(1.0, timeout - (time.perf_counter() - t0)))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
-                last = f"uv pip compile took longer than {timeout:g} s"
-                continue
-            seconds = time.perf_counter() - t0
-            if proc.returncode == 0:
-                break
-            last = (stderr.strip().splitlines() or ["(no output)"])[-1]
-            if not any(e in stderr for e in _NETWORK_ERRORS):
-                why = ""
-                if "has no usable wheels" in stderr or "no wheels with a matching platform" in stderr:
-                    why = (f"\nA package of the closure has no wheel for {_platform_triple(plan)} (the lock installs "
-                           "with --no-build: wheels only). If the target machine's glibc is newer, say so with "
-                           "--glibc X.Y; otherwise that package must be built from source there.")
-                raise PackageIndexError(f"uv pip compile could not resolve the closure: {stderr.strip()[-1500:]}{why}")
-            time.sleep(min(2.0 * (attempt + 1), 10.0))
-        else:
-            raise PackageIndexError(f"uv pip compile failed after {retries + 1} attempts: {last}")
+        what = f"vLLM {plan.resolution.vllm.version}'s closure for Python {python} on {_platform_triple(plan)}"
+        stderr, seconds = _run_uv(argv, what, _platform_triple(plan), timeout, retries, progress)
         if progress:
             progress(next((line for line in stderr.splitlines() if line.startswith("Resolved")),
                           "resolved") + f" ({seconds:.1f} s)")
         pylock_text = out.read_text()
     return _derive(plan, matrix, pylock_text, seconds, tuple(argv), options)
+
+
+def _run_uv(argv: list[str], what: str, platform: str, timeout: float, retries: int,
+            progress: Callable[[str], None] | None) -> tuple[str, float]:
+    """(uv's stderr, the seconds it took); network failures are retried, a resolution failure is not."""
+    # no Python download: --python-version needs no interpreter of that version (uv would try to fetch one)
+    env = dict(os.environ, UV_HTTP_TIMEOUT=str(int(min(timeout, 300))), NO_COLOR="1", UV_PYTHON_DOWNLOADS="never")
+    last = ""
+    for attempt in range(retries + 1):
+        if progress:
+            progress(f"uv pip compile: resolving {what}" + (f" (attempt {attempt + 1})" if attempt else ""))
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        _warm_up()  # while uv works: import what reading its answer needs (the CPU is otherwise idle)
+        try:
+            _, stderr = proc.communicate(timeout=max(1.0, timeout - (time.perf_counter() - t0)))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            last = f"uv pip compile took longer than {timeout:g} s"
+            continue
+        if proc.returncode == 0:
+            return stderr, time.perf_counter() - t0
+        last = (stderr.strip().splitlines() or ["(no output)"])[-1]
+        if not any(e in stderr for e in _NETWORK_ERRORS):
+            why = ""
+            if "has no usable wheels" in stderr or "no wheels with a matching platform" in stderr:
+                why = (f"\nA package of the closure has no wheel for {platform} (the lock installs with "
+                       "--no-build: wheels only). If the target machine's glibc is newer, say so with --glibc X.Y; "
+                       "otherwise that package must be built from source there.")
+            raise PackageIndexError(f"uv pip compile could not resolve the closure: {stderr.strip()[-1500:]}{why}")
+        time.sleep(min(2.0 * (attempt + 1), 10.0))
+    raise PackageIndexError(f"uv pip compile failed after {retries + 1} attempts: {last}")
 
 
 def _warm_up() -> None:
