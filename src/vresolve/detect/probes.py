@@ -156,7 +156,7 @@ def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _probe_proc(o: Overrides, found: _Found) -> None:  # noqa: C901 (issue 12: still to split)
+def _probe_proc(o: Overrides, found: _Found) -> None:
     """Driver from /sys and /proc; GPU names from /proc (no compute capability there)."""
     if found.driver.version is None:
         sys_version = driver_or_none(_read(o, "/sys/module/nvidia/version"))
@@ -172,13 +172,17 @@ def _probe_proc(o: Overrides, found: _Found) -> None:  # noqa: C901 (issue 12: s
             found.driver = replace(found.driver, kernel_module=kind)
             if found.driver.version is None:
                 found.driver = replace(found.driver, version=version, source="/proc/driver/nvidia/version")
-    if found.gpus:
-        return
+    if not found.gpus:
+        found.gpus += _proc_gpus(o)
+
+
+def _proc_gpus(o: Overrides) -> list[HostGpu]:
+    """The GPUs /proc/driver/nvidia/gpus lists, by device minor (names only: no compute capability there)."""
     gpu_dir = _path(o, "/proc/driver/nvidia/gpus")
     try:
         entries = sorted(gpu_dir.iterdir())
     except OSError:
-        return
+        return []
     gpus: list[tuple[int, dict[str, str]]] = []
     for entry in entries:
         try:
@@ -189,9 +193,8 @@ def _probe_proc(o: Overrides, found: _Found) -> None:  # noqa: C901 (issue 12: s
             continue
         minor = info.get("Device Minor", "")
         gpus.append((int(minor) if minor.isdigit() else len(gpus), info))
-    for n, (_, info) in enumerate(sorted(gpus, key=lambda x: x[0])):
-        found.gpus.append(HostGpu(index=n, name=info["Model"], uuid=info.get("GPU UUID"),
-                                  pci_bus_id=info.get("Bus Location"), source="/proc/driver/nvidia/gpus"))
+    return [HostGpu(index=n, name=info["Model"], uuid=info.get("GPU UUID"), pci_bus_id=info.get("Bus Location"),
+                    source="/proc/driver/nvidia/gpus") for n, (_, info) in enumerate(sorted(gpus, key=lambda x: x[0]))]
 
 
 def _probe_libcuda(o: Overrides, found: _Found) -> None:
@@ -227,58 +230,72 @@ def _run(o: Overrides, argv: list[str]) -> tuple[int, str] | str:
     return p.returncode, (p.stdout + p.stderr)
 
 
-def _probe_smi(o: Overrides, found: _Found, need_gpus: bool) -> None:  # noqa: C901 (issue 12: still to split)
+def _probe_smi(o: Overrides, found: _Found, need_gpus: bool) -> None:
     """GPUs (with compute capability) and the driver from ``nvidia-smi --query-gpu``; CUDA from its banner."""
-    smi = o.nvidia_smi
     if need_gpus or found.driver.version is None:
-        fields: tuple[str, ...] = SMI_FIELDS
-        res = _run(o, [smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"])
-        if isinstance(res, tuple) and res[0] != 0 and "compute_cap" in res[1]:
-            # drivers before ~510 do not know the compute_cap field: ask without it
-            fields = tuple(f for f in SMI_FIELDS if f != "compute_cap")
-            res = _run(o, [smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"])
-        if isinstance(res, str):
-            found.problems.append(res)
-            return
-        code, out = res
-        if NVML_MISMATCH in out:
-            found.driver = replace(found.driver, nvml_library_mismatch=True)
-            found.problems.append(f"nvidia-smi: {NVML_MISMATCH} (the loaded kernel module and the user-space "
-                                  "library differ: reboot, or reload the nvidia module)")
-            return
-        if code != 0:
-            found.problems.append(f"nvidia-smi: exit code {code}: {_first_line(out)}")
-            return
-        try:
-            rows = parse_smi_query(out, fields)
-        except ValueError as e:
-            found.problems.append(f"nvidia-smi: unexpected output ({e})")
-            return
-        for row in rows:
+        rows = _smi_query(o, found)
+        for row in rows or ():
             if found.driver.version is None:
                 v = driver_or_none(row.get("driver_version"))
                 if v:
                     found.driver = replace(found.driver, version=v, source="nvidia-smi")
+        if rows is None:
+            return
         if need_gpus:
-            for row in rows:
-                cc = row.get("compute_cap")
-                try:
-                    cap = Capability.parse(cc) if cc and cc not in ("[N/A]", "N/A") else None
-                except ValueError:
-                    cap = None
-                mem = row.get("memory.total", "")
-                found.gpus.append(HostGpu(index=int(row["index"]), name=row["name"], compute_capability=cap,
-                                          memory_mib=int(mem) if mem.isdigit() else None, uuid=row.get("uuid"),
-                                          pci_bus_id=row.get("pci.bus_id"), source="nvidia-smi",
-                                          cc_source="nvidia-smi" if cap else None))
+            found.gpus += [_smi_gpu(row) for row in rows]
     if found.driver.cuda is None and found.driver.version is not None:
-        res = _run(o, [smi])
-        if isinstance(res, tuple):
-            driver, cuda = parse_smi_banner(res[1])
-            if cuda is not None:
-                found.driver = replace(found.driver, cuda=cuda, cuda_source="nvidia-smi banner")
-            if found.driver.version is None and driver is not None:
-                found.driver = replace(found.driver, version=driver, source="nvidia-smi banner")
+        _smi_banner(o, found)
+
+
+def _smi_banner(o: Overrides, found: _Found) -> None:
+    """The CUDA version the driver serves, from nvidia-smi's banner."""
+    res = _run(o, [o.nvidia_smi])
+    if isinstance(res, tuple):
+        driver, cuda = parse_smi_banner(res[1])
+        if cuda is not None:
+            found.driver = replace(found.driver, cuda=cuda, cuda_source="nvidia-smi banner")
+        if found.driver.version is None and driver is not None:
+            found.driver = replace(found.driver, version=driver, source="nvidia-smi banner")
+
+
+def _smi_query(o: Overrides, found: _Found) -> list[dict[str, str]] | None:
+    """``nvidia-smi --query-gpu`` rows; None (and a problem recorded) when it does not answer usefully."""
+    smi = o.nvidia_smi
+    fields: tuple[str, ...] = SMI_FIELDS
+    res = _run(o, [smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"])
+    if isinstance(res, tuple) and res[0] != 0 and "compute_cap" in res[1]:
+        # drivers before ~510 do not know the compute_cap field: ask without it
+        fields = tuple(f for f in SMI_FIELDS if f != "compute_cap")
+        res = _run(o, [smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"])
+    if isinstance(res, str):
+        found.problems.append(res)
+        return None
+    code, out = res
+    if NVML_MISMATCH in out:
+        found.driver = replace(found.driver, nvml_library_mismatch=True)
+        found.problems.append(f"nvidia-smi: {NVML_MISMATCH} (the loaded kernel module and the user-space "
+                              "library differ: reboot, or reload the nvidia module)")
+        return None
+    if code != 0:
+        found.problems.append(f"nvidia-smi: exit code {code}: {_first_line(out)}")
+        return None
+    try:
+        return parse_smi_query(out, fields)
+    except ValueError as e:
+        found.problems.append(f"nvidia-smi: unexpected output ({e})")
+        return None
+
+
+def _smi_gpu(row: dict[str, str]) -> HostGpu:
+    cc = row.get("compute_cap")
+    try:
+        cap = Capability.parse(cc) if cc and cc not in ("[N/A]", "N/A") else None
+    except ValueError:
+        cap = None
+    mem = row.get("memory.total", "")
+    return HostGpu(index=int(row["index"]), name=row["name"], compute_capability=cap,
+                   memory_mib=int(mem) if mem.isdigit() else None, uuid=row.get("uuid"),
+                   pci_bus_id=row.get("pci.bus_id"), source="nvidia-smi", cc_source="nvidia-smi" if cap else None)
 
 
 def _first_line(text: str) -> str:
@@ -336,12 +353,35 @@ def _probe_memory(o: Overrides) -> int | None:
     return total
 
 
-def _probe_toolkits(o: Overrides, problems: list[str]) -> tuple[Toolkit, ...]:  # noqa: C901 (issue 12: still to split)
+def _probe_toolkits(o: Overrides, problems: list[str]) -> tuple[Toolkit, ...]:
     """CUDA toolkits: nvcc on PATH, $CUDA_HOME / $CUDA_PATH, /usr/local/cuda*.
 
     The version comes from the toolkit's ``version.json`` (no process), else ``nvcc --version``.
     """
-    import json
+    seen: set[Path] = set()
+    out = []
+    for root, source in _toolkit_candidates(o):
+        try:
+            real = root.resolve()
+        except OSError:
+            continue
+        if real in seen or not real.is_dir():
+            continue
+        seen.add(real)
+        nvcc_path = real / "bin" / "nvcc"
+        version = _toolkit_version(o, real, nvcc_path)
+        if version is None:
+            if nvcc_path.exists():
+                problems.append(f"{nvcc_path}: version unknown")
+            continue
+        display = str(root) if source != "PATH" else str(real)
+        out.append(Toolkit(version=version, path=display, source=source,
+                           nvcc=str(nvcc_path) if nvcc_path.exists() else None))
+    return tuple(out)
+
+
+def _toolkit_candidates(o: Overrides) -> list[tuple[Path, str]]:
+    """Where toolkits may be, each with what pointed there."""
     import shutil
 
     candidates: list[tuple[Path, str]] = []
@@ -358,41 +398,26 @@ def _probe_toolkits(o: Overrides, problems: list[str]) -> tuple[Toolkit, ...]:  
     for var in ("CUDA_HOME", "CUDA_PATH"):
         if o.environ.get(var):
             candidates.append((Path(o.environ[var]), var))
-    local = _path(o, "/usr/local")
     try:
-        for d in sorted(local.glob("cuda*")):
-            candidates.append((d, "/usr/local/cuda*"))
+        candidates += [(d, "/usr/local/cuda*") for d in sorted(_path(o, "/usr/local").glob("cuda*"))]
     except OSError:
         pass
-    seen: set[Path] = set()
-    out = []
-    for root, source in candidates:
-        try:
-            real = root.resolve()
-        except OSError:
-            continue
-        if real in seen or not real.is_dir():
-            continue
-        seen.add(real)
-        nvcc_path = real / "bin" / "nvcc"
+    return candidates
+
+
+def _toolkit_version(o: Overrides, real: Path, nvcc_path: Path) -> Version | None:
+    import json
+
+    try:
+        doc = json.loads((real / "version.json").read_text())
+        version = version_or_none(doc.get("cuda", {}).get("version") or doc.get("cuda_nvcc", {}).get("version"))
+    except (OSError, ValueError, AttributeError):
         version = None
-        try:
-            doc = json.loads((real / "version.json").read_text())
-            version = version_or_none(doc.get("cuda", {}).get("version") or doc.get("cuda_nvcc", {}).get("version"))
-        except (OSError, ValueError, AttributeError):
-            pass
-        if version is None and nvcc_path.exists():
-            res = _run(o, [str(nvcc_path), "--version"])
-            if isinstance(res, tuple):
-                version = parse_nvcc_version(res[1])
-        if version is None:
-            if nvcc_path.exists():
-                problems.append(f"{nvcc_path}: version unknown")
-            continue
-        display = str(root) if source != "PATH" else str(real)
-        out.append(Toolkit(version=version, path=display, source=source,
-                           nvcc=str(nvcc_path) if nvcc_path.exists() else None))
-    return tuple(out)
+    if version is None and nvcc_path.exists():
+        res = _run(o, [str(nvcc_path), "--version"])
+        if isinstance(res, tuple):
+            version = parse_nvcc_version(res[1])
+    return version
 
 
 def _probe_tools(o: Overrides) -> tuple[tuple[str, str], ...]:
@@ -456,7 +481,27 @@ def _probe_installed() -> tuple[InstalledDist, ...]:
     return tuple(out)
 
 
-def detect_host(o: Overrides | None = None, *, probe_gpus: bool = True, installed: bool = True) -> Host:  # noqa: C901 (issue 12: still to split)
+def _probe_gpus(o: Overrides, found: _Found) -> None:
+    """The driver and the GPUs, each from the first source that answers: NVML, /sys and /proc, libcuda,
+    nvidia-smi."""
+    nvml_ok = o.use_nvml and o.root == "/" and _probe_nvml(o, found)
+    _probe_proc(o, found)
+    if not nvml_ok:
+        if found.driver.cuda is None and found.driver.version is not None:
+            _probe_libcuda(o, found)
+        need_gpus = not found.gpus or any(g.compute_capability is None for g in found.gpus)
+        if need_gpus or found.driver.version is None:
+            proc_gpus = list(found.gpus)
+            if need_gpus:
+                found.gpus = []
+            _probe_smi(o, found, need_gpus)
+            if not found.gpus:
+                found.gpus = proc_gpus
+    if found.driver.version is None and not found.gpus:
+        found.problems.append("no NVIDIA driver found (no NVML, no /proc/driver/nvidia, no nvidia-smi)")
+
+
+def detect_host(o: Overrides | None = None, *, probe_gpus: bool = True, installed: bool = True) -> Host:
     """Everything this machine can tell, overrides first. Never raises on an odd machine."""
     o = o or Overrides.from_env()
     found = _Found()
@@ -469,21 +514,7 @@ def detect_host(o: Overrides | None = None, *, probe_gpus: bool = True, installe
         found.gpus = [HostGpu(index=i, name=g, source="override") for i, g in enumerate(o.gpus)]
         probe_gpus = False
     if probe_gpus:
-        nvml_ok = o.use_nvml and o.root == "/" and _probe_nvml(o, found)
-        _probe_proc(o, found)
-        if not nvml_ok:
-            if found.driver.cuda is None and found.driver.version is not None:
-                _probe_libcuda(o, found)
-            need_gpus = not found.gpus or any(g.compute_capability is None for g in found.gpus)
-            if need_gpus or found.driver.version is None:
-                proc_gpus = list(found.gpus)
-                if need_gpus:
-                    found.gpus = []
-                _probe_smi(o, found, need_gpus)
-                if not found.gpus:
-                    found.gpus = proc_gpus
-        if found.driver.version is None and not found.gpus:
-            found.problems.append("no NVIDIA driver found (no NVML, no /proc/driver/nvidia, no nvidia-smi)")
+        _probe_gpus(o, found)
     problems = found.problems
     plat = _probe_platform(o, problems)
     python = Version(o.python) if o.python else Version(_platform.python_version())
