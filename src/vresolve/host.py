@@ -6,6 +6,7 @@ through JSON (for ``--json`` and for the machine assumptions recorded in lockfil
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +61,11 @@ class HostGpu:
     pci_bus_id: str | None = None
     source: str | None = None  # which probe found the GPU
     cc_source: str | None = None  # which probe (or "matrix") gave the compute capability
+
+    @property
+    def label(self) -> str:
+        """``NVIDIA H200 (sm_90)``; the name alone when the capability is unknown."""
+        return f"{self.name} ({self.compute_capability.sm})" if self.compute_capability is not None else self.name
 
     @property
     def cc(self) -> Capability:
@@ -268,3 +274,15 @@ class EnvReport:
                 "requires": {d: list(r) for d, r in self.requires},
                 "torch": self.torch.to_dict() if self.torch else None, "error": self.error,
                 "vllm_extensions": list(self.vllm_extensions)}
+
+
+def describe_gpus(gpus: Iterable[HostGpu], *, capability: bool = True) -> str:
+    """GPUs in one line, several of a kind counted: ``2x NVIDIA H100 80GB HBM3 (sm_90), NVIDIA A100 (sm_80)``.
+
+    The one way every layer names a machine's GPUs (messages, reasons, titles, build scripts).
+    """
+    seen: dict[str, int] = {}
+    for g in gpus:
+        key = g.label if capability else g.name
+        seen[key] = seen.get(key, 0) + 1
+    return ", ".join(k if n == 1 else f"{n}x {k}" for k, n in seen.items())

@@ -45,7 +45,7 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
                 "GPUs below compute capability 8.0 have no bfloat16 and do not run FlashAttention 2; models whose "
                 "config says bfloat16 must be run in float16.",
                 (k.fix if k else "") or "Run with --dtype float16.",
-                [f"GPU {g.index}: {g.name} (sm_{g.cc.major}{g.cc.minor})" for g in old])
+                [f"GPU {g.index}: {g.label}" for g in old])
     if log:
         _log(matrix, log, torch_cuda, out)
     return dedupe(out.findings)
@@ -201,7 +201,7 @@ def _torch(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostG
             emit("arch-not-in-build", "error", f"torch {torch.version} has no kernels for "
                  f"{', '.join(g.name for g in missing)}",
                  f"torch's arch list ({' '.join(torch.arch_list)}) has neither SASS for "
-                 f"{', '.join(f'sm_{g.cc.major}{g.cc.minor}' for g in missing)} "
+                 f"{', '.join(g.cc.sm for g in missing)} "
                  "nor older PTX: kernels fail with 'no kernel image is available'.",
                  k.fix if k else "Install a torch variant that covers this GPU.",
                  (f"torch.cuda.get_arch_list() = {torch.arch_list}",))

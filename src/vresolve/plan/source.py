@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from ..host import Host, HostGpu, InstalledDist, Toolkit
+from ..host import Host, InstalledDist, Toolkit, describe_gpus
 from ..matrix import CudaToolkit, Matrix, VllmRelease
 from ..resolve import Cause, NoCompatibleStack, Request, TorchBuild, driver_floor
 from ..values import CORE_EXTENSIONS, Capability, DriverVersion, exact_pin, public_version
@@ -103,11 +103,6 @@ def _loose_covers(accepted: Sequence[Capability], cc: Capability) -> Capability 
 
 def _caps(host: Host) -> tuple[Capability, ...]:
     return tuple(sorted({g.compute_capability.base for g in host.gpus if g.compute_capability is not None}))
-
-
-def gpu_text(gpus: Sequence[HostGpu], caps: Sequence[Capability]) -> str:
-    names = sorted({g.name for g in gpus})
-    return f"{', '.join(names)} ({', '.join(c.sm for c in caps)})"
 
 
 def _pin(r: VllmRelease, platform: str) -> Version | None:
@@ -412,7 +407,7 @@ def _build_env(host: Host, c: _Choice, o: _Options, tk: CudaToolkit | None, cuda
         env.append(("CUDA_HOME", cuda_home, f"the CUDA {tk.version if tk else ''} toolkit vLLM's CMake builds with"))
         env.append(("PATH", "$CUDA_HOME/bin:$PATH", "its nvcc first on PATH"))
         env.append(("TORCH_CUDA_ARCH_LIST", ";".join(str(x) for x in c.caps),
-                    f"exactly this machine's GPUs ({gpu_text(host.gpus, c.caps)}); vLLM and torch take the arch list "
+                    f"exactly this machine's GPUs ({describe_gpus(host.gpus)}); vLLM and torch take the arch list "
                     "from here (CMAKE_CUDA_ARCHITECTURES is ignored)"))
         if max_jobs is not None:  # else the recipe decides on the build machine
             env.append(("NVCC_THREADS", str(threads), "threads per nvcc job (2 on machines of 8 cores or more)"))

@@ -65,9 +65,10 @@ def _line(argv: Sequence[str]) -> str:
 
 def render_script(p: SourcePlan) -> str:
     """The recipe as one bash script; every value is shell-quoted (``bash -n`` accepts it)."""
-    from ..plan.source import GIB_PER_NVCC_THREAD, gpu_text
+    from ..host import describe_gpus
+    from ..plan.source import GIB_PER_NVCC_THREAD
     out = ["#!/usr/bin/env bash",
-           f"# Build vLLM {p.vllm.version} from source for {gpu_text(p.host.gpus, p.archs) if p.archs else 'the CPU'}",
+           f"# Build vLLM {p.vllm.version} from source for {describe_gpus(p.host.gpus) if p.archs else 'the CPU'}",
            f"# torch {p.torch_version}" + (f", CUDA {p.torch_cuda}" if p.torch_cuda else "") + " -- made by vresolve",
            "set -euo pipefail", ""]
     # everything before the clone (environment, torch, toolkit) runs before the exports

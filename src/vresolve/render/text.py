@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..host import Host
+from ..host import Host, describe_gpus
 from ..matrix import Matrix, Provenance
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def _driver_rows(h: Host) -> list[tuple[str, str, str]]:
         rows.append(("GPUs", "none", ""))
     for g in h.gpus:
         mem = f", {g.memory_mib / 1024:.0f} GiB" if g.memory_mib else ""
-        cc = f"sm_{g.compute_capability.major}{g.compute_capability.minor}" if g.compute_capability else "sm_?"
+        cc = g.compute_capability.sm if g.compute_capability else "sm_?"
         src = g.source or ""
         if g.cc_source and g.cc_source != g.source:
             src += f" (capability: {g.cc_source})"
@@ -186,10 +186,7 @@ def _stack_table(r: Any, detected_by: str) -> Table:
 
 
 def _machine_line(h: Host) -> str:
-    groups: dict[str, int] = {}
-    for g in h.gpus:
-        groups[g.name] = groups.get(g.name, 0) + 1
-    gpus = ", ".join(n if c == 1 else f"{c}x {n}" for n, c in groups.items()) or "no GPU"
+    gpus = describe_gpus(h.gpus, capability=False) or "no GPU"
     drv = f"driver {h.driver.version}" if h.driver.version else "driver not given"
     return f"{gpus}, {drv}, Python {h.python_minor}, {h.platform.tag}"
 

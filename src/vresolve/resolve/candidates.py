@@ -9,7 +9,7 @@ the same CUDA major as the vLLM build). Pure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -230,14 +230,6 @@ def coverage(archs: ArchList, gpus: Sequence[HostGpu]) -> tuple[list[HostGpu], l
         else:
             missing.append(g)
     return missing, ptx
-
-
-def gpu_list(gpus: Iterable[HostGpu]) -> str:
-    seen: dict[str, int] = {}
-    for g in gpus:
-        key = f"{g.name} (sm_{g.compute_capability.major}{g.compute_capability.minor})" if g.compute_capability else g.name
-        seen[key] = seen.get(key, 0) + 1
-    return ", ".join(k if n == 1 else f"{n}x {k}" for k, n in seen.items())
 
 
 def vllm_builds(matrix: Matrix, platform: str) -> list[VllmBuild]:

@@ -14,9 +14,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from ..errors import EXIT_NO_STACK, VresolveError
-from ..host import Host
+from ..host import Host, describe_gpus
 from ..matrix import Matrix
-from .candidates import Rejection, Request, VllmBuild, gpu_list, served_memo
+from .candidates import Rejection, Request, VllmBuild, served_memo
 
 if TYPE_CHECKING:
     from .provider import Resolution, _Checker, _Provider
@@ -152,7 +152,7 @@ def _machine_text(host: Host, request: Request) -> str:
     if host.driver.version is not None:
         parts.append(f"driver {host.driver.version}")
     if not request.cpu and host.gpus:
-        parts.append(gpu_list(host.gpus))
+        parts.append(describe_gpus(host.gpus))
     parts.append(f"Python {host.python_minor}")
     parts.append(host.platform.tag + (f", glibc {host.platform.glibc}" if host.platform.glibc else ""))
     return ", ".join(parts)

@@ -17,7 +17,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
 
-from ..host import Host, HostGpu
+from ..host import Host, HostGpu, describe_gpus
 from ..matrix import Matrix
 from ..names import POLICIES
 from ..values import Capability, DriverVersion, variant_for_cuda
@@ -35,7 +35,6 @@ from .candidates import (
     companion_floors,
     coverage,
     driver_floor_memo,
-    gpu_list,
     memo,
     served_memo,
     torch_builds,
@@ -166,14 +165,14 @@ class _Checker:
             too_old = [g for g, cc in self.host.known_gpus() if cc < k.min_compute_capability]
             if too_old:
                 return "gpu", (f"{c.label} needs compute capability >= {k.min_compute_capability}; "
-                               f"{gpu_list(too_old)} is older")
+                               f"{describe_gpus(too_old)} is older")
             missing, ptx = coverage(k.archs, self.gpus)
             if missing:
-                return "gpu", f"{c.label}'s kernels ({k.archs}) do not run on {gpu_list(missing)}"
+                return "gpu", f"{c.label}'s kernels ({k.archs}) do not run on {describe_gpus(missing)}"
             return ("ptx" if ptx else "ok"), ""
         missing, ptx = coverage(c.archs, self.gpus)
         if missing:
-            return "gpu", f"{c.label} ({c.archs}) does not run on {gpu_list(missing)}"
+            return "gpu", f"{c.label} ({c.archs}) does not run on {describe_gpus(missing)}"
         return ("ptx" if ptx else "ok"), ""
 
     def _glibc_reason(self, c: Candidate) -> str | None:
@@ -316,12 +315,12 @@ def _stack_warnings(host: Host, v: VllmBuild, t: TorchBuild) -> list[str]:
     families = {cc.major for _, cc in known}
     ccs = {cc for _, cc in known}
     if len(ccs) > 1:
-        out.append(f"this machine mixes GPU architectures ({gpu_list(gpus)}): tensor parallelism across them "
+        out.append(f"this machine mixes GPU architectures ({describe_gpus(gpus)}): tensor parallelism across them "
                    "runs at the speed of the slowest and may fail for kernels one of them lacks; set "
                    "CUDA_VISIBLE_DEVICES to GPUs of one kind per vLLM instance")
     old = [g for g, cc in known if cc < Capability(8, 0)]
     if old:
-        out.append(f"{gpu_list(old)}: compute capability below 8.0 has no bfloat16 and no FlashAttention 2; "
+        out.append(f"{describe_gpus(old)}: compute capability below 8.0 has no bfloat16 and no FlashAttention 2; "
                    "run models with --dtype float16")
     if len(families) and any(c < Capability(7, 0) for c in ccs):
         out.append("GPUs below compute capability 7.0 are not supported by vLLM's kernels")
@@ -387,7 +386,7 @@ def _reasons(host: Host, request: Request, v: VllmBuild, t: TorchBuild, gpus: Se
     reasons.append(f"torch {t.version}+{t.variant.variant} "
                    + ("is PyPI's default build" if t.pypi else f"comes from the PyTorch index ({t.variant.variant})"))
     if gpus:
-        reasons.append(f"both arch lists cover {gpu_list(gpus)}: torch {t.archs}; vLLM kernels "
+        reasons.append(f"both arch lists cover {describe_gpus(gpus)}: torch {t.archs}; vLLM kernels "
                        f"{v.kernels.archs if v.kernels else '(none)'}")
     if floor is not None:
         served = f"driver {host.driver.version} serves it" if host.driver.version else "the driver is not known"
@@ -402,7 +401,7 @@ def _driver_warnings(host: Host, matrix: Matrix, request: Request, v: VllmBuild,
         warnings.append("the CPU backend runs models far slower than a GPU; on a machine with NVIDIA GPUs run "
                         "`vresolve plan --gpu auto` there, or plan for it here with --gpu NAME --driver VERSION")
     if ptx:
-        warnings.append(f"{gpu_list(ptx)} run{'s' if len(ptx) == 1 else ''} part of the stack only through PTX: "
+        warnings.append(f"{describe_gpus(ptx)} run{'s' if len(ptx) == 1 else ''} part of the stack only through PTX: "
                         "the first launch JIT-compiles kernels (slow once), and the driver must be at least the "
                         "toolkit's own floor")
     driver = host.driver.version
