@@ -40,6 +40,7 @@ from ._atomic import write_atomic
 from .errors import PackageIndexError, UsageError
 from .matrix import Matrix
 from .plan import InstallPlan
+from .render.json import stack_view
 from .render.shell import exports_text
 
 __all__ = ["FORMATS", "LockFiles", "compile_lock", "lock_header", "read_lock_header", "write_lock", "check_lock"]
@@ -101,9 +102,7 @@ def lock_header(plan: InstallPlan, matrix: Matrix) -> dict[str, Any]:
             gpus[g.name] = str(g.compute_capability)
     return {
         "vresolve": __version__, "matrix_revision": matrix.revision,
-        "stack": {"vllm": str(r.vllm.version), "vllm_variant": r.vllm.variant, "vllm_source": r.vllm.where,
-                  "torch": str(r.torch.version), "variant": r.torch.variant.variant,
-                  "torch_source": "pypi" if r.torch.pypi else "pytorch-index", "companions": dict(r.companions)},
+        "stack": stack_view(r),  # the plan's own ``stack`` object: one record of a stack everywhere
         "machine": {"gpus": gpus, "min_driver": str(r.min_driver) if r.min_driver else None,
                     "driver_policy": r.request.driver_policy, "cuda": str(r.cuda) if r.cuda else None,
                     "python": str(r.host.python_minor), "platform": r.host.platform.tag,
@@ -218,6 +217,11 @@ def _run_uv(argv: list[str], what: str, platform: str, timeout: float, retries: 
     raise PackageIndexError(f"uv pip compile failed after {retries + 1} attempts: {last}")
 
 
+def _without_none(d: Mapping[str, Any]) -> dict[str, Any]:
+    """TOML has no null: the header's unknown values are left out of pylock.toml's [tool.vresolve]."""
+    return {k: _without_none(v) if isinstance(v, Mapping) else v for k, v in d.items() if v is not None}
+
+
 def _warm_up() -> None:
     import tomli_w  # noqa: F401
     from packaging import pylock  # noqa: F401
@@ -239,7 +243,7 @@ def _derive(plan: InstallPlan, matrix: Matrix, uv_pylock: str, seconds: float, a
     try:
         # uv's answer with vresolve's record added, validated by packaging.pylock exactly as it is written
         # (Pylock.from_dict checks the whole document against PEP 751)
-        doc = {**tomllib.loads(uv_pylock), "created-by": "vresolve", "tool": {"vresolve": header}}
+        doc = {**tomllib.loads(uv_pylock), "created-by": "vresolve", "tool": {"vresolve": _without_none(header)}}
         lock = Pylock.from_dict(doc)
     except (PylockValidationError, ValueError) as e:
         raise PackageIndexError(f"uv wrote a pylock.toml that does not validate: {e}") from None
