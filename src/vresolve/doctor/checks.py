@@ -28,8 +28,8 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
     if host.driver.nvml_library_mismatch:
         k = issue_for(matrix, "nvml-driver-mismatch")
         out.add("nvml-driver-mismatch", "error", "The NVIDIA kernel module and its user-space library differ",
-                k.explanation if k else "The driver was upgraded but the old kernel module is still loaded.",
-                k.fix if k else "Reboot, or reload the nvidia kernel modules.",
+                k.explanation,
+                k.fix,
                 [p for p in host.problems if "mismatch" in p])
     if env is not None:
         _environment(host, matrix, env, gpus, out.add)
@@ -44,7 +44,7 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
         out.add("gpu-too-old-for-feature", "info", "These GPUs lack bfloat16 and FlashAttention 2",
                 "GPUs below compute capability 8.0 have no bfloat16 and do not run FlashAttention 2; models whose "
                 "config says bfloat16 must be run in float16.",
-                (k.fix if k else "") or "Run with --dtype float16.",
+                k.fix,
                 [f"GPU {g.index}: {g.label}" for g in old])
     if log:
         _log(matrix, log, torch_cuda, out)
@@ -85,7 +85,7 @@ def _toolkit_mismatch(host: Host, matrix: Matrix, torch_cuda: str, out: _Finding
             out.add("toolkit-mismatch", "warning", f"nvcc {tk.version} is not torch's CUDA {torch_cuda}",
                     "Building vLLM or any CUDA extension with this nvcc against this torch fails or produces "
                     "kernels that do not load: the toolkit must be torch's CUDA major.minor.",
-                    (k.fix if k else "") + f"\nInstall CUDA {tc.major}.{tc.minor} and export CUDA_HOME to it before "
+                    k.fix + f"\nInstall CUDA {tc.major}.{tc.minor} and export CUDA_HOME to it before "
                     "building anything against this torch.", [f"{tk.path}: nvcc {tk.version} ({tk.source})"])
             return
 
@@ -131,16 +131,17 @@ def _other_extensions(matrix: Matrix, env: EnvReport, expected: Sequence[str], c
         emit("optional-kernel-missing", "warning", f"this vLLM lacks {len(missing)} compiled module(s) its wheel ships",
              "The release's wheel ships these kernel libraries; this install (a source build, or a partial one) has "
              "none of them, so the features that use them fall back or fail at run time.",
-             (k.fix if k else "") or "Install the release's wheel, or build with the architectures that need them.",
+             k.fix,
              tuple(f"{m}: not in the installed package" for m in missing))
     for name in env.vllm_extensions:
         rep = env.module(name)
         if name == core or rep is None or not rep.error or (no_driver and needs_libcuda(rep)):
             continue
-        k = classify(matrix, rep.traceback or rep.error)
-        emit(k.cause if k else "optional-kernel-missing", "warning", f"{name} does not load",
-             (k.explanation if k else f"vLLM's compiled module {name} fails to load; the features that use it fail."),
-             (k.fix if k else "Reinstall vLLM's wheel for this torch."), (rep.error,))
+        hit = classify(matrix, rep.traceback or rep.error)  # a known failure, or None
+        emit(hit.cause if hit else "optional-kernel-missing", "warning", f"{name} does not load",
+             (hit.explanation if hit else f"vLLM's compiled module {name} fails to load; the features that use it "
+                                          "fail."),
+             (hit.fix if hit else "Reinstall vLLM's wheel for this torch."), (rep.error,))
 
 
 def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu],
@@ -170,7 +171,7 @@ def _torch(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostG
         k = issue_for(matrix, "cpu-only-build")
         emit("cpu-only-build", "error", f"torch {torch.version} is a CPU build on a machine with NVIDIA GPUs",
              "torch.version.cuda is None: this torch cannot use the GPUs, and vLLM's CUDA kernels cannot load "
-             "against it.", k.fix if k else "Install a CUDA build of torch.",
+             "against it.", k.fix,
              (f"torch {torch.version}, torch.version.cuda = None", f"GPUs: {', '.join(g.name for g in gpus)}"))
     elif gpus and not torch.available:
         floor = None
@@ -184,7 +185,7 @@ def _torch(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostG
             emit("driver-too-old", "error", f"driver {host.driver.version} is too old for torch's CUDA {torch.cuda}",
                  f"torch {torch.version} is built with CUDA {torch.cuda}, which needs NVIDIA driver >= {floor} "
                  f"(CUDA minor-version compatibility); this machine has {host.driver.version}.",
-                 (k.fix if k else "") + f"\nInstall NVIDIA driver >= {floor}, or a torch built for an older CUDA.",
+                 k.fix + f"\nInstall NVIDIA driver >= {floor}, or a torch built for an older CUDA.",
                  ("torch.cuda.is_available() = False", f"driver {host.driver.version}"))
         else:
             emit("library-not-found", "error", "torch does not see the GPUs",
@@ -203,7 +204,7 @@ def _torch(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostG
                  f"torch's arch list ({' '.join(torch.arch_list)}) has neither SASS for "
                  f"{', '.join(g.cc.sm for g in missing)} "
                  "nor older PTX: kernels fail with 'no kernel image is available'.",
-                 k.fix if k else "Install a torch variant that covers this GPU.",
+                 k.fix,
                  (f"torch.cuda.get_arch_list() = {torch.arch_list}",))
 
 
@@ -231,7 +232,7 @@ def _vllm(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu], e
             emit("source-tree-shadowing", "error", "A vLLM source checkout shadows the installed vLLM",
                  f"`import vllm` loads {vllm.origin}, a source tree whose compiled extension was never built, so "
                  f"{core} is missing there even if an installed vLLM has it.",
-                 (k.fix if k else "") or f"Run from another directory, or remove {tree} from PYTHONPATH.",
+                 k.fix,
                  (f"vllm from {vllm.origin}", vllm_c.error or "" if vllm_c else "", f"sys.path[0] = {env.sys_path[0]!r}"
                   if env.sys_path else ""))
         elif c_failed:
@@ -240,13 +241,14 @@ def _vllm(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu], e
             if torch is not None and torch.cuda is None and f"No module named '{core}'" in text:
                 k = issue_for(matrix, "cpu-only-build")
                 emit("cpu-only-build", "error", "vLLM has no compiled extension for this torch",
-                     k.explanation if k else f"{core} is missing: this vLLM was installed without its CUDA kernels.",
-                     k.fix if k else "", (vllm_c.error or "", f"torch {torch.version}, CUDA None"))
+                     k.explanation,
+                     k.fix, (vllm_c.error or "", f"torch {torch.version}, CUDA None"))
             else:
-                k = classify(matrix, text)
-                emit(k.cause if k else "torch-abi-mismatch", "error", k.title if k else f"{core} does not load",
-                     k.explanation if k else "vLLM's compiled extension fails to load with this torch.",
-                     k.fix if k else "", (vllm_c.error or "",))
+                hit = classify(matrix, text)  # a known failure, or None: then the ABI, the usual cause
+                abi = issue_for(matrix, "torch-abi-mismatch")
+                emit(hit.cause if hit else abi.cause, "error", hit.title if hit else f"{core} does not load",
+                     hit.explanation if hit else "vLLM's compiled extension fails to load with this torch.",
+                     hit.fix if hit else abi.fix, (vllm_c.error or "",))
         if not tree:
             _other_extensions(matrix, env, expected, core, no_driver, emit)
         pin = torch_pin(env.requirement_lines("vllm"))
@@ -256,7 +258,7 @@ def _vllm(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu], e
                  f"vLLM {vllm.version} was built for torch {pin}, not the torch {torch.version} installed",
                  "Every vLLM wheel pins an exact torch: its kernels link against that torch's C++ ABI. Something "
                  "(another install, --no-deps, a later pip install torch) replaced it.",
-                 k.fix if k else "", (f"vllm requires torch=={pin}", f"installed torch {torch.version}"))
+                 k.fix, (f"vllm requires torch=={pin}", f"installed torch {torch.version}"))
 
 
 def _companions(matrix: Matrix, env: EnvReport, emit: Callable[..., None]) -> None:
@@ -277,5 +279,5 @@ def _companions(matrix: Matrix, env: EnvReport, emit: Callable[..., None]) -> No
             emit("companion-mismatch", "error" if failed else "warning",
                  f"{dist} does not match the installed torch",
                  f"{dist} is built against one exact torch; with another its C++ operators fail to register or load.",
-                 (k.fix if k else "") or f"Install the {dist} release made for torch {torch.version if torch else ''}.",
+                 k.fix,
                  ev)

@@ -36,8 +36,12 @@ def from_issue(issue: KnownIssue, evidence: Sequence[str], source: str, fix_extr
                    fix=issue.fix + fix_extra, evidence=tuple(evidence), source=source)
 
 
-def issue_for(matrix: Matrix, cause: str) -> KnownIssue | None:
-    return next((k for k in matrix.known_issues if k.cause == cause), None)
+def issue_for(matrix: Matrix, cause: str) -> KnownIssue:
+    """The known issue that explains ``cause`` (the matrix has one for every cause code: it checks so)."""
+    found = next((k for k in matrix.known_issues if k.cause == cause), None)
+    if found is None:
+        raise LookupError(f"the matrix has no known issue for cause {cause!r}")
+    return found
 
 
 def classify(matrix: Matrix, text: str) -> KnownIssue | None:

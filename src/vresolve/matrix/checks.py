@@ -13,7 +13,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import MatrixProblem
 from ..values import exact_pin
-from .model import Matrix, TorchRelease, VllmRelease, Wheel, gpu_key
+from .model import CAUSE_CODES, Matrix, TorchRelease, VllmRelease, Wheel, gpu_key
 
 Report = Callable[[str, str, str, str], None]  # (file, row, field, message)
 Docs = Mapping[str, dict[str, Any] | None]
@@ -59,11 +59,25 @@ def cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ..
         seen.add(v.version)
         _check_vllm_release(m, row, v, p, need_cuda, torch_versions)
     _check_generated(m, wheels, p)
+    _check_issues(m, docs, p)
+
+
+def _check_issues(m: Matrix, docs: Docs, p: Report) -> None:
+    """Ids are unique, and every cause code has a row: doctor explains each cause from this table."""
     ids: set[str] = set()
     for i, k in enumerate(m.known_issues):
         if k.id in ids:
             p("known_issues.yaml", f"issues[{i}] {k.id!r}", "id", "id used twice")
         ids.add(k.id)
+    doc = docs["known_issues.yaml"]
+    if doc is None:
+        return
+    # the causes the rows name, rows dropped for another problem included (no knock-on errors)
+    causes = {row.get("cause") for row in doc.get("issues") or () if isinstance(row, dict)}
+    for cause in CAUSE_CODES:
+        if cause not in causes:
+            p("known_issues.yaml", "issues", "cause", f"no row for cause {cause!r} (doctor explains every cause "
+                                                      "from this table)")
 
 
 def _check_cuda(m: Matrix, p: Report) -> None:
