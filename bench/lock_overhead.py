@@ -33,7 +33,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("flags", nargs="*")
     args = ap.parse_args()
-    flags = args.flags or ["--gpu", "NVIDIA H100 80GB HBM3", "--driver", "580.95.05"]
+    # this machine's glibc: a lock for manylinux_2_28 would need llguidance from source (vLLM 0.33.0's closure)
+    flags = args.flags or ["--gpu", "NVIDIA H100 80GB HBM3", "--driver", "580.95.05",
+                           "--glibc", os.confstr("CS_GNU_LIBC_VERSION").split()[-1]]
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # keep bytecode, as on a user's machine
     os.environ["UV_PYTHON_DOWNLOADS"] = "never"  # as vresolve runs uv: no interpreter download for --python-version
     with tempfile.TemporaryDirectory() as out:
@@ -53,7 +55,7 @@ def main() -> None:
         with open(src, "w") as fh:
             fh.write("".join(f"{r}\n" for r in reqs))
         bare = [_uv_bin(), "pip", "compile", src, "--python-version", str(host.python_minor), "--python-platform",
-                _platform_triple(plan), "--generate-hashes", "--no-header", "--output-file",
+                _platform_triple(plan), "--generate-hashes", "--no-header", "--no-build", "--output-file",
                 os.path.join(out, "bare", "pylock.toml"), *options]
         os.makedirs(os.path.join(out, "bare"))
         bare_out = os.path.join(out, "bare", "pylock.toml")
