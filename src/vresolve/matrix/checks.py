@@ -51,12 +51,9 @@ def cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ..
     _check_gpus(m, p)
     for i, t in enumerate(m.torch):
         _check_torch_release(m, f"releases[{i}] '{t.version}'", t, p, need_cuda)
-    seen: set[Version] = set()
+    _check_unique("vllm.yaml", "release", [(f"releases[{i}] '{v.version}'", v.version) for i, v in enumerate(m.vllm)], p)
     for i, v in enumerate(m.vllm):
         row = f"releases[{i}] '{v.version}'"
-        if v.version in seen:
-            p("vllm.yaml", row, "version", "release listed twice")
-        seen.add(v.version)
         _check_vllm_release(m, row, v, p, need_cuda, torch_versions)
     _check_generated(m, wheels, p)
     _check_issues(m, docs, p)
@@ -80,14 +77,20 @@ def _check_issues(m: Matrix, docs: Docs, p: Report) -> None:
                                                       "from this table)")
 
 
+def _check_unique(file: str, what: str, rows: list[tuple[str, Version]], p: Report) -> None:
+    seen: set[Version] = set()
+    for row, version in rows:
+        if version in seen:
+            p(file, row, "version", f"{what} listed twice")
+        seen.add(version)
+
+
 def _check_cuda(m: Matrix, p: Report) -> None:
     majors = {c.major for c in m.cuda_majors}
-    seen: set[Version] = set()
+    _check_unique("cuda.yaml", "toolkit", [(f"toolkits[{i}] '{t.version}'", t.version)
+                                           for i, t in enumerate(m.toolkits)], p)
     for i, t in enumerate(m.toolkits):
         row = f"toolkits[{i}] '{t.version}'"
-        if t.version in seen:
-            p("cuda.yaml", row, "version", "toolkit listed twice")
-        seen.add(t.version)
         if t.version.major not in majors:
             p("cuda.yaml", row, "version", f"CUDA {t.version.major} has no row in 'majors'")
         for u in t.updates:
@@ -163,7 +166,7 @@ def _check_vllm_release(m: Matrix, row: str, v: VllmRelease, p: Report,
         exact = exact_pin(spec)
         for comp in ("xformers", "flashinfer-python"):  # a pinned companion must be built for the same torch
             cv = exact_pin(w.requires.get(comp))
-            for cw in m.extra_wheels.get(comp, {}).get(cv, ()) if cv is not None else ():
+            for cw in m.wheels_of(comp, cv) if cv is not None else ():
                 ct = cw.requires.get("torch")
                 if exact is not None and ct is not None and str(ct) and not ct.contains(exact, prereleases=True):
                     p("wheels/vllm.yaml", row, f"{w.filename}.requires.{comp}",

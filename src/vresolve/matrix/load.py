@@ -566,14 +566,15 @@ def _read_asset(vd: dict[str, Any], row: str, fld: str, r: _Rows, version: Versi
         r.problem(row, f"{fld}.url", f"expected an https URL of a wheel ({{cp}} the only placeholder), got {url!r}")
         return None
     try:
-        _, wversion, _, _ = parse_wheel_filename(name)
+        _, wversion, _, tags = parse_wheel_filename(name)
     except InvalidWheelFilename as e:
         r.problem(row, f"{fld}.url", str(e))
         return None
     if version is not None and (wversion.public != version.public or wversion.local != (variant or None)):
         r.problem(row, f"{fld}.url", f"names {wversion}, not {version}+{variant}")
         return None
-    return Asset(url=url, provenance=prov)
+    plat = wheel_platform(next(iter(tags)).platform)
+    return Asset(url=url, provenance=prov, manylinux=plat[1] if plat else None)
 
 
 def _read_source_build(b: Any, row: str, r: _Rows) -> SourceBuild | None:

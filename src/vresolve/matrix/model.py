@@ -224,6 +224,7 @@ class Asset:
 
     url: str
     provenance: Provenance
+    manylinux: str | None = None  # the glibc floor its file name's platform tag says ("2.5" for manylinux1)
 
     def url_for(self, python: Version) -> str:
         return self.url.replace("{cp}", f"cp{python.major}{python.minor}")
@@ -321,6 +322,10 @@ class Matrix:
 
     def vllm_release(self, version: Version) -> VllmRelease | None:
         return next((r for r in self.vllm if r.version == version), None)
+
+    def wheels_of(self, package: str, version: Version) -> tuple[Wheel, ...]:
+        """PyPI's wheels of a companion release (torchvision, torchaudio, xformers, flashinfer-python)."""
+        return self.extra_wheels.get(package, {}).get(version, ())
 
     def find_gpu(self, text: str) -> Gpu | None:
         """A GPU by its reported name, another reported name or an alias (case-insensitive)."""

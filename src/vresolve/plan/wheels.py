@@ -83,7 +83,7 @@ def _companion_requires(matrix: Matrix, package: str, version: str) -> set[str]:
         wanted = Version(version)
     except InvalidVersion:
         return set()
-    return {k for w in matrix.extra_wheels.get(package, {}).get(wanted, ()) for k in w.requires}
+    return {k for w in matrix.wheels_of(package, wanted) for k in w.requires}
 
 
 def vllm_index_url(matrix: Matrix, v: VllmBuild) -> str | None:

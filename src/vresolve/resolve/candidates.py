@@ -17,7 +17,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from ..host import HostGpu
-from ..matrix import Asset, Kernels, Matrix, Provenance, TorchRelease, TorchVariant, VllmRelease, Wheel, wheel_platform
+from ..matrix import Asset, Kernels, Matrix, Provenance, TorchRelease, TorchVariant, VllmRelease, Wheel
 from ..values import ArchList, DriverVersion, exact_pin, variant_for_cuda
 
 COMPANIONS = ("torchvision", "torchaudio", "xformers", "flashinfer-python", "triton")
@@ -57,10 +57,7 @@ class VllmBuild:
         """The glibc floor of the wheel this build installs; None when not known (another index's wheel)."""
         if self.where == "pypi":
             return _glibc(self.wheel.manylinux) if self.wheel is not None else None
-        if self.asset is not None:
-            plat = wheel_platform(self.asset.url.rsplit("-", 1)[-1].removesuffix(".whl"))
-            return _glibc(plat[1]) if plat else None
-        return None
+        return _glibc(self.asset.manylinux) if self.asset is not None else None
 
     @property
     def version(self) -> Version:
@@ -129,7 +126,7 @@ def companion_floors(matrix: Matrix, v: VllmBuild, platform: str, names: Sequenc
         pin = exact_pin(v.pins.get(name))
         if pin is None:
             continue
-        wheels = [w for w in matrix.extra_wheels.get(name, {}).get(pin, ()) if w.platform == platform and w.manylinux]
+        wheels = [w for w in matrix.wheels_of(name, pin) if w.platform == platform and w.manylinux]
         if wheels:
             out.append((name, pin, min(Version(w.manylinux) for w in wheels if w.manylinux)))
     return out

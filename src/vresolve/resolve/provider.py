@@ -97,8 +97,7 @@ class _Checker:
                 continue  # the first, cautious pass uses verified facts only
             if self.request.pypi_only and not (c.pypi if isinstance(c, TorchBuild) else c.where == "pypi"):
                 continue  # --pypi-only: the variant indexes are out of reach
-            if not self.allow_unverified and self.glibc is not None and c.manylinux is None \
-                    and (c.cuda is not None or isinstance(c, VllmBuild)):
+            if not self.allow_unverified and self.glibc is not None and c.manylinux is None:
                 skipped = True
                 continue  # the glibc this build's wheel needs is not recorded: cautious, like an unverified fact
             kind, reason = self._verdict(c)
