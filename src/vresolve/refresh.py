@@ -218,7 +218,9 @@ def _wheel_row(package: str, spec: _Spec, pick: _Pick, metadata: bytes,
     if pick.file.yanked:
         row["yanked"] = True
     dist = f"{canonicalize_name(package).replace('-', '_')}-{pick.version}.dist-info/METADATA"
-    row["source"] = f"{pick.file.filename}:{dist}"
+    # extensions and features are read off the zip's central directory: the row names both sources
+    row["source"] = f"{pick.file.filename}:{dist}" if members is None else [
+        f"{pick.file.filename}:{dist}", f"{pick.file.filename}:(zip central directory)"]
     row["verified"] = "observed"
     return row
 
