@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-import difflib
-
 from packaging.version import InvalidVersion, Version
 
 from ..errors import UsageError
@@ -42,6 +40,8 @@ def parse_gpus(matrix: Matrix, text: str) -> tuple[HostGpu, ...]:
             gpu = matrix.find_gpu(part)
             if gpu is None:
                 names = [n for g in matrix.gpus for n in (g.name, *g.names, *g.aliases)]
+                import difflib  # only for a name the matrix does not know
+
                 close = difflib.get_close_matches(part, names, n=3, cutoff=0.5)
                 lower = {n.lower(): n for n in names}
                 close += [lower[k] for k in difflib.get_close_matches(part.lower(), list(lower), n=3, cutoff=0.5)

@@ -41,11 +41,18 @@ def cache_file(revision: str) -> Path | None:
 
 
 def read(cfile: Path, revision: str, root: Path) -> Matrix | None:
+    import gc
+
+    collecting = gc.isenabled()
+    gc.disable()  # tens of thousands of new objects, none of them garbage: a collection would only cost
     try:
         with open(cfile, "rb") as fh:
             m = pickle.load(fh)
     except Exception:  # noqa: BLE001 - a missing, stale or corrupt cache is only a miss
         return None
+    finally:
+        if collecting:
+            gc.enable()
     if not isinstance(m, Matrix) or m.revision != revision:
         return None
     return m if m.path == str(root) else dataclasses.replace(m, path=str(root))

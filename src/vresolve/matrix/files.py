@@ -22,12 +22,14 @@ def default_matrix_path() -> Path:
     beside = Path(__file__).parents[1] / "compat_matrix"  # where the wheel puts it: the package's own resource
     if beside.is_dir():
         return beside
+    checkout = Path(__file__).resolve().parents[3] / "compat_matrix"  # an editable install of a checkout
+    if (checkout.parent / "pyproject.toml").is_file() and checkout.is_dir():
+        return checkout
     from importlib import resources  # slower to import; for installs that are not plain directories
 
     packaged = resources.files("vresolve") / "compat_matrix"
     if packaged.is_dir():
         return Path(str(packaged))
-    checkout = Path(__file__).resolve().parents[3] / "compat_matrix"
     return checkout
 
 

@@ -10,7 +10,7 @@ import datetime as _dt
 import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
@@ -58,6 +58,9 @@ def _yaml_loader() -> Any:
 
 
 
+_T = TypeVar("_T")
+
+
 class _Rows:
     """Typed getters over one YAML file that collect problems instead of raising.
 
@@ -65,9 +68,26 @@ class _Rows:
     incomplete, so one bad value never hides the next one.
     """
 
-    def __init__(self, file: str, problems: list[MatrixProblem]) -> None:
+    def __init__(self, file: str, problems: list[MatrixProblem], shared: dict[Any, Any]) -> None:
         self.file = file
         self.problems = problems
+        self.shared = shared
+
+    def share(self, value: _T) -> _T:
+        """One object for each value across the matrix: the cache pickles a shared object once, so a
+        cold start unpickles a few hundred versions and capabilities instead of thousands.
+
+        Versions, specifiers and driver versions are shared only with ones spelled the same (12.8 and
+        12.8.0 are equal but print differently); tuples only when their items are the same objects.
+        """
+        key: Any
+        if isinstance(value, (Version, SpecifierSet, DriverVersion)):
+            key = (type(value), str(value))
+        elif isinstance(value, tuple) and type(value) is tuple:
+            key = (tuple, tuple(map(id, value)))
+        else:
+            key = (type(value), value)
+        return self.shared.setdefault(key, value)  # type: ignore[no-any-return]
 
     def problem(self, row: str, fld: str, message: str) -> None:
         self.problems.append(MatrixProblem(self.file, row, fld, message))
@@ -118,7 +138,7 @@ class _Rows:
         if text is None:
             return None
         try:
-            return parse(text)
+            return self.share(parse(text))
         except (InvalidVersion, InvalidSpecifier, ValueError):
             self.problem(row, fld or key, f"invalid {what} {text!r} (expected {expected})")
             return None
@@ -152,11 +172,11 @@ class _Rows:
                 self.problem(row, f"{fld}[{i}]", f"expected str, got {_kind(item)} {item!r} (quote it)")
                 return None
             try:
-                out.append(parse(item))
+                out.append(self.share(parse(item)))
             except (InvalidVersion, ValueError, re.error) as e:
                 self.problem(row, f"{fld}[{i}]", f"invalid {what} {item!r}" + (f": {e}" if what == "regular expression" else ""))
                 return None
-        return tuple(out)
+        return self.share(tuple(out))
 
     def caps(self, d: dict[str, Any], key: str, row: str, **kw: Any) -> tuple[Capability, ...] | None:
         return self.list_of(d, key, row, Capability.parse, "compute capability", **kw)
@@ -186,7 +206,7 @@ class _Rows:
         note = self.get(d, "note", row, str, required=False)
         if sources is None or verified is None:
             return None
-        return Provenance(source=sources, verified=verified, note=note)
+        return self.share(Provenance(source=self.share(sources), verified=verified, note=note))
 
     def driver_floor(self, d: dict[str, Any], key: str, row: str) -> DriverFloor | None:
         m = self.get(d, key, row, dict)
@@ -390,7 +410,7 @@ def _read_archlist(al: Any, fld: str, row: str, r: _Rows) -> ArchList | None:
     for name, caps in (("sass", sass), ("ptx", ptx)):
         if list(caps) != sorted(set(caps)):
             r.problem(row, f"{fld}.{name}", "expected ascending capabilities without repeats")
-    return ArchList(sass=sass, ptx=ptx)
+    return r.share(ArchList(sass=sass, ptx=ptx))
 
 
 def _read_kernels(d: dict[str, Any], row: str, r: _Rows, fld: str = "kernels") -> Kernels | None:
@@ -676,7 +696,7 @@ def _read_wheel(wd: dict[str, Any], row: str, fld: str, r: _Rows, package: str,
     for k, v in (r.get(wd, "requires", row, dict, required=False, fld=f"{fld}.requires") or {}).items():
         s = r.spec({k: v}, k, row, fld=f"{fld}.requires.{k}")
         if s is not None:
-            requires[k] = s
+            requires[r.share(k)] = s
     pythons = r.list_of(wd, "pythons", row, Version, "Python version", required=False, fld=f"{fld}.pythons")
     cuda = r.version(wd, "cuda", row, required=False, fld=f"{fld}.cuda")
     extensions = r.list_of(wd, "extensions", row, _module_name, "dotted module name", required=False,
@@ -737,11 +757,12 @@ def _parse_yaml(name: str, tables: tuple[str, ...], data: bytes | None, problems
 def parse_matrix(root: Path, raw: Mapping[str, bytes | None], revision: str) -> Matrix:
     """The validated matrix from its files' bytes, or MatrixError listing every problem."""
     problems: list[MatrixProblem] = []
+    shared: dict[Any, Any] = {}
     docs = {name: _parse_yaml(name, tables, raw[name], problems) for name, tables in FILES.items()}
 
     def read(name: str, reader: Callable[..., Any], *extra: Any, empty: Any) -> Any:
         doc = docs[name]
-        return empty if doc is None else reader(doc, _Rows(name, problems), *extra)
+        return empty if doc is None else reader(doc, _Rows(name, problems, shared), *extra)
 
     wheels = {pkg: read(f"wheels/{pkg}.yaml", _read_wheels, pkg, empty={}) for pkg in WHEEL_PACKAGES}
     majors, toolkits = read("cuda.yaml", _read_cuda, empty=((), ()))
