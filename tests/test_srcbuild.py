@@ -125,6 +125,9 @@ def test_scripts_pass_bash_n_with_hostile_names(matrix: Matrix, installer: str) 
         words = list(lexer)
         assert not {"rm", "-rf", "~", "$dollar", "$x", "'y'", "$HOME", "`x`/bin/python"} & set(words)
         assert any("src dir;rm -rf ~" in w for w in words)
+        # conda's interpreter is plain argv (conda run -n ENV python), never a command substitution
+        assert "$(conda" not in script
+        assert (installer == "conda" and not keep) == ("conda run -n 'env with '\"'\"'quote'\"'\"' $dollar' python" in script)
 
 
 def test_precompiled_recipe(matrix: Matrix) -> None:

@@ -30,7 +30,6 @@ of its ops against torch's own result.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -62,7 +61,7 @@ class SourcePlan:
     toolkit: CudaToolkit | None  # the matrix row of the toolkit
     toolkit_found: Toolkit | None  # the toolkit on the machine, when there is one
     cuda_home: str
-    python: str  # the interpreter the build uses (a path, or a shell expression for conda)
+    python: tuple[str, ...]  # the argv that runs the build's interpreter (a path, or conda run -n ENV python)
     env_dir: str | None
     installer: str
     src_dir: str
@@ -348,20 +347,18 @@ def _recipe(host: Host, matrix: Matrix, request: Request, c: _Choice, o: _Option
 
 def _environment(host: Host, matrix: Matrix, c: _Choice, o: _Options, torch_version: str,
                  torch_cuda: Version | None, found: Toolkit | None, steps: list[Step], reasons: list[str]
-                 ) -> tuple[str, str | None]:
-    """(the interpreter the build uses, the environment it creates or None when keeping torch's)."""
+                 ) -> tuple[tuple[str, ...], str | None]:
+    """(the argv of the interpreter the build uses, the environment it creates or None when keeping torch's)."""
     r = c.release
     if c.kept is not None:
-        python = host.python_executable or "python3"
+        python: tuple[str, ...] = (host.python_executable or "python3",)
         reasons.append(f"builds against the torch in this environment ({torch_version}, CUDA "
-                       f"{torch_cuda or 'none'}), which it keeps: {python}")
+                       f"{torch_cuda or 'none'}), which it keeps: {python[0]}")
         return python, None
     env_dir = o.env_dir or (f"vllm-{r.version}" if o.installer == "conda" else ".venv-vllm")
     steps.append(fresh_environment(o.installer, str(host.python_minor), env_dir))
-    if o.installer == "conda":  # the build runs the environment's interpreter by its path
-        python = "$(conda run -n " + shlex.quote(env_dir) + " python -c 'import sys; print(sys.executable)')"
-    else:
-        python = f"{env_dir}/bin/python"
+    # conda run passes the build's exports through, like the wheel plan's conda steps
+    python = ("conda", "run", "-n", env_dir, "python") if o.installer == "conda" else (f"{env_dir}/bin/python",)
     tb = c.torch_build
     assert tb is not None
     pins = [f"torch=={tb.version}" if tb.pypi else f"torch=={tb.version}+{tb.variant.variant}"]
@@ -423,14 +420,14 @@ def _build_env(host: Host, c: _Choice, o: _Options, tk: CudaToolkit | None, cuda
     return env
 
 
-def _pre_checks(tk: CudaToolkit | None, torch_cuda: Version | None, python: str) -> list[Check]:
+def _pre_checks(tk: CudaToolkit | None, torch_cuda: Version | None, python: tuple[str, ...]) -> list[Check]:
     """The checks before the build (the seed's pitfalls: nvcc != torch's CUDA, an unsupported gcc)."""
     if tk is None or torch_cuda is None:
         return []
     checks = [Check(name="nvcc is torch's CUDA", argv=("$CUDA_HOME/bin/nvcc", "--version"),
                     expect=f"release {torch_cuda.major}.{torch_cuda.minor},"),
               Check(name="torch is the planned build",
-                    argv=(python, "-c", 'import torch; print("torch CUDA", torch.version.cuda)'),
+                    argv=(*python, "-c", 'import torch; print("torch CUDA", torch.version.cuda)'),
                     expect=f"torch CUDA {torch_cuda.major}.{torch_cuda.minor}")]
     if tk.host_gcc is not None:
         lo, hi = tk.host_gcc
@@ -441,7 +438,7 @@ def _pre_checks(tk: CudaToolkit | None, torch_cuda: Version | None, python: str)
     return checks
 
 
-def _build_steps(c: _Choice, o: _Options, python: str, tk: CudaToolkit | None, steps: list[Step],
+def _build_steps(c: _Choice, o: _Options, python: tuple[str, ...], tk: CudaToolkit | None, steps: list[Step],
                  reasons: list[str]) -> None:
     """The clone, the kept torch's pins dropped, and the build (or the editable precompiled install)."""
     r = c.release
@@ -451,7 +448,7 @@ def _build_steps(c: _Choice, o: _Options, python: str, tk: CudaToolkit | None, s
                                         o.src_dir),
                       why=f"vLLM's source at the v{r.version} tag"))
     if c.kept is not None:
-        steps.append(Step(tool="python", argv=(python, b.use_existing_torch or "use_existing_torch.py"),
+        steps.append(Step(tool="python", argv=(*python, b.use_existing_torch or "use_existing_torch.py"),
                           cwd=o.src_dir,
                           why="drop the torch pins from vLLM's requirements, so the build keeps your torch"))
     pip = pip_install(o.installer, python)
@@ -496,14 +493,14 @@ _OP_CHECK = (
 _PYBIND_OPS = Version("0.5.0")  # before: vllm._C.ops (pybind11)
 
 
-def _op_check(python: str, target: str, r: VllmRelease, platform: str = "linux-x86_64") -> Check:
+def _op_check(python: tuple[str, ...], target: str, r: VllmRelease, platform: str = "linux-x86_64") -> Check:
     wheels = r.wheels_for(platform) or r.wheels
     shipped = wheels[0].extensions if wheels and target == "cuda" else ()
     modules = [m for m in CORE_EXTENSIONS if m in shipped] or [CORE_EXTENSIONS[0]]  # CPU builds: vllm._C
     op = ('importlib.import_module("vllm._C").ops.silu_and_mul' if r.version < _PYBIND_OPS
           else "torch.ops._C.silu_and_mul")
     return Check(name=f"vLLM {r.version}'s kernels ({', '.join(modules)}) load and one of its ops matches torch",
-                 argv=(python, "-c", _OP_CHECK.format(device="cuda" if target == "cuda" else "cpu",
+                 argv=(*python, "-c", _OP_CHECK.format(device="cuda" if target == "cuda" else "cpu",
                                                       modules=repr(modules), op=op)),
                  expect="vLLM kernels: silu_and_mul matches torch")
 

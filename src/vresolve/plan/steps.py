@@ -95,8 +95,9 @@ def fresh_environment(installer: str, python_minor: str, env_dir: str) -> Step:
                 why=f"a conda environment with Python {py} and pip; the wheels come through pip")
 
 
-def pip_install(installer: str, python: str) -> tuple[str, ...]:
-    """The argv that installs into the environment of interpreter ``python`` (uv's or the environment's pip)."""
+def pip_install(installer: str, python: tuple[str, ...]) -> tuple[str, ...]:
+    """The argv that installs into the environment whose interpreter ``python`` runs (uv's or the environment's
+    pip); ``python`` is a path, or for conda the ``conda run -n ENV python`` that runs it."""
     if installer == "uv":
-        return ("uv", "pip", "install", "--python", python)
-    return (python, "-m", "pip", "install")
+        return ("uv", "pip", "install", "--python", *python)
+    return (*python, "-m", "pip", "install")

@@ -100,11 +100,11 @@ def _steps(matrix: Matrix, res: Resolution, installer: str, env_dir: str, into: 
     vllm_index = vllm_index_url(matrix, v)
     steps: list[Step] = []
     if into is not None:  # the existing environment whose torch is kept: its exact pin keeps it
-        base = pip_install(installer, into)
+        base = pip_install(installer, (into,))
     else:
         steps.append(fresh_environment(installer, py, env_dir))
         base = (("conda", "run", "-n", env_dir, "python", "-m", "pip", "install") if installer == "conda"
-                else pip_install(installer, f"{env_dir}/bin/python"))
+                else pip_install(installer, (f"{env_dir}/bin/python",)))
     if torch_pins:
         steps.append(Step(tool=base[0] if installer != "conda" else "conda",
                           argv=(*base, "--index-url", torch_index, *torch_pins),

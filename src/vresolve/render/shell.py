@@ -52,15 +52,9 @@ def exports_text(env: Sequence[tuple[str, str]], shell: str) -> str:
     raise ValueError(f"shell {shell!r} (expected one of: {', '.join(SHELLS)})")
 
 
-def _word(arg: str) -> str:
-    """Shell-quote; ``$PWD``/``$CUDA_HOME``/``$PATH`` and the conda interpreter lookup still expand."""
-    if arg.startswith("$(conda run -n ") and arg.endswith(")"):
-        return '"' + arg + '"'  # made by this module, its environment name already quoted
-    return sh_value(arg)
-
-
 def _line(argv: Sequence[str]) -> str:
-    return " ".join(_word(a) for a in argv)
+    """Shell-quote each word; ``$PWD``/``$CUDA_HOME``/``$PATH`` in them still expand."""
+    return " ".join(sh_value(a) for a in argv)
 
 
 def render_script(p: SourcePlan) -> str:
@@ -78,7 +72,7 @@ def render_script(p: SourcePlan) -> str:
     out.append("# the build environment")
     for (k, v), (_, why) in zip(p.env, p.env_reasons, strict=True):
         out.append(f"# {why}")
-        out.append(f"export {k}={_word(v)}")
+        out.append(f"export {k}={sh_value(v)}")
     if p.max_jobs is None:  # (0: nothing is compiled, as with VLLM_USE_PRECOMPILED)
         out += ["# MAX_JOBS and NVCC_THREADS from this machine: 2 nvcc threads on 8+ cores, a 4 GiB budget per",
                 "# nvcc thread in 80 % of the available memory, no more jobs than cores / NVCC_THREADS",
