@@ -59,7 +59,7 @@ def test_case(path: Path, matrix: Matrix) -> None:
         _contains_all(list(info.value.hints), case["conflicted"].get("hints_contain", []), "hint")
         return
     res = resolve(host, matrix, request)
-    got = {**stack_view(res), "min_driver": str(res.min_driver) if res.min_driver else None}
+    got = {**stack_view(res.stack), "min_driver": str(res.min_driver) if res.min_driver else None}
     want = case["resolved"]
     assert {k: got[k] for k in want} == want
     _contains_all(list(res.warnings), case.get("warnings_contain", []), "warning")

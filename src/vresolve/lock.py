@@ -102,7 +102,7 @@ def lock_header(plan: InstallPlan, matrix: Matrix) -> dict[str, Any]:
             gpus[g.name] = str(g.compute_capability)
     return {
         "vresolve": __version__, "matrix_revision": matrix.revision,
-        "stack": stack_view(r),  # the plan's own ``stack`` object: one record of a stack everywhere
+        "stack": stack_view(r.stack),  # the plan's own ``stack`` object: one record of a stack everywhere
         "machine": {"gpus": gpus, "min_driver": str(r.min_driver) if r.min_driver else None,
                     "driver_policy": r.request.driver_policy, "cuda": str(r.cuda) if r.cuda else None,
                     "python": str(r.host.python_minor), "platform": r.host.platform.tag,

@@ -37,7 +37,7 @@ from packaging.version import Version
 
 from ..host import Host, InstalledDist, Toolkit, describe_gpus
 from ..matrix import CudaToolkit, Matrix, VllmRelease
-from ..resolve import Cause, NoCompatibleStack, Request, TorchBuild, driver_floor
+from ..resolve import Cause, NoCompatibleStack, Request, Stack, TorchBuild, driver_floor
 from ..values import CORE_EXTENSIONS, Capability, DriverVersion, exact_pin, public_version
 from .steps import Check, Step, fresh_environment, pip_install
 
@@ -75,6 +75,15 @@ class SourcePlan:
     verify: tuple[Check, ...]  # after it
     reasons: tuple[str, ...]
     warnings: tuple[str, ...]
+
+    @property
+    def stack(self) -> Stack:
+        tb = self.torch_build
+        return Stack(vllm=self.vllm.version, torch=self.torch_version.split("+")[0], torchvision=None, torchaudio=None,
+                     companions={}, variant=f"cu{self.torch_cuda.major}{self.torch_cuda.minor}" if self.torch_cuda
+                     else "cpu", vllm_variant="source", vllm_source=f"git tag v{self.vllm.version}",
+                     torch_source="kept" if self.keep_torch else "pypi" if tb and tb.pypi else "pytorch-index",
+                     cuda=self.torch_cuda, python=self.host.python_minor, install_kind="source")
 
 
 def build_parallelism(cores: int | None, memory_mib: int | None) -> tuple[int | None, int]:

@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import VresolveError
 from ..host import Host
 from ..matrix import Matrix, Provenance, VllmRelease, Wheel
+
+if TYPE_CHECKING:
+    from ..resolve import Stack
 
 
 def to_json(obj: dict[str, Any]) -> str:
@@ -141,15 +144,13 @@ def _host_view(h: Host, detected_by: str) -> dict[str, Any]:
             "glibc": str(h.platform.glibc) if h.platform.glibc else None, "detected_by": detected_by}
 
 
-def stack_view(r: Any) -> dict[str, Any]:
-    """The ``stack`` object of the plan JSON for a Resolution."""
+def stack_view(s: Stack) -> dict[str, Any]:
+    """The ``stack`` object of the plan JSON (and of a lock's header)."""
     return {
-        "vllm": str(r.vllm.version), "torch": str(r.torch.version),
-        "torchvision": r.companions.get("torchvision"), "torchaudio": r.companions.get("torchaudio"),
-        "companions": {k: v for k, v in r.companions.items() if k not in ("torchvision", "torchaudio")},
-        "variant": r.torch.variant.variant, "vllm_variant": r.vllm.variant,
-        "vllm_source": r.vllm.where, "torch_source": "pypi" if r.torch.pypi else "pytorch-index",
-        "cuda": str(r.cuda) if r.cuda else None, "python": str(r.host.python_minor), "install_kind": "wheel",
+        "vllm": str(s.vllm), "torch": s.torch, "torchvision": s.torchvision, "torchaudio": s.torchaudio,
+        "companions": dict(s.companions), "variant": s.variant, "vllm_variant": s.vllm_variant,
+        "vllm_source": s.vllm_source, "torch_source": s.torch_source, "cuda": str(s.cuda) if s.cuda else None,
+        "python": str(s.python), "install_kind": s.install_kind,
     }
 
 
@@ -160,7 +161,7 @@ def plan_view(p: Any, detected_by: str) -> dict[str, Any]:
     r = p.resolution
     return {
         "host": _host_view(r.host, detected_by),
-        "stack": stack_view(r),
+        "stack": stack_view(r.stack),
         "requires": {"min_driver": str(r.min_driver) if r.min_driver else None,
                      "driver_policy": r.request.driver_policy,
                      "glibc": str(r.glibc_floor) if r.glibc_floor else None},
@@ -169,7 +170,7 @@ def plan_view(p: Any, detected_by: str) -> dict[str, Any]:
         "env": dict(p.env),
         "verify": [{"name": c.name, "argv": list(c.argv), "expect": c.expect} for c in p.verify],
         "reasons": list(r.reasons), "warnings": list(r.warnings),
-        "alternatives": [{"stack": stack_view(a), "min_driver": str(a.min_driver) if a.min_driver else None,
+        "alternatives": [{"stack": stack_view(a.stack), "min_driver": str(a.min_driver) if a.min_driver else None,
                           "why_not_chosen": why} for a, why in p.alternatives],
         "rejected": [{"candidate": x.candidate, "kind": x.kind, "reason": x.reason} for x in r.rejections[:50]],
     }
@@ -179,22 +180,12 @@ def plan_error_view(err: Any) -> dict[str, Any]:
     return {"error": {"code": err.code, "message": err.headline, "causes": list(err.causes), "hints": list(err.hints)}}
 
 
-def source_stack_view(p: Any) -> dict[str, Any]:
-    return {"vllm": str(p.vllm.version), "torch": p.torch_version.split("+")[0], "torchvision": None,
-            "torchaudio": None, "companions": {},
-            "variant": (f"cu{p.torch_cuda.major}{p.torch_cuda.minor}" if p.torch_cuda else "cpu"),
-            "vllm_variant": "source", "vllm_source": f"git tag v{p.vllm.version}",
-            "torch_source": "kept" if p.keep_torch else ("pypi" if p.torch_build and p.torch_build.pypi else "pytorch-index"),
-            "cuda": str(p.torch_cuda) if p.torch_cuda else None, "python": str(p.host.python_minor),
-            "install_kind": "source"}
-
-
 def source_plan_view(p: Any, detected_by: str) -> dict[str, Any]:
     """The ``vresolve.plan/1`` body of a SourcePlan: the same fields, plus the script."""
     from .shell import render_script, shell_line
 
     return {
-        "host": _host_view(p.host, detected_by), "stack": source_stack_view(p),
+        "host": _host_view(p.host, detected_by), "stack": stack_view(p.stack),
         "requires": {"min_driver": str(p.min_driver) if p.min_driver else None,
                      "driver_policy": p.request.driver_policy},
         "installer": p.installer, "environment": p.env_dir,

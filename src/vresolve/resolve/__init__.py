@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..names import POLICIES
 from .candidates import Rejection, Request, TorchBuild, VllmBuild, driver_floor, driver_serves, vllm_builds
 from .explain import Cause, NoCompatibleStack, alternatives
-from .provider import Resolution, resolve, resolve_kept_torch
+from .provider import Resolution, Stack, resolve, resolve_kept_torch
 
-__all__ = ["POLICIES", "Request", "VllmBuild", "TorchBuild", "Rejection", "Resolution", "Cause", "NoCompatibleStack",
+__all__ = ["POLICIES", "Request", "VllmBuild", "TorchBuild", "Rejection", "Resolution", "Stack", "Cause", "NoCompatibleStack",
            "driver_floor", "driver_serves", "vllm_builds", "resolve", "resolve_kept_torch", "alternatives"]

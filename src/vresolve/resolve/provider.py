@@ -270,6 +270,24 @@ class _Provider(AbstractProvider):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Stack:
+    """What a plan installs: one record for a wheel plan, a source build, an alternative and a lock's header."""
+
+    vllm: Version
+    torch: str  # the version, without a local part
+    torchvision: str | None
+    torchaudio: str | None
+    companions: Mapping[str, str]  # the other pins of the vLLM wheel (xformers, flashinfer-python)
+    variant: str  # torch's build: cu128, cpu
+    vllm_variant: str  # vLLM's build: cu129, cpu, source
+    vllm_source: str  # pypi, release-assets, the vLLM index, git tag vX
+    torch_source: str  # pypi, pytorch-index, kept
+    cuda: Version | None
+    python: Version  # major.minor
+    install_kind: str  # wheel, source
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Resolution:
     host: Host
     request: Request
@@ -289,6 +307,15 @@ class Resolution:
     def rejections(self) -> tuple[Rejection, ...]:
         """The builds the resolver turned down on the way, and why (newest first)."""
         return self.turned_down()
+
+    @property
+    def stack(self) -> Stack:
+        return Stack(vllm=self.vllm.version, torch=str(self.torch.version),
+                     torchvision=self.companions.get("torchvision"), torchaudio=self.companions.get("torchaudio"),
+                     companions={k: v for k, v in self.companions.items() if k not in ("torchvision", "torchaudio")},
+                     variant=self.torch.variant.variant, vllm_variant=self.vllm.variant, vllm_source=self.vllm.where,
+                     torch_source="pypi" if self.torch.pypi else "pytorch-index", cuda=self.cuda,
+                     python=self.host.python_minor, install_kind="wheel")
 
 
 def _min_driver(matrix: Matrix, res_vllm: VllmBuild, res_torch: TorchBuild, gpus: Sequence[HostGpu],
