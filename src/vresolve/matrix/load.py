@@ -59,6 +59,7 @@ def _yaml_loader() -> Any:
 
 
 _T = TypeVar("_T")
+_S = TypeVar("_S", bound=str)
 
 
 class _Rows:
@@ -184,13 +185,15 @@ class _Rows:
     def strings(self, d: dict[str, Any], key: str, row: str, **kw: Any) -> tuple[str, ...] | None:
         return self.list_of(d, key, row, str, "string", **kw)
 
-    def choice(self, d: dict[str, Any], key: str, row: str, choices: tuple[str, ...], *,
-               required: bool = True, fld: str | None = None) -> str | None:
+    def choice(self, d: dict[str, Any], key: str, row: str, choices: tuple[_S, ...], *,
+               required: bool = True, fld: str | None = None) -> _S | None:
         value = self.get(d, key, row, str, required=required, fld=fld)
-        if value is not None and value not in choices:
+        if value is None:
+            return None
+        if value not in choices:
             self.problem(row, fld or key, f"invalid value {value!r} (expected one of: {', '.join(choices)})")
             return None
-        return value
+        return choices[choices.index(value)]  # the choice itself, typed as one
 
     def provenance(self, d: dict[str, Any], row: str) -> Provenance | None:
         src = d.get("source")

@@ -10,12 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from ..values import ArchList, Capability, DriverVersion
+
+if TYPE_CHECKING:
+    from ..names import Where
 
 CAUSE_CODES = (
     "source-tree-shadowing",
@@ -45,7 +48,7 @@ SEVERITIES = ("error", "warning", "info")
 SEGMENTS = ("datacenter", "workstation", "consumer", "jetson", "superchip")
 
 
-VLLM_VARIANT_SOURCES = ("vllm-index", "release-assets", "pypi")
+VLLM_VARIANT_SOURCES: tuple[Where, ...] = ("vllm-index", "release-assets", "pypi")
 
 
 #: file name -> the tables (top-level keys) it holds
@@ -234,7 +237,7 @@ class Asset:
 class VllmVariant:
     variant: str
     cuda: Version | None
-    where: str
+    where: Where
     platforms: tuple[str, ...]
     kernels: Kernels | None  # None: the release's kernels
     torch_pins: Mapping[str, Version]  # platform -> the torch this build pins, where not the PyPI wheel's

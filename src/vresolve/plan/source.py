@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
@@ -40,6 +41,9 @@ from ..matrix import CudaToolkit, Matrix, VllmRelease
 from ..resolve import Cause, NoCompatibleStack, Request, Stack, TorchBuild, driver_floor
 from ..values import CORE_EXTENSIONS, Capability, DriverVersion, exact_pin, public_version
 from .steps import Check, Step, fresh_environment, pip_install
+
+if TYPE_CHECKING:
+    from ..names import Installer
 
 __all__ = ["SourcePlan", "plan_source_build", "build_parallelism", "GIB_PER_NVCC_THREAD"]
 
@@ -63,7 +67,7 @@ class SourcePlan:
     cuda_home: str
     python: tuple[str, ...]  # the argv that runs the build's interpreter (a path, or conda run -n ENV python)
     env_dir: str | None
-    installer: str
+    installer: Installer
     src_dir: str
     max_jobs: int | None  # None: the recipe computes it on the build machine
     nvcc_threads: int
@@ -136,7 +140,7 @@ class _Choice:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Options:
-    installer: str
+    installer: Installer
     env_dir: str | None
     src_dir: str
     why_no_wheel: tuple[str, ...]
@@ -148,7 +152,7 @@ _HARDWARE = ("gpu", "driver", "torch")
 
 
 def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torch: bool = False,
-                      installer: str = "uv", env_dir: str | None = None, src_dir: str = "vllm-src",
+                      installer: Installer = "uv", env_dir: str | None = None, src_dir: str = "vllm-src",
                       why_no_wheel: Sequence[str] = (), precompiled: bool = False) -> SourcePlan:
     """The source-build recipe for ``host``, or NoCompatibleStack saying why none works."""
     caps = () if request.cpu else _caps(host)

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
 from ..values import EXTENSION_HELPERS
+
+if TYPE_CHECKING:
+    from ..names import Installer
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -81,7 +85,7 @@ def extension_check(version: Version, extensions: Sequence[str]) -> tuple[str, s
     return script, f"vllm {version.public}: compiled extensions load"
 
 
-def fresh_environment(installer: str, python_minor: str, env_dir: str) -> Step:
+def fresh_environment(installer: Installer, python_minor: str, env_dir: str) -> Step:
     """The step that creates a fresh environment of this Python for the installer (wheel plans and
     source builds alike)."""
     py = python_minor
@@ -95,7 +99,7 @@ def fresh_environment(installer: str, python_minor: str, env_dir: str) -> Step:
                 why=f"a conda environment with Python {py} and pip; the wheels come through pip")
 
 
-def pip_install(installer: str, python: tuple[str, ...]) -> tuple[str, ...]:
+def pip_install(installer: Installer, python: tuple[str, ...]) -> tuple[str, ...]:
     """The argv that installs into the environment whose interpreter ``python`` runs (uv's or the environment's
     pip); ``python`` is a path, or for conda the ``conda run -n ENV python`` that runs it."""
     if installer == "uv":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
@@ -20,11 +21,14 @@ from ..names import INSTALLERS
 from ..resolve import Resolution, TorchBuild, VllmBuild
 from .steps import _COVERAGE, Check, Step, extension_check, fresh_environment, pip_install
 
+if TYPE_CHECKING:
+    from ..names import Installer
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class InstallPlan:
     resolution: Resolution
-    installer: str
+    installer: Installer
     env_dir: str
     steps: tuple[Step, ...]
     env: tuple[tuple[str, str], ...]
@@ -92,7 +96,7 @@ def vllm_index_url(matrix: Matrix, v: VllmBuild) -> str | None:
     return f"{matrix.vllm_index}/{v.version}/{v.variant}"
 
 
-def _steps(matrix: Matrix, res: Resolution, installer: str, env_dir: str, into: str | None = None) -> list[Step]:
+def _steps(matrix: Matrix, res: Resolution, installer: Installer, env_dir: str, into: str | None = None) -> list[Step]:
     t, v = res.torch, res.vllm
     py = f"{res.host.python_minor}"
     torch_pins, vllm_pins = wheel_requirements(matrix, res)
@@ -183,7 +187,7 @@ def _exports(res: Resolution) -> tuple[list[tuple[str, str]], list[tuple[str, st
     return env, why
 
 
-def build_plan(matrix: Matrix, res: Resolution, *, installer: str = "uv", env_dir: str | None = None,
+def build_plan(matrix: Matrix, res: Resolution, *, installer: Installer = "uv", env_dir: str | None = None,
                alternatives: Sequence[tuple[Resolution, str]] = (), into: str | None = None) -> InstallPlan:
     """The install plan; ``into``: the interpreter of an existing environment to install into, keeping its
     torch (``--keep-torch``), instead of a fresh environment."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from ..names import SHELLS
 
 if TYPE_CHECKING:
+    from ..names import Shell
     from ..plan.source import SourcePlan
 
 
@@ -41,7 +42,7 @@ def _split_keep(text: str, var: str) -> list[str]:
     return out
 
 
-def exports_text(env: Sequence[tuple[str, str]], shell: str) -> str:
+def exports_text(env: Sequence[tuple[str, str]], shell: Shell) -> str:
     """The exports in one shell's syntax (``--shell bash|fish|dotenv``)."""
     if shell == "bash":
         return "".join(f"export {k}={sh_value(v)}\n" for k, v in env)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -19,6 +19,9 @@ from packaging.version import Version
 from ..host import HostGpu
 from ..matrix import Asset, Kernels, Matrix, Provenance, TorchRelease, TorchVariant, VllmRelease, Wheel
 from ..values import ArchList, DriverVersion, exact_pin, variant_for_cuda
+
+if TYPE_CHECKING:
+    from ..names import Policy, RejectionKind, Where
 
 COMPANIONS = ("torchvision", "torchaudio", "xformers", "flashinfer-python", "triton")
 
@@ -30,7 +33,7 @@ class Request:
     vllm: SpecifierSet = field(default_factory=SpecifierSet)
     torch: SpecifierSet = field(default_factory=SpecifierSet)
     variant: str | None = None  # torch's variant, when the user names one (cuXYZ | cpu)
-    driver_policy: str = "minor-compat"
+    driver_policy: Policy = "minor-compat"
     cpu: bool = False  # plan the CPU backend (--gpu none, or no GPU found)
     pypi_only: bool = False  # only wheels from the configured index (no PyTorch or vLLM variant index)
 
@@ -42,7 +45,7 @@ class VllmBuild:
     release: VllmRelease
     variant: str  # "cu130" | "cpu"
     cuda: Version | None
-    where: str  # "pypi" | "vllm-index" | "release-assets"
+    where: Where
     kernels: Kernels | None
     wheel: Wheel | None  # the PyPI wheel of this platform (whose METADATA gave the pins)
     pins: Mapping[str, SpecifierSet]
@@ -184,7 +187,7 @@ Requirement = VllmRequirement | TorchRequirement
 Candidate = VllmBuild | TorchBuild
 
 
-def driver_serves(matrix: Matrix, driver: DriverVersion, policy: str) -> Version | None:
+def driver_serves(matrix: Matrix, driver: DriverVersion, policy: Policy) -> Version | None:
     """The newest CUDA the driver serves under the policy (for messages): 470.82 -> 11.4."""
     best = None
     for t in matrix.toolkits:
@@ -198,7 +201,7 @@ def driver_serves(matrix: Matrix, driver: DriverVersion, policy: str) -> Version
     return best
 
 
-def driver_floor(matrix: Matrix, cuda: Version, policy: str, ptx_only: bool) -> DriverVersion | None:
+def driver_floor(matrix: Matrix, cuda: Version, policy: Policy, ptx_only: bool) -> DriverVersion | None:
     """The minimum Linux driver for a build of CUDA ``cuda``; None when the matrix does not know.
 
     ``ptx_only``: some GPU runs the build only through PTX JIT, which needs the toolkit's own floor.
@@ -284,7 +287,7 @@ class Rejection:
     """
 
     build: Candidate
-    kind: str  # "driver" | "gpu" | "python" | "platform" | "glibc"
+    kind: RejectionKind
     text: str | None = None  # the sentence, for kinds other than "driver"
     needs_driver: DriverVersion | None = None  # for kind == "driver"
     driver: DriverVersion | None = None
@@ -319,11 +322,11 @@ def memo(key: tuple[Any, ...], compute: Any) -> Any:
         return value
 
 
-def driver_floor_memo(matrix: Matrix, cuda: Version, policy: str, ptx: bool) -> DriverVersion | None:
+def driver_floor_memo(matrix: Matrix, cuda: Version, policy: Policy, ptx: bool) -> DriverVersion | None:
     return memo(("floor", matrix.revision, cuda, policy, ptx), lambda: driver_floor(matrix, cuda, policy, ptx))
 
 
-def served_memo(matrix: Matrix, driver: DriverVersion, policy: str) -> Version | None:
+def served_memo(matrix: Matrix, driver: DriverVersion, policy: Policy) -> Version | None:
     return memo(("served", matrix.revision, driver, policy), lambda: driver_serves(matrix, driver, policy))
 
 

@@ -19,6 +19,7 @@ from ..matrix import Matrix
 from .candidates import Rejection, Request, VllmBuild, served_memo
 
 if TYPE_CHECKING:
+    from ..names import Policy
     from .provider import Resolution, _Checker, _Provider
 
 
@@ -158,7 +159,7 @@ def _machine_text(host: Host, request: Request) -> str:
     return ", ".join(parts)
 
 
-def _try(host: Host, matrix: Matrix, request: Request, *, driver: Any = ..., policy: str | None = None
+def _try(host: Host, matrix: Matrix, request: Request, *, driver: Any = ..., policy: Policy | None = None
          ) -> Resolution | None:
     from dataclasses import replace
 

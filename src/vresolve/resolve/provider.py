@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -43,7 +43,12 @@ from .candidates import (
 )
 from .explain import NoCompatibleStack, explain
 
-_Verdict = tuple[str, str]  # ("ok", "") | ("ptx", "") | (kind, reason)
+if TYPE_CHECKING:
+    from typing import Literal
+
+    from ..names import InstallKind, Policy, RejectionKind
+
+    _Verdict = tuple[Literal["ok", "ptx"] | RejectionKind, str]  # ("ok", "") | ("ptx", "") | (kind, reason)
 
 
 class _Checker:
@@ -67,7 +72,7 @@ class _Checker:
         self._shape = (matrix.revision, self.platform, self.python, self.glibc,
                        tuple((g.name, g.compute_capability) for g in self.gpus))
 
-    def reject(self, c: Candidate, kind: str, reason: str) -> None:
+    def reject(self, c: Candidate, kind: RejectionKind, reason: str) -> None:
         self._rejections.append(Rejection(build=c, kind=kind, text=reason))
 
     def pool(self, key: Any, builds: Sequence[Candidate]) -> list[tuple[Candidate, DriverVersion | None, bool]]:
@@ -284,7 +289,7 @@ class Stack:
     torch_source: str  # pypi, pytorch-index, kept
     cuda: Version | None
     python: Version  # major.minor
-    install_kind: str  # wheel, source
+    install_kind: InstallKind
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -319,7 +324,7 @@ class Resolution:
 
 
 def _min_driver(matrix: Matrix, res_vllm: VllmBuild, res_torch: TorchBuild, gpus: Sequence[HostGpu],
-                policy: str) -> tuple[DriverVersion | None, list[HostGpu]]:
+                policy: Policy) -> tuple[DriverVersion | None, list[HostGpu]]:
     floors: list[DriverVersion] = []
     ptx_all: list[HostGpu] = []
     for cuda, archs in ((res_vllm.cuda, res_vllm.kernels.archs if res_vllm.kernels else None),
