@@ -41,14 +41,13 @@ from .errors import PackageIndexError, UsageError
 from .matrix import Matrix
 from .plan import InstallPlan
 from .render.json import stack_view
-from .render.shell import exports_text
+from .render.lockfiles import HEADER_KEY, env_sh, environment_yml, header_text, requirements_text
 
 __all__ = ["FORMATS", "LockFiles", "compile_lock", "lock_header", "read_lock_header", "write_lock", "check_lock"]
 
 FORMATS = ("requirements", "pylock", "conda", "env")
 FILE_NAMES = {"requirements": "requirements.txt", "pylock": "pylock.toml", "conda": "environment.yml",
               "env": "env.sh"}
-HEADER_KEY = "vresolve-lock:"
 _NETWORK_ERRORS = ("Failed to fetch", "error sending request", "timed out", "Connection reset", "dns error",
                    "tcp connect error", "Network unreachable", "Request failed after")
 
@@ -108,22 +107,6 @@ def lock_header(plan: InstallPlan, matrix: Matrix) -> dict[str, Any]:
                     "python": str(r.host.python_minor), "platform": r.host.platform.tag,
                     "glibc": _target_glibc(plan)},
     }
-
-
-def _header_lines(h: Mapping[str, Any], comment: str = "#") -> str:
-    s, m = h["stack"], h["machine"]
-    gpus = ", ".join(f"{n} ({cc})" for n, cc in m["gpus"].items()) or "no GPU (CPU backend)"
-    lines = [
-        f"vLLM {s['vllm']} ({s['vllm_variant']}, {s['vllm_source']}) with torch {s['torch']}+{s['variant']} "
-        f"({s['torch_source']})",
-        f"for: {gpus}; Python {m['python']}; {m['platform']}" + (f", glibc >= {m['glibc']}" if m.get("glibc") else ""),
-        f"needs: NVIDIA driver >= {m['min_driver']} ({m['driver_policy']} policy, CUDA {m['cuda']})"
-        if m["min_driver"] else "needs: no NVIDIA driver",
-        f"made by vresolve {h['vresolve']} from matrix revision {h['matrix_revision']}; "
-        "check it against a machine with: vresolve doctor --lock FILE",
-        f"{HEADER_KEY} {json.dumps(h, sort_keys=True, separators=(',', ':'))}",
-    ]
-    return "".join(f"{comment} {line}\n" for line in lines)
 
 
 def read_lock_header(text: str) -> dict[str, Any] | None:
@@ -247,36 +230,26 @@ def _derive(plan: InstallPlan, matrix: Matrix, uv_pylock: str, seconds: float, a
         lock = Pylock.from_dict(doc)
     except (PylockValidationError, ValueError) as e:
         raise PackageIndexError(f"uv wrote a pylock.toml that does not validate: {e}") from None
-    pylock = _header_lines(header) + tomli_w.dumps(doc)
-
-    pins: list[str] = []
-    for pkg in sorted(lock.packages, key=lambda p: p.name):
-        hashes = sorted({f"{algo}:{h}" for art in [*(pkg.wheels or ()), *((pkg.sdist,) if pkg.sdist else ())]
-                         for algo, h in art.hashes.items()})
-        line = f"{pkg.name}=={pkg.version}"
-        pins.append(" \\\n    ".join([line, *(f"--hash={h}" for h in hashes)]))
-    index_lines = []
+    pylock = header_text(header) + tomli_w.dumps(doc)
+    pins = [(pkg.name, str(pkg.version),
+             sorted({f"{algo}:{h}" for art in [*(pkg.wheels or ()), *((pkg.sdist,) if pkg.sdist else ())]
+                     for algo, h in art.hashes.items()}))
+            for pkg in sorted(lock.packages, key=lambda p: p.name)]
+    index_urls = []
     it = iter(options)
     for opt in it:
         value = next(it)
         if opt == "--torch-backend":
-            index_lines.append(f"--extra-index-url {matrix.torch_index}/{value}")
+            index_urls.append(f"{matrix.torch_index}/{value}")
         elif opt == "--extra-index-url":
-            index_lines.append(f"--extra-index-url {value}")
-    requirements = (_header_lines(header) + "# install: pip install --require-hashes -r requirements.txt "
-                    "(into a fresh environment)\n" + "".join(f"{line}\n" for line in index_lines)
-                    + "".join(f"{p}\n" for p in pins))
+            index_urls.append(value)
     r = plan.resolution
-    conda_lines = [_header_lines(header).rstrip("\n"),
-                   f"name: vllm-{r.vllm.version}", "channels:", "  - conda-forge", "dependencies:",
-                   f"  - python={r.host.python_minor}", "  - pip", "  - pip:"]
-    conda_lines += [f"      - {line}" for line in index_lines]
-    for pkg in sorted(lock.packages, key=lambda p: p.name):
-        hashes = sorted({f"{algo}:{h}" for art in [*(pkg.wheels or ()), *((pkg.sdist,) if pkg.sdist else ())]
-                         for algo, h in art.hashes.items()})
-        conda_lines.append(f"      - {pkg.name}=={pkg.version} " + " ".join(f"--hash={h}" for h in hashes))
-    env_sh = _header_lines(header) + exports_text(plan.env, "bash")
-    files = {"requirements": requirements, "pylock": pylock, "conda": "\n".join(conda_lines) + "\n", "env": env_sh}
+    try:
+        files = {"requirements": requirements_text(header, index_urls, pins), "pylock": pylock,
+                 "conda": environment_yml(header, f"vllm-{r.vllm.version}", str(r.host.python_minor), index_urls, pins),
+                 "env": env_sh(header, plan.env)}
+    except ValueError as e:
+        raise PackageIndexError(f"the lock cannot be written: {e}") from None
     return LockFiles(files=files, header=header, uv_seconds=seconds, uv_argv=argv, packages=len(lock.packages))
 
 

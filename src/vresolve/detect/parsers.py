@@ -12,6 +12,26 @@ from ..values import DriverVersion
 
 NVML_MISMATCH = "Failed to initialize NVML: Driver/library version mismatch"
 
+# what no GPU name, version or probe message holds: C0 and C1 controls (newlines, ESC), DEL, and the
+# invisible format characters that reorder or hide text (bidi overrides and isolates, zero-width,
+# line and paragraph separators, BOM)
+_INVISIBLE_RE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e"
+                           "\u2060-\u206f\ufeff\ufff9-\ufffb]")
+
+#: the longest name or message kept from the machine (NVIDIA's longest GPU names are under 60 characters)
+MACHINE_TEXT_LIMIT = 256
+
+
+def machine_text(text: str, limit: int = MACHINE_TEXT_LIMIT) -> str:
+    """A string the machine printed (a GPU name, a probe's message), made one plain line: controls and
+    invisible format characters become spaces, runs of spaces one, and at most ``limit`` characters.
+
+    >>> machine_text("NVIDIA H100\\n$(touch x) #\\x1b[2J")
+    'NVIDIA H100 $(touch x) # [2J'
+    """
+    line = " ".join(_INVISIBLE_RE.sub(" ", text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
 
 SMI_FIELDS = ("index", "name", "uuid", "compute_cap", "driver_version", "memory.total", "pci.bus_id")
 

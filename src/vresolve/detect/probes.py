@@ -29,6 +29,7 @@ from .parsers import (
     NVML_MISMATCH,
     SMI_FIELDS,
     driver_or_none,
+    machine_text,
     parse_nvcc_version,
     parse_proc_driver_version,
     parse_proc_gpu_information,
@@ -520,11 +521,19 @@ def detect_host(o: Overrides | None = None, *, probe_gpus: bool = True, installe
     python = Version(o.python) if o.python else Version(_platform.python_version())
     env = tuple((k, o.environ[k]) for k in ENV_VARS if k in o.environ)
     return Host(
-        driver=found.driver, gpus=tuple(found.gpus), python=python, python_executable=sys.executable,
-        platform=plat, cpu_count=os.cpu_count(), memory_mib=_probe_memory(o),
+        driver=found.driver, gpus=tuple(_plain_gpu(g) for g in found.gpus), python=python,
+        python_executable=sys.executable, platform=plat, cpu_count=os.cpu_count(), memory_mib=_probe_memory(o),
         toolkits=_probe_toolkits(o, problems), installed=_probe_installed() if installed else (),
-        env=env, tools=_probe_tools(o), problems=tuple(problems),
+        env=env, tools=tuple((k, machine_text(v)) for k, v in _probe_tools(o)),
+        problems=tuple(machine_text(p, 1024) for p in problems),
     )
+
+
+def _plain_gpu(g: HostGpu) -> HostGpu:
+    """A GPU's names as plain lines (nvidia-smi, NVML and /proc print what the driver and VBIOS say)."""
+    return replace(g, name=machine_text(g.name) or f"GPU {g.index}",
+                   uuid=machine_text(g.uuid) if g.uuid is not None else None,
+                   pci_bus_id=machine_text(g.pci_bus_id) if g.pci_bus_id is not None else None)
 
 
 def detect_interpreter(o: Overrides | None = None) -> Host:

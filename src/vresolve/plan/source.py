@@ -40,7 +40,7 @@ from ..host import Host, InstalledDist, Toolkit, describe_gpus
 from ..matrix import CudaToolkit, Matrix, VllmRelease
 from ..resolve import Cause, NoCompatibleStack, Request, Stack, TorchBuild, driver_floor
 from ..values import CORE_EXTENSIONS, Capability, DriverVersion, exact_pin, public_version
-from .steps import Check, Step, fresh_environment, pip_install
+from .steps import Check, Expand, Step, fresh_environment, pip_install
 
 if TYPE_CHECKING:
     from ..names import Installer
@@ -331,7 +331,7 @@ def _recipe(host: Host, matrix: Matrix, request: Request, c: _Choice, o: _Option
         assert c.torch_build is not None
         torch_version, torch_cuda = f"{c.torch_build.version}+{c.torch_build.variant.variant}", c.torch_build.cuda
     found = _toolkit_on_host(host, torch_cuda) if torch_cuda is not None and not o.precompiled else None
-    cuda_home = "" if tk is None else (found.path if found is not None else f"$PWD/.cuda-{tk.version}")
+    cuda_home = "" if tk is None else (found.path if found is not None else Expand(f"$PWD/.cuda-{tk.version}"))
     steps: list[Step] = []
     reasons: list[str] = list(o.why_no_wheel)
     warnings: list[str] = []
@@ -415,7 +415,7 @@ def _build_env(host: Host, c: _Choice, o: _Options, tk: CudaToolkit | None, cuda
                     "fetch the compiled extensions of this release instead of building them"))
     elif c.target == "cuda":
         env.append(("CUDA_HOME", cuda_home, f"the CUDA {tk.version if tk else ''} toolkit vLLM's CMake builds with"))
-        env.append(("PATH", "$CUDA_HOME/bin:$PATH", "its nvcc first on PATH"))
+        env.append(("PATH", Expand("$CUDA_HOME/bin:$PATH"), "its nvcc first on PATH"))
         env.append(("TORCH_CUDA_ARCH_LIST", ";".join(str(x) for x in c.caps),
                     f"exactly this machine's GPUs ({describe_gpus(host.gpus)}); vLLM and torch take the arch list "
                     "from here (CMAKE_CUDA_ARCHITECTURES is ignored)"))
@@ -437,7 +437,7 @@ def _pre_checks(tk: CudaToolkit | None, torch_cuda: Version | None, python: tupl
     """The checks before the build (the seed's pitfalls: nvcc != torch's CUDA, an unsupported gcc)."""
     if tk is None or torch_cuda is None:
         return []
-    checks = [Check(name="nvcc is torch's CUDA", argv=("$CUDA_HOME/bin/nvcc", "--version"),
+    checks = [Check(name="nvcc is torch's CUDA", argv=(Expand("$CUDA_HOME/bin/nvcc"), "--version"),
                     expect=f"release {torch_cuda.major}.{torch_cuda.minor},"),
               Check(name="torch is the planned build",
                     argv=(*python, "-c", 'import torch; print("torch CUDA", torch.version.cuda)'),

@@ -16,6 +16,14 @@ if TYPE_CHECKING:
     from ..names import Installer
 
 
+class Expand(str):
+    """A value the shell expands: vresolve's own text naming ``$PWD``, ``$CUDA_HOME`` or ``$PATH``
+    (``$PWD/.cuda-13.0``). Every other string, whatever it holds, is written quoted, as a literal:
+    a user's ``--src-dir '$PWD$(x)'`` stays those characters."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Step:
     tool: str  # "uv" | "pip" | "conda" | "python" | "git" | "vllm"

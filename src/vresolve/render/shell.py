@@ -5,11 +5,13 @@ only ``$PWD``, ``$CUDA_HOME`` and ``$PATH`` in vresolve's own values expand.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..names import SHELLS
+from ..plan.steps import Expand
 
 if TYPE_CHECKING:
     from ..names import Shell
@@ -17,20 +19,86 @@ if TYPE_CHECKING:
 
 
 def shell_line(argv: Sequence[str]) -> str:
-    return shlex.join(argv)
+    """A command line for bash: every word quoted (vresolve's own ``$PWD``-style values expand)."""
+    return " ".join(sh_value(a) for a in argv)
 
 
 _EXPANDED = ("$PWD", "$CUDA_HOME", "$PATH")  # the only variables vresolve's own values refer to
 
+# characters that end a comment's line, or that a terminal or editor would act on: C0/C1 controls, DEL,
+# line and paragraph separators, bidi overrides and isolates
+_UNPRINTABLE_RE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
-def sh_value(v: str, fish: bool = False) -> str:
-    """Quote a value; ``$PWD``/``$CUDA_HOME``/``$PATH`` in it still expand."""
+
+def escape_controls(text: str, *, lines: bool = False) -> str:
+    """``text`` with every control character written as an escape (``\\n``, ``\\x1b``): inert for a
+    file's syntax and for a terminal. ``lines=True`` keeps the line breaks (``\\n``) of a text of lines."""
+    def esc(m: re.Match[str]) -> str:
+        c = m[0]
+        if lines and c == "\n":
+            return c
+        return repr(c)[1:-1] if ord(c) < 0x80 or ord(c) > 0x9f else f"\\x{ord(c):02x}"
+
+    return _UNPRINTABLE_RE.sub(esc, text)
+
+
+def comment(text: str, marker: str = "#") -> str:
+    """One comment line of any artefact (bash, fish, dotenv, requirements, YAML, TOML): whatever
+    ``text`` holds stays inside the comment."""
+    return f"{marker} {escape_controls(text)}"
+
+
+def _expanded_parts(v: str) -> list[str]:
     parts = [v]
-    for var in _EXPANDED:
-        parts = [x for p in parts for x in _split_keep(p, var)]
-    if fish and len(parts) > 1 and v.endswith(":$PATH"):  # fish: PATH is a list
-        return " ".join(sh_value(x, fish) for x in v[: -len(":$PATH")].split(":")) + " $PATH"
-    return "".join(f'"{p}"' if p in _EXPANDED else shlex.quote(p) for p in parts if p)
+    if isinstance(v, Expand):  # vresolve's own value: its variables expand
+        for var in _EXPANDED:
+            parts = [x for p in parts for x in _split_keep(p, var)]
+    return [p for p in parts if p]
+
+
+def sh_value(v: str) -> str:
+    """One word for bash or POSIX sh: quoted, so that it is exactly ``v``; only an :class:`Expand`
+    value's ``$PWD``/``$CUDA_HOME``/``$PATH`` expand."""
+    parts = _expanded_parts(v)
+    if not parts:
+        return "''"
+    return "".join(f'"{p}"' if p in _EXPANDED and isinstance(v, Expand) else shlex.quote(p) for p in parts)
+
+
+_FISH_SAFE_RE = re.compile(r"[A-Za-z0-9_./:@%+=,-]+")
+
+
+def fish_quote(text: str) -> str:
+    """One fish word that is exactly ``text``. fish reads ``\\\\`` and ``\\'`` inside single quotes,
+    so POSIX quoting (shlex) is not enough: a value ending in a backslash would open a string."""
+    if _FISH_SAFE_RE.fullmatch(text):
+        return text
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def fish_value(v: str) -> str:
+    """One fish value; an :class:`Expand` value's variables expand (``$PATH`` is a list there)."""
+    if isinstance(v, Expand) and len(_expanded_parts(v)) > 1 and v.endswith(":$PATH"):
+        return " ".join(fish_value(Expand(x)) for x in v[: -len(":$PATH")].split(":")) + " $PATH"
+    parts = _expanded_parts(v)
+    if not parts:
+        return "''"
+    return "".join(f'"{p}"' if p in _EXPANDED and isinstance(v, Expand) else fish_quote(p) for p in parts)
+
+
+_DOTENV_SAFE_RE = re.compile(r"[A-Za-z0-9_./:@%+=,-]*")
+
+
+def dotenv_value(v: str) -> str:
+    """A dotenv value: plain when it needs no quoting (every reader agrees on those), else in single
+    quotes, which python-dotenv and compose read literally. ValueError for what single quotes cannot
+    hold: a quote, a backslash, a control character, blanks at an end."""
+    if _DOTENV_SAFE_RE.fullmatch(v) or isinstance(v, Expand):
+        return v
+    if "'" in v or "\\" in v or _UNPRINTABLE_RE.search(v) or v != v.strip():
+        raise ValueError(f"{escape_controls(v)!r} cannot be written as a dotenv value "
+                         "(it holds a quote, a backslash, a control character or blanks at an end)")
+    return f"'{v}'"
 
 
 def _split_keep(text: str, var: str) -> list[str]:
@@ -43,19 +111,25 @@ def _split_keep(text: str, var: str) -> list[str]:
 
 
 def exports_text(env: Sequence[tuple[str, str]], shell: Shell) -> str:
-    """The exports in one shell's syntax (``--shell bash|fish|dotenv``)."""
+    """The exports in one shell's syntax (``--shell bash|fish|dotenv``); ValueError for a value the
+    dialect cannot hold, and for a variable name that is not one."""
+    for k, _ in env:
+        if not _NAME_RE.fullmatch(k):
+            raise ValueError(f"{escape_controls(k)!r} is not an environment variable name")
     if shell == "bash":
         return "".join(f"export {k}={sh_value(v)}\n" for k, v in env)
     if shell == "fish":
-        return "".join(f"set -gx {k} {sh_value(v, fish=True)}\n" for k, v in env)
+        return "".join(f"set -gx {k} {fish_value(v)}\n" for k, v in env)
     if shell == "dotenv":
-        return "".join(f"{k}={v}\n" for k, v in env)
+        return "".join(f"{k}={dotenv_value(v)}\n" for k, v in env)
     raise ValueError(f"shell {shell!r} (expected one of: {', '.join(SHELLS)})")
 
 
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def _line(argv: Sequence[str]) -> str:
-    """Shell-quote each word; ``$PWD``/``$CUDA_HOME``/``$PATH`` in them still expand."""
-    return " ".join(sh_value(a) for a in argv)
+    return shell_line(argv)
 
 
 def render_script(p: SourcePlan) -> str:
@@ -63,16 +137,17 @@ def render_script(p: SourcePlan) -> str:
     from ..host import describe_gpus
     from ..plan.source import GIB_PER_NVCC_THREAD
     out = ["#!/usr/bin/env bash",
-           f"# Build vLLM {p.vllm.version} from source for {describe_gpus(p.host.gpus) if p.archs else 'the CPU'}",
-           f"# torch {p.torch_version}" + (f", CUDA {p.torch_cuda}" if p.torch_cuda else "") + " -- made by vresolve",
+           comment(f"Build vLLM {p.vllm.version} from source for "
+                   f"{describe_gpus(p.host.gpus) if p.archs else 'the CPU'}"),
+           comment(f"torch {p.torch_version}" + (f", CUDA {p.torch_cuda}" if p.torch_cuda else "") + " -- made by vresolve"),
            "set -euo pipefail", ""]
     # everything before the clone (environment, torch, toolkit) runs before the exports
     clone = next(i for i, s in enumerate(p.steps) if s.tool == "git")
     for s in p.steps[:clone]:
-        out += [f"# {s.why}", _line(s.argv), ""]
+        out += [comment(s.why), _line(s.argv), ""]
     out.append("# the build environment")
     for (k, v), (_, why) in zip(p.env, p.env_reasons, strict=True):
-        out.append(f"# {why}")
+        out.append(comment(why))
         out.append(f"export {k}={sh_value(v)}")
     if p.max_jobs is None:  # (0: nothing is compiled, as with VLLM_USE_PRECOMPILED)
         out += ["# MAX_JOBS and NVCC_THREADS from this machine: 2 nvcc threads on 8+ cores, a 4 GiB budget per",
@@ -92,7 +167,7 @@ def render_script(p: SourcePlan) -> str:
                        f"{{ echo {shlex.quote('vresolve: check failed: ' + c.name)} >&2; exit 1; }}")
         out.append("")
     for s in p.steps[clone:]:
-        out.append(f"# {s.why}")
+        out.append(comment(s.why))
         out.append(f"(cd {shlex.quote(s.cwd)} && {_line(s.argv)})" if s.cwd else _line(s.argv))
         out.append("")
     out.append("# verify")

@@ -10,6 +10,17 @@ from ..matrix import Matrix, Provenance
 
 if TYPE_CHECKING:
     from rich.table import Table
+    from rich.text import Text
+
+
+def _t(text: object, style: str = "", *, lines: bool = False) -> Text:
+    """Untrusted text for the terminal: a Text (rich reads no markup in it, so ``[/]`` is just
+    characters) with every control character escaped (no escape sequence reaches the terminal)."""
+    from rich.text import Text
+
+    from .shell import escape_controls
+
+    return Text(escape_controls(str(text), lines=lines), style=style)
 
 
 def _source_cell(p: Provenance) -> str:
@@ -20,12 +31,12 @@ def matrix_table_human(m: Matrix, table: str) -> Table:
     """A rich table of one matrix table, one line per row."""
     from rich.table import Table
 
-    t = Table(title=f"{table} ({m.path}, revision {m.revision})", show_lines=False)
+    t = Table(title=_t(f"{table} ({m.path}, revision {m.revision})"), show_lines=False)
     columns, rows = _TABLES[table](m)
     for col in columns:
         t.add_column(col)
     for row in rows:
-        t.add_row(*row)
+        t.add_row(*map(_t, row))
     return t
 
 
@@ -80,7 +91,9 @@ def detect_human(h: Host) -> Table:
     t.add_column("value")
     t.add_column("from")
     for row in (*_driver_rows(h), *_machine_rows(h), *_software_rows(h)):
-        t.add_row(*row)
+        t.add_row(*map(_t, row))
+    for problem in h.problems:
+        t.add_row(_t("not learned", "dim"), _t(problem), "")
     return t
 
 
@@ -130,7 +143,6 @@ def _software_rows(h: Host) -> list[tuple[str, str, str]]:
                                         f"archs {' '.join(tr.arch_list) or '-'}", "import torch"))
     rows += [(k, v, "build tool") for k, v in h.tools]
     rows += [(k, v, "environment") for k, v in h.env]
-    rows += [("[dim]not learned[/dim]", problem, "") for problem in h.problems]
     return rows
 
 
@@ -142,23 +154,23 @@ def plan_human(p: Any, detected_by: str) -> list[Any]:
 
     r = p.resolution
     out: list[Any] = [_stack_table(r, detected_by), Text("Why:", style="bold")]
-    out += [Text(f"  - {x}") for x in r.reasons]
+    out += [_t(f"  - {x}") for x in r.reasons]
     if r.warnings:
         out.append(Text("Warnings:", style="bold yellow"))
-        out += [Text(f"  ! {x}") for x in r.warnings]
-    out.append(Text(f"Install ({p.installer}, into {p.env_dir}):", style="bold"))
+        out += [_t(f"  ! {x}") for x in r.warnings]
+    out.append(_t(f"Install ({p.installer}, into {p.env_dir}):", "bold"))
     for s in p.steps:
-        out += [Text(f"  # {s.why}", style="dim"), Text(f"  {shell_line(s.argv)}")]
+        out += [_t(f"  # {s.why}", "dim"), _t(f"  {shell_line(s.argv)}", lines=True)]
     if p.env:
         out.append(Text("Environment:", style="bold"))
         for (k, v), (_, why) in zip(p.env, p.env_reasons, strict=True):
-            out += [Text(f"  # {why}", style="dim"), Text(f"  export {k}={sh_value(v)}")]
+            out += [_t(f"  # {why}", "dim"), _t(f"  export {k}={sh_value(v)}", lines=True)]
     out.append(Text("Verify:", style="bold"))
     for c in p.verify:
-        out += [Text(f"  # {c.name}: expect {c.expect!r}", style="dim"), Text(f"  {shell_line(c.argv)}")]
+        out += [_t(f"  # {c.name}: expect {c.expect!r}", "dim"), _t(f"  {shell_line(c.argv)}", lines=True)]
     if p.alternatives:
         out.append(Text("Alternatives:", style="bold"))
-        out += [Text(f"  - vLLM {a.vllm.version} + torch {a.torch.version}+{a.torch.variant.variant}: {why}")
+        out += [_t(f"  - vLLM {a.vllm.version} + torch {a.torch.version}+{a.torch.variant.variant}: {why}")
                 for a, why in p.alternatives]
     return out
 
@@ -166,20 +178,21 @@ def plan_human(p: Any, detected_by: str) -> list[Any]:
 def _stack_table(r: Any, detected_by: str) -> Table:
     from rich.table import Table
 
-    t = Table(title=f"vLLM stack for {_machine_line(r.host)} ({detected_by})")
+    t = Table(title=_t(f"vLLM stack for {_machine_line(r.host)} ({detected_by})"))
     t.add_column("package")
     t.add_column("version")
     t.add_column("build / from")
-    t.add_row("vllm", str(r.vllm.version), f"{r.vllm.variant}, {r.vllm.where}")
-    t.add_row("torch", str(r.torch.version),
-              f"{r.torch.variant.variant}, " + ("PyPI" if r.torch.pypi else "PyTorch index"))
-    for k, v in r.companions.items():
-        t.add_row(k, v, "pinned by the vLLM wheel")
+    rows = [("vllm", str(r.vllm.version), f"{r.vllm.variant}, {r.vllm.where}"),
+            ("torch", str(r.torch.version), f"{r.torch.variant.variant}, " + ("PyPI" if r.torch.pypi else "PyTorch index"))]
+    rows += [(k, v, "pinned by the vLLM wheel") for k, v in r.companions.items()]
+    for row in rows:
+        t.add_row(*map(_t, row))
+    needs = _t("needs", "bold")
     if r.cuda is not None:
         floor = f"NVIDIA driver >= {r.min_driver}" if r.min_driver else "a driver the matrix cannot name"
-        t.add_row("[bold]needs[/bold]", floor, f"CUDA {r.cuda}, {r.request.driver_policy} policy")
+        t.add_row(needs, _t(floor), _t(f"CUDA {r.cuda}, {r.request.driver_policy} policy"))
     else:
-        t.add_row("[bold]needs[/bold]", "no GPU, no driver", "the CPU backend")
+        t.add_row(needs, "no GPU, no driver", "the CPU backend")
     if r.glibc_floor is not None:
         t.add_row("", f"glibc >= {r.glibc_floor}", f"manylinux_{r.glibc_floor.major}_{r.glibc_floor.minor} wheels")
     return t
@@ -203,28 +216,30 @@ def source_plan_human(p: Any, detected_by: str) -> list[Any]:
 
     from .shell import render_script
 
-    t = Table(title=f"vLLM source build for {_machine_line(p.host)} ({detected_by})")
+    t = Table(title=_t(f"vLLM source build for {_machine_line(p.host)} ({detected_by})"))
     for col in ("what", "choice"):
         t.add_column(col)
-    t.add_row("vllm", f"{p.vllm.version} (git tag v{p.vllm.version})")
-    t.add_row("torch", p.torch_version + (" (kept)" if p.keep_torch else ""))
+    rows = [("vllm", f"{p.vllm.version} (git tag v{p.vllm.version})"),
+            ("torch", p.torch_version + (" (kept)" if p.keep_torch else ""))]
     if p.toolkit is not None:
-        t.add_row("CUDA toolkit", f"{p.toolkit.version} at {p.cuda_home}")
-        t.add_row("TORCH_CUDA_ARCH_LIST", ";".join(str(c) for c in p.archs))
+        rows += [("CUDA toolkit", f"{p.toolkit.version} at {p.cuda_home}"),
+                 ("TORCH_CUDA_ARCH_LIST", ";".join(str(c) for c in p.archs))]
     if p.max_jobs == 0:
-        t.add_row("kernels", "precompiled (VLLM_USE_PRECOMPILED=1): nothing is compiled")
+        rows.append(("kernels", "precompiled (VLLM_USE_PRECOMPILED=1): nothing is compiled"))
     else:
-        t.add_row("MAX_JOBS / NVCC_THREADS", f"{p.max_jobs} / {p.nvcc_threads}" if p.max_jobs is not None
-                  else "computed on the build machine from its memory and cores")
+        rows.append(("MAX_JOBS / NVCC_THREADS", f"{p.max_jobs} / {p.nvcc_threads}" if p.max_jobs is not None
+                     else "computed on the build machine from its memory and cores"))
     if p.min_driver:
-        t.add_row("needs", f"NVIDIA driver >= {p.min_driver}")
+        rows.append(("needs", f"NVIDIA driver >= {p.min_driver}"))
+    for row in rows:
+        t.add_row(*map(_t, row))
     out: list[Any] = [t, Text("Why:", style="bold")]
-    out += [Text(f"  - {x}") for x in p.reasons]
+    out += [_t(f"  - {x}") for x in p.reasons]
     if p.warnings:
         out.append(Text("Warnings:", style="bold yellow"))
-        out += [Text(f"  ! {x}") for x in p.warnings]
+        out += [_t(f"  ! {x}") for x in p.warnings]
     out.append(Text("Recipe (bash):", style="bold"))
-    out.append(Text(render_script(p)))
+    out.append(_t(render_script(p), lines=True))
     return out
 
 
@@ -237,14 +252,14 @@ def doctor_human(findings: Any, host: Host, env: Any) -> list[Any]:
     from ..doctor import observations
 
     out.append(Text("checked:", style="bold"))
-    out += [Text(f"  - {line}") for line in observations(host, env)]
+    out += [_t(f"  - {line}") for line in observations(host, env)]
     if not findings:
         out.append(Text("no problems found", style="bold green"))
     for f in findings:
-        out.append(Text(f"{f.severity}: {f.title} [{f.cause}]" + (" (from the log)" if f.source == "log" else ""),
-                        style=style[f.severity]))
-        out.append(Text(f"  {f.explanation}"))
+        out.append(_t(f"{f.severity}: {f.title} [{f.cause}]" + (" (from the log)" if f.source == "log" else ""),
+                      style[f.severity]))
+        out.append(_t(f"  {f.explanation}", lines=True))
         for ev in f.evidence:
-            out.append(Text(f"  > {ev}", style="dim"))
-        out.append(Text("  fix: " + f.fix.replace("\n", "\n       ")))
+            out.append(_t(f"  > {ev}", "dim"))
+        out.append(_t("  fix: " + f.fix.replace("\n", "\n       "), lines=True))
     return out
