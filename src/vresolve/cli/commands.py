@@ -33,10 +33,19 @@ def _print_json(obj: dict[str, Any]) -> None:
     sys.stdout.write(to_json(obj) + "\n")
 
 
+def _exports(env: Sequence[tuple[str, str]], shell: Any) -> str:
+    """The exports in ``--shell``'s dialect; a value the dialect cannot hold is a usage error."""
+    from ..render.shell import exports_text
+
+    try:
+        return exports_text(env, shell)
+    except ValueError as e:
+        raise UsageError(f"--shell {shell}: {e}; use --shell bash or fish") from None
+
+
 def _cmd_plan(args: argparse.Namespace) -> int:
     from ..plan import build_plan
     from ..render import envelope, error_human, plan_error_view, plan_human, plan_view
-    from ..render.shell import exports_text
     from ..resolve import NoCompatibleStack, alternatives
 
     m, host, request, detected_by = plan_inputs(args)
@@ -53,7 +62,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     plan = build_plan(m, res, installer=args.installer, env_dir=args.venv, into=into,
                       alternatives=alternatives(host, m, request, res) if into is None else ())
     if args.shell:
-        sys.stdout.write(exports_text(plan.env, args.shell))
+        sys.stdout.write(_exports(plan.env, args.shell))
         return EXIT_OK
     if _opt(args, "json"):
         _print_json(envelope("plan", plan_view(plan, detected_by)))
@@ -103,13 +112,12 @@ def _print_source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any
                        why_no_wheel: Sequence[str]) -> int:
     from ..plan.source import plan_source_build
     from ..render import envelope, source_plan_human, source_plan_view
-    from ..render.shell import exports_text
 
     sp = plan_source_build(host, m, request, keep_torch=args.keep_torch, installer=args.installer,
                            env_dir=args.venv, src_dir=args.src_dir, why_no_wheel=why_no_wheel,
                            precompiled=args.precompiled)
     if args.shell:
-        sys.stdout.write(exports_text(sp.env, args.shell))
+        sys.stdout.write(_exports(sp.env, args.shell))
     elif _opt(args, "json"):
         _print_json(envelope("plan", source_plan_view(sp, detected_by)))
     else:
