@@ -379,6 +379,41 @@ def test_json_nested_too_deep(server: _Server) -> None:
     with pytest.raises(PackageIndexError, match="malformed PEP 691 JSON answer"):
         IndexClient(server.url + "/simple/").project_files("vllm")
 
+
+@pytest.mark.parametrize(("metadata", "why"), [
+    (VLLM_METADATA.replace("Requires-Dist: regex", "Requires-Dist: torch (=="), "'torch (==' is invalid for 'requires-dist'"),
+    (VLLM_METADATA.replace("Requires-Python: <3.15,>=3.11", "Requires-Python: >=3.x"), "is invalid for 'requires-python'"),
+    (VLLM_METADATA.replace("Name: vllm\n", ""), "'name' is a required field"),
+    (VLLM_METADATA.replace("Version: 0.33.0", "Version: 0.1.0"),
+     "is the METADATA of vllm 0.1.0, not of vllm 0.33.0"),
+    (VLLM_METADATA.replace("Requires-Dist: regex", "Requires-Dist: regex\udcff"),
+     "cannot read its requires-dist (not valid text)"),
+])
+def test_malformed_metadata(server: _Server, metadata: str, why: str) -> None:
+    data = metadata.encode("utf-8", "surrogateescape")
+    server.add_project_json("vllm", {X86: make_wheel(VLLM_METADATA)}, metadata={X86: data})
+    with pytest.raises(PackageIndexError) as e:
+        generate(IndexClient(server.url + "/simple/"), "vllm")
+    msg = one_line_error(e)
+    assert msg.startswith(f"{server.url}/files/{X86}: its METADATA") and why in msg, msg
+
+
+def test_a_cuda_runtime_pin_that_is_no_version(server: _Server) -> None:
+    torch = "torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl"
+    meta = ("Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0\n"
+            "Requires-Dist: nvidia-cuda-runtime-cu12===not-a-version\n")
+    server.add_project_json("torch", {torch: make_wheel(meta, "torch", "2.9.0")}, metadata={torch: meta.encode()})
+    with pytest.raises(PackageIndexError, match=r"its METADATA: Invalid version: 'not-a-version'"):
+        generate(IndexClient(server.url + "/simple/"), "torch")
+
+
+def test_markers_on_any_environment_name_are_evaluated(server: _Server) -> None:
+    meta = VLLM_METADATA.replace("Requires-Dist: regex", 'Requires-Dist: regex; platform_release == "6.1"')
+    server.add_project_json("vllm", {X86: make_wheel(meta)}, metadata={X86: meta.encode()})
+    (release,) = generate(IndexClient(server.url + "/simple/"), "vllm")["releases"]
+    assert release["wheels"][0]["requires"]["torch"] == "==2.14.0"
+
+
 def test_refresh_reports_malformed_index_data_in_one_line(server: _Server, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     server.add_project_json("vllm", {X86: os.urandom(100_000)})

@@ -9,6 +9,9 @@ releases and wheels), so that re-running it on an unchanged index changes nothin
 
 The whole-matrix ``vresolve matrix refresh`` builds on :func:`generate`; it prints a diff
 and, with ``--apply``, writes the files atomically.
+
+A METADATA that does not parse (a malformed ``Requires-Dist``, a field that is not text, the
+METADATA of another release) is a :class:`~vresolve.errors.PackageIndexError` naming the wheel.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from packaging.markers import Marker
-from packaging.metadata import Metadata
+from packaging.metadata import Metadata, parse_email
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import (
     InvalidWheelFilename,
     canonicalize_name,
@@ -30,7 +34,8 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
-from .index import IndexClient, IndexFile
+from .errors import PackageIndexError
+from .index import IndexClient, IndexFile, _one_line
 from .matrix import wheel_platform
 from .matrix.dump import dump_yaml
 from .values import EXTENSION_FILE_PATTERN
@@ -192,25 +197,60 @@ FEATURE_FILES = {
 }
 
 
+_READ_FIELDS = frozenset({"name", "version", "requires-dist", "requires-python"})
+
+
+def _read_metadata(package: str, pick: _Pick, metadata: bytes) -> tuple[list[Requirement], SpecifierSet | None]:
+    """(Requires-Dist, Requires-Python) of a wheel's METADATA; anything malformed is an index error.
+
+    A field that does not parse is an error, never a field left out: packaging puts what it cannot
+    read into its "unparsed" part (one undecodable ``Requires-Dist`` line sends every one there),
+    which would drop the wheel's pins without a word.
+    """
+    where = f"{pick.file.url}: its METADATA"
+    try:
+        raw, unparsed = parse_email(metadata)
+        meta = Metadata.from_raw(raw, validate=False)
+        reqs, rp = list(meta.requires_dist or []), meta.requires_python
+        name, version = canonicalize_name(meta.name), meta.version
+    except (ValueError, TypeError) as e:  # packaging's InvalidMetadata, InvalidRequirement, ... are ValueErrors
+        raise PackageIndexError(f"{where}: {_one_line(e)}") from None
+    bad = sorted(_READ_FIELDS & set(unparsed))
+    if bad:
+        raise PackageIndexError(f"{where}: cannot read its {', '.join(bad)} (not valid text)")
+    if name != canonicalize_name(package) or version != pick.version:
+        raise PackageIndexError(f"{where} is the METADATA of {name} {version}, not of {package} {pick.version}")
+    return reqs, rp
+
+
+def _requirement_facts(package: str, spec: _Spec, pick: _Pick, reqs: list[Requirement],
+                       pythons: list[str]) -> dict[str, Any]:
+    """The row's ``requires`` pins and, for torch, its ``cuda``; a marker that cannot be evaluated is an index error."""
+    out: dict[str, Any] = {}
+    try:
+        pins = pins_for_platform(reqs, spec.keep, pick.platform, pythons)
+        cuda = derive_cuda(reqs, pick.platform) if package == "torch" else None
+    except ValueError as e:  # packaging's UndefinedEnvironmentName, InvalidVersion, ... are ValueErrors
+        raise PackageIndexError(f"{pick.file.url}: its METADATA: {_one_line(e)}") from None
+    if pins:
+        out["requires"] = pins
+    if pick.pythons:
+        out["pythons"] = list(pick.pythons)
+    if cuda is not None:
+        out["cuda"] = cuda
+    return out
+
+
 def _wheel_row(package: str, spec: _Spec, pick: _Pick, metadata: bytes,
                members: list[str] | None = None) -> dict[str, Any]:
-    meta = Metadata.from_email(metadata, validate=False)
-    reqs = list(meta.requires_dist or [])
-    rp = meta.requires_python
+    reqs, rp = _read_metadata(package, pick, metadata)
     pythons = [p for p in _PYTHONS if rp is None or rp.contains(p + ".0", prereleases=True)]
     if pick.pythons:
         pythons = [p for p in pythons if p in pick.pythons] or list(pick.pythons)
     row: dict[str, Any] = {"filename": pick.file.filename}
     if rp is not None:
         row["requires_python"] = str(rp)
-    pins = pins_for_platform(reqs, spec.keep, pick.platform, pythons)
-    if pins:
-        row["requires"] = pins
-    if pick.pythons:
-        row["pythons"] = list(pick.pythons)
-    cuda = derive_cuda(reqs, pick.platform) if package == "torch" else None
-    if cuda is not None:
-        row["cuda"] = cuda
+    row.update(_requirement_facts(package, spec, pick, reqs, pythons))
     if members is not None:
         row.update(_member_facts(members))
     if "sha256" in pick.file.hashes:
@@ -310,3 +350,4 @@ def torch_index_variants(base_url: str, variants: Iterable[str], make_client: Ca
                 continue
             found.setdefault(str(Version(version.public)), set()).add(variant)
     return found, problems
+
