@@ -117,6 +117,24 @@ def test_undecodable_file_names_are_skipped_and_reported(replay: _Server, caplog
     (record,) = [r for r in caplog.records if r.name == "vresolve.index"]
     assert "skipped 2 listed file(s)" in record.getMessage() and "\n" not in record.getMessage()
 
+
+def test_apply_refuses_a_matrix_that_would_not_validate(replay: _Server, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's case: vLLM 0.33.0's two wheels listed under undecodable names drop the release."""
+    corrupt_names(replay, [X86, ARM])
+    matrix = matrix_copy(tmp_path)
+    vllm = matrix / "wheels" / "vllm.yaml"
+    vllm.write_text(vllm.read_text() + "\n")  # so that the file differs, and a refresh would rewrite it
+    before = snapshot(matrix)
+    code = main(["matrix", "refresh", "--matrix", str(matrix), "--index-url", replay.url + "/simple/",
+                 "--package", "vllm", "--apply", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert err.count("\n") == 1 and "would not validate, so nothing was written" in err and "'0.33.0'" in err
+    assert snapshot(matrix) == before
+    assert main(["plan", "--gpu", "H100", "--driver", "580.95.05", "--matrix", str(matrix), "--json"]) == 0
+
+
 def test_listed_files_that_cannot_be_used_are_skipped(server: _Server) -> None:
     wheel = make_wheel(VLLM_METADATA)
     digest = hashlib.sha256(wheel).hexdigest()
@@ -454,6 +472,19 @@ def both_changed(matrix: Path) -> dict[str, bytes]:
         f.write_text(f.read_text() + "\n")
     return snapshot(matrix)
 
+
+def test_apply_on_a_full_disk_writes_no_file(replay: _Server, tmp_path: Path) -> None:
+    """A file size limit between the two files' sizes: torch's new file fits, vllm's does not."""
+    matrix = matrix_copy(tmp_path)
+    before = both_changed(matrix)
+    done = refresh_in_subprocess(replay, matrix, fsize=60_000)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert f"vresolve: error: --matrix: cannot write '{matrix}/wheels/vllm.yaml' (File too large); " \
+           "the matrix is unchanged" in done.stderr
+    assert snapshot(matrix) == before  # torch's file is not replaced either, and no temporary file is left
+
+
 @pytest.fixture
 def small_fs(tmp_path: Path) -> Iterator[Path]:
     """A real tmpfs of 2 MiB (needs root and a kernel that lets this process mount)."""
@@ -466,6 +497,46 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_apply_on_a_full_tmpfs_writes_no_file(replay: _Server, small_fs: Path) -> None:
+    matrix = matrix_copy(small_fs)
+    before = both_changed(matrix)
+    st = os.statvfs(small_fs)
+    (small_fs / "filler").write_bytes(bytes(st.f_bavail * st.f_frsize - 60_000))  # 60 KB left: torch's fits
+    done = refresh_in_subprocess(replay, matrix)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "(No space left on device); the matrix is unchanged" in done.stderr
+    assert snapshot(matrix) == before
+
+
+def test_apply_to_a_read_only_matrix(replay: _Server, small_fs: Path) -> None:
+    matrix = matrix_copy(small_fs)
+    before = both_changed(matrix)
+    subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], check=True)
+    done = refresh_in_subprocess(replay, matrix)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "(Read-only file system); the matrix is unchanged" in done.stderr
+    assert snapshot(matrix) == before
+
+
+def test_apply_to_an_unwritable_matrix_directory(replay: _Server, tmp_path: Path) -> None:
+    matrix = matrix_copy(tmp_path)
+    before = both_changed(matrix)
+    (matrix / "wheels").chmod(0o555)
+    try:
+        try:
+            (matrix / "wheels" / "probe").touch()
+        except PermissionError:
+            pass
+        else:
+            pytest.skip("this process writes through permission bits (root): see the read-only tmpfs test")
+        done = refresh_in_subprocess(replay, matrix)
+    finally:
+        (matrix / "wheels").chmod(0o755)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "(Permission denied)" in done.stderr
+    assert snapshot(matrix) == before
+
 
 def test_an_unwritable_cache_is_no_error(replay: _Server, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     blocker = tmp_path / "not-a-directory"
