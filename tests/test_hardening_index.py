@@ -278,7 +278,7 @@ def test_huge_listing_page(server: _Server) -> None:
 
 def test_compressed_listing_is_bounded_after_inflating(server: _Server) -> None:
     head = b'{"meta": {"api-version": "1.1"}, "name": "vllm", "files": ['
-    body = gzip.compress(head + b" " * (200 * MiB) + b"]}", compresslevel=9)
+    body = gzip.compress(head + b" " * (100 * MiB) + b"]}", compresslevel=9)
     assert len(body) < 1 * MiB
     server.custom["/simple/vllm/"] = stream(200, {"Content-Type": "application/vnd.pypi.simple.v1+json",
                                                   "Content-Encoding": "gzip", "Content-Length": str(len(body))},
@@ -647,3 +647,26 @@ def test_any_damaged_wheel_is_metadata_or_an_index_error() -> None:
         check()
     finally:
         s.close()
+
+
+def test_a_retried_answer_with_an_endless_body_is_not_read(server: _Server) -> None:
+    """urllib3 reads a retried answer's body to the end before retrying: a 503 that never ends must not stall."""
+    server.add_project_json("vllm", {X86: make_wheel(VLLM_METADATA)})
+    ctype, page = server.pages["/simple/vllm/"]
+    answers = [stream(503, {}, repeat(b" " * MiB, 100_000)),  # 100 GB, no Content-Length
+               stream(200, {"Content-Type": ctype, "Content-Length": str(len(page))}, iter([page]))]
+    server.custom["/simple/vllm/"] = lambda h: answers.pop(0)(h)
+    client = IndexClient(server.url + "/simple/", retries=1, limits=Limits(deadline=60))
+    assert [f.filename for f in client.project_files("vllm")] == [X86]
+    assert client.requests == 2
+
+
+def test_a_redirect_with_an_endless_body_is_not_read(server: _Server) -> None:
+    """requests reads a redirect's body to the end before following it: one that never ends must not stall."""
+    server.add_project_json("vllm", {X86: make_wheel(VLLM_METADATA)})
+    server.pages["/mirror/simple/vllm/"] = server.pages.pop("/simple/vllm/")
+    server.files[f"/mirror/files/{X86}"] = server.files[f"/files/{X86}"]
+    server.custom["/simple/vllm/"] = stream(301, {"Location": "/mirror/simple/vllm/"}, repeat(b" " * MiB, 100_000))
+    client = IndexClient(server.url + "/simple/", limits=Limits(deadline=60))
+    (f,) = client.project_files("vllm")
+    assert f.url == f"{server.url}/mirror/files/{X86}" and client.requests == 2

@@ -45,7 +45,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import requests
@@ -55,6 +55,13 @@ from urllib3.exceptions import HTTPError as _Urllib3Error
 from urllib3.util.retry import Retry
 
 from .errors import PackageIndexError, UsageError
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from typing_extensions import Self
+    from urllib3.connectionpool import ConnectionPool
+    from urllib3.response import BaseHTTPResponse
 
 __all__ = ["IndexFile", "IndexClient", "Limits", "configured_index_url", "simple_to_project_url"]
 
@@ -113,10 +120,26 @@ class _Answer:
 
 
 class _Retry(Retry):
-    """urllib3's ``Retry``, with the wait a ``Retry-After`` asks for cut to ``_RETRY_AFTER_MAX``."""
+    """urllib3's ``Retry``, with two bounds: the wait a ``Retry-After`` asks for is cut to
+    ``_RETRY_AFTER_MAX``, and the body of an answer that is retried is never read (urllib3 reads
+    it to the end before retrying, so a 503 with an endless body would stall the client)."""
 
     def parse_retry_after(self, retry_after: str) -> float:
         return min(super().parse_retry_after(retry_after), _RETRY_AFTER_MAX)
+
+    def increment(self, method: str | None = None, url: str | None = None, response: BaseHTTPResponse | None = None,
+                  error: Exception | None = None, _pool: ConnectionPool | None = None,
+                  _stacktrace: TracebackType | None = None) -> Self:
+        if response is not None:
+            response.close()  # its headers stay readable (Retry-After); its connection is not reused
+        return super().increment(method, url, response, error, _pool, _stacktrace)
+
+
+def _drop_redirect_body(resp: requests.Response, *args: Any, **kwargs: Any) -> None:
+    """A response hook: the body of a redirect is never read (requests reads all of it before following
+    the redirect, so an endless one would stall the client); its connection is not reused."""
+    if resp.is_redirect:
+        resp.raw.close()
 
 
 def _one_line(e: BaseException | str) -> str:
@@ -484,6 +507,7 @@ class IndexClient:
             status_forcelist=_RETRY_STATUS, allowed_methods=frozenset({"GET"}), raise_on_status=False))
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
+        self.session.hooks["response"].append(_drop_redirect_body)
         self.cache = Path(cache_dir) if cache_dir is not None else None
         self.offline = offline
         if offline and self.cache is None:
