@@ -670,3 +670,23 @@ def test_a_redirect_with_an_endless_body_is_not_read(server: _Server) -> None:
     client = IndexClient(server.url + "/simple/", limits=Limits(deadline=60))
     (f,) = client.project_files("vllm")
     assert f.url == f"{server.url}/mirror/files/{X86}" and client.requests == 2
+
+
+def test_headers_that_drip_meet_the_deadline(server: _Server) -> None:
+    """The deadline holds while the status line and headers arrive too, not only the body."""
+
+    def handle(h: BaseHTTPRequestHandler) -> None:
+        try:
+            h.wfile.write(b"HTTP/1.0 200 OK\r\nX-Drip: ")
+            for _ in range(60_000):  # one header line of 60,000 bytes, one every half second: some 8 hours
+                h.wfile.write(b"a")
+                h.wfile.flush()
+                time.sleep(0.5)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    server.custom["/simple/vllm/"] = handle
+    client = IndexClient(server.url + "/simple/", timeout=5, retries=2, limits=Limits(deadline=1.5))
+    with pytest.raises(PackageIndexError) as e:
+        client.project_files("vllm")
+    assert one_line_error(e) == f"{server.url}/simple/vllm/: no complete answer within 1.5 s (the limit for one request)"

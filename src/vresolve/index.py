@@ -27,6 +27,7 @@ What the index answers is data from outside, checked where it enters:
 from __future__ import annotations
 
 import configparser
+import contextlib
 import hashlib
 import hmac
 import http.client
@@ -35,8 +36,10 @@ import json
 import logging
 import os
 import re
+import socket
 import struct
 import sys
+import threading
 import time
 import zipfile
 import zlib
@@ -51,7 +54,10 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import requests
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import HTTPError as _Urllib3Error
+from urllib3.response import HTTPResponse
 from urllib3.util.retry import Retry
 
 from .errors import PackageIndexError, UsageError
@@ -133,6 +139,84 @@ class _Retry(Retry):
         if response is not None:
             response.close()  # its headers stay readable (Retry-After); its connection is not reused
         return super().increment(method, url, response, error, _pool, _stacktrace)
+
+
+_local = threading.local()  # the deadline of the request this thread is making
+
+
+class _Deadline:
+    """One request's deadline. When it passes, every socket the request reads from is shut down, so
+    that a read blocked in an answer that drips (its status line, headers or body) returns at once;
+    a socket the request would read from afterwards (a retry) is refused."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+        self.expired = False
+        self._socks: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Deadline:
+        _local.deadline = self
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+        _local.deadline = None
+
+    def watch(self, sock: socket.socket | None) -> None:
+        with self._lock:
+            if self.expired:
+                raise TimeoutError(f"no complete answer within {self.seconds:g} s")
+            if sock is not None:
+                self._socks.append(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._socks:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def passed(self) -> bool:
+        return self.expired or time.monotonic() > self.end
+
+
+def _watch(sock: socket.socket | None) -> None:
+    deadline = getattr(_local, "deadline", None)
+    if deadline is not None:
+        deadline.watch(sock)
+
+
+class _HTTPConnection(HTTPConnection):
+    def getresponse(self) -> HTTPResponse:  # type: ignore[override]  # as urllib3 declares it; reads the headers
+        _watch(self.sock)
+        return super().getresponse()
+
+
+class _HTTPSConnection(HTTPSConnection):
+    def getresponse(self) -> HTTPResponse:  # type: ignore[override]
+        _watch(self.sock)
+        return super().getresponse()
+
+
+class _HTTPPool(HTTPConnectionPool):
+    ConnectionCls = _HTTPConnection
+
+
+class _HTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _HTTPSConnection
+
+
+class _Adapter(HTTPAdapter):
+    """requests' adapter, with connections whose sockets a request's :class:`_Deadline` can shut down."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _HTTPPool, "https": _HTTPSPool}
 
 
 def _drop_redirect_body(resp: requests.Response, *args: Any, **kwargs: Any) -> None:
@@ -429,11 +513,16 @@ def _verify(url: str, data: bytes, expected: Mapping[str, str]) -> None:
             raise PackageIndexError(f"{url}: its {algo} is {got}, but the index announced {digest}; not used")
 
 
-def _read_body(resp: requests.Response, url: str, limit: int, deadline: float, seconds: float) -> bytes:
-    """The (decoded) body of a streamed answer: at most ``limit`` bytes, all of it before ``deadline``.
+def _late(url: str, deadline: _Deadline) -> PackageIndexError:
+    return PackageIndexError(f"{url}: no complete answer within {deadline.seconds:g} s (the limit for one request)")
+
+
+def _read_body(resp: requests.Response, url: str, limit: int, deadline: _Deadline) -> bytes:
+    """The (decoded) body of a streamed answer: at most ``limit`` bytes, all of it within ``deadline``.
 
     Each read returns what one receive brings (urllib3's ``read1``, which also inflates a
-    compressed answer with a bounded output), so a server that drips bytes meets the deadline.
+    compressed answer with a bounded output), and the deadline shuts the socket down when it
+    passes, so a server that drips bytes meets it.
     """
     length = resp.headers.get("Content-Length", "")
     if length.isdigit() and int(length) > limit and not resp.headers.get("Content-Encoding"):
@@ -441,19 +530,22 @@ def _read_body(resp: requests.Response, url: str, limit: int, deadline: float, s
     read = getattr(resp.raw, "read1", resp.raw.read)
     parts: list[bytes] = []
     size = 0
-    while True:
-        if time.monotonic() > deadline:
-            raise PackageIndexError(f"{url}: no complete answer within {seconds:g} s (the limit for one request)")
+    while not deadline.passed():
         try:
             chunk = read(_CHUNK, decode_content=True)
         except (_Urllib3Error, http.client.HTTPException, OSError) as e:
+            if deadline.passed():
+                break
             raise PackageIndexError(f"{url}: the answer broke off ({_one_line(e)})") from None
         if not chunk:
+            if deadline.passed():  # the end of a socket the deadline shut down is no end of the answer
+                break
             return b"".join(parts)
         size += len(chunk)
         if size > limit:
             raise PackageIndexError(f"{url}: the answer is over the limit of {_human(limit)}")
         parts.append(chunk)
+    raise _late(url, deadline)
 
 
 def _attempts(resp: requests.Response) -> int:
@@ -502,7 +594,7 @@ class IndexClient:
         self.limits = limits or Limits()
         self.session = session or requests.Session()
         self.session.headers.setdefault("User-Agent", "vresolve (matrix refresh)")
-        adapter = HTTPAdapter(max_retries=_Retry(
+        adapter = _Adapter(max_retries=_Retry(
             total=retries, connect=retries, read=retries, status=retries, backoff_factor=0.25,
             status_forcelist=_RETRY_STATUS, allowed_methods=frozenset({"GET"}), raise_on_status=False))
         self.session.mount("http://", adapter)
@@ -564,27 +656,31 @@ class IndexClient:
     def _fetch(self, url: str, headers: Mapping[str, str] | None = None, *, limit: int,
                allow: tuple[int, ...] = (200,), refuse: Mapping[int, str] | None = None) -> _Answer:
         """GET ``url`` (urllib3 retries what is worth retrying) and read its answer within the limits."""
-        deadline = time.monotonic() + self.limits.deadline
-        try:
-            resp = self.session.get(url, headers=dict(headers or {}), timeout=self.timeout, stream=True)
-        except (requests.ConnectionError, requests.Timeout) as e:
-            self.requests += self.retries + 1
-            raise PackageIndexError(
-                f"{url}: gave up after {self.retries + 1} attempts ({type(e).__name__}: {_one_line(e)})") from None
-        except requests.RequestException as e:
-            self.requests += 1
-            raise PackageIndexError(f"{url}: {type(e).__name__}: {_one_line(e)}") from None
-        with resp:
-            self.requests += _attempts(resp)
-            status = resp.status_code
-            if status not in allow:
-                if refuse and status in refuse:
-                    raise PackageIndexError(f"{url}: {refuse[status]}")
-                if status in _RETRY_STATUS:
-                    raise PackageIndexError(f"{url}: gave up after {self.retries + 1} attempts (HTTP {status})")
-                raise PackageIndexError(f"{url}: HTTP {status}")
-            body = b"" if status == 304 else _read_body(resp, url, limit, deadline, self.limits.deadline)
-            return _Answer(resp.url or url, status, resp.headers, body)
+        with _Deadline(self.limits.deadline) as deadline:
+            try:
+                resp = self.session.get(url, headers=dict(headers or {}), timeout=self.timeout, stream=True)
+            except (requests.ConnectionError, requests.Timeout) as e:
+                self.requests += self.retries + 1
+                if deadline.passed():
+                    raise _late(url, deadline) from None
+                raise PackageIndexError(
+                    f"{url}: gave up after {self.retries + 1} attempts ({type(e).__name__}: {_one_line(e)})") from None
+            except requests.RequestException as e:
+                self.requests += 1
+                raise PackageIndexError(f"{url}: {type(e).__name__}: {_one_line(e)}") from None
+            with resp:
+                self.requests += _attempts(resp)
+                if resp.status_code not in allow:
+                    raise self._status_error(url, resp.status_code, refuse)
+                body = b"" if resp.status_code == 304 else _read_body(resp, url, limit, deadline)
+                return _Answer(resp.url or url, resp.status_code, resp.headers, body)
+
+    def _status_error(self, url: str, status: int, refuse: Mapping[int, str] | None) -> PackageIndexError:
+        if refuse and status in refuse:
+            return PackageIndexError(f"{url}: {refuse[status]}")
+        if status in _RETRY_STATUS:
+            return PackageIndexError(f"{url}: gave up after {self.retries + 1} attempts (HTTP {status})")
+        return PackageIndexError(f"{url}: HTTP {status}")
 
     # ------------------------------------------------------------------ listing
     def project_files(self, name: str) -> list[IndexFile]:
