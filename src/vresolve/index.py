@@ -14,8 +14,11 @@
 What the index answers is data from outside, checked where it enters:
 
 - every answer is read in a stream with a size budget, and every request has a deadline
-  (:class:`Limits`); over either is a :class:`~vresolve.errors.PackageIndexError` naming the URL
-  and the limit. A zip member is inflated with a bounded output, never all at once;
+  (:class:`Limits`): when it passes, the request's sockets are shut down, so an answer that
+  drips (headers or body) cannot hold it. Over either is a
+  :class:`~vresolve.errors.PackageIndexError` naming the URL and the limit. A zip member is
+  inflated with a bounded output, never all at once; the body of an answer that is retried or
+  redirected is never read;
 - a listed file whose name is not valid text, is too long, is listed twice, or is a wheel of
   another project, or whose URL or hashes are malformed, is skipped and reported
   (:attr:`IndexClient.skipped`, and a warning); a listing that is not PEP 691 JSON, a wheel that is
@@ -44,7 +47,6 @@ import time
 import zipfile
 import zlib
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -57,7 +59,6 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import HTTPError as _Urllib3Error
-from urllib3.response import HTTPResponse
 from urllib3.util.retry import Retry
 
 from .errors import PackageIndexError, UsageError
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
 
     from typing_extensions import Self
     from urllib3.connectionpool import ConnectionPool
-    from urllib3.response import BaseHTTPResponse
+    from urllib3.response import BaseHTTPResponse, HTTPResponse
 
 __all__ = ["IndexFile", "IndexClient", "Limits", "configured_index_url", "simple_to_project_url"]
 
@@ -165,6 +166,8 @@ class _Deadline:
 
     def __exit__(self, *exc: object) -> None:
         self._timer.cancel()
+        with self._lock:  # a connection back in the pool is another request's now
+            self._socks.clear()
         _local.deadline = None
 
     def watch(self, sock: socket.socket | None) -> None:
@@ -739,7 +742,7 @@ class IndexClient:
             _verify(url, data, f.metadata)
         return data
 
-    @contextmanager
+    @contextlib.contextmanager
     def _wheel_zip(self, f: IndexFile) -> Iterator[zipfile.ZipFile]:
         """The remote wheel as a ZipFile over range requests; what is not a readable zip is an index error."""
         try:
