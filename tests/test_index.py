@@ -13,7 +13,7 @@ import json
 import os
 import threading
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -71,6 +71,8 @@ class _Server:
         self.redirects: dict[str, str] = {}  # path -> Location (301)
         self.delay: dict[str, list[float]] = {}  # path -> seconds to wait before answering, one per request
         self.etags = False  # answer pages with an ETag, and 304 to If-None-Match
+        self.custom: dict[str, Callable[[BaseHTTPRequestHandler], None]] = {}  # path -> writes its own answer
+        self.ranges_asked: list[str] = []  # every Range header received
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -89,12 +91,23 @@ class _Server:
                     self.send_header("Accept-Ranges", "bytes")
                 self.end_headers()
 
-            def do_GET(self) -> None:  # noqa: N802
+            def _answered_by_hooks(self) -> bool:
+                """Record the request, wait if told to; True when a custom handler answered it."""
                 server.requests.append(self.path)
+                if self.headers.get("Range"):
+                    server.ranges_asked.append(self.headers["Range"])
+                if self.path in server.custom:
+                    server.custom[self.path](self)
+                    return True
                 if server.delay.get(self.path):
                     import time
 
                     time.sleep(server.delay[self.path].pop(0))
+                return False
+
+            def do_GET(self) -> None:  # noqa: N802
+                if self._answered_by_hooks():
+                    return
                 if self.path in server.redirects:
                     self.send_response(301)
                     self.send_header("Location", server.redirects[self.path])

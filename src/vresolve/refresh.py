@@ -8,21 +8,30 @@ markers evaluated for the wheel's platform; and, for torch, the CUDA version its
 releases and wheels), so that re-running it on an unchanged index changes nothing.
 
 The whole-matrix ``vresolve matrix refresh`` builds on :func:`generate`; it prints a diff
-and, with ``--apply``, writes the files atomically.
+and, with ``--apply``, writes the files with :func:`apply_files`: all or none, and only when the
+matrix they give validates.
+
+A METADATA that does not parse (a malformed ``Requires-Dist``, a field that is not text, the
+METADATA of another release) is a :class:`~vresolve.errors.PackageIndexError` naming the wheel.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import os
 import re
-from collections.abc import Callable, Iterable
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from packaging.markers import Marker
-from packaging.metadata import Metadata
+from packaging.metadata import Metadata, parse_email
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import (
     InvalidWheelFilename,
     canonicalize_name,
@@ -30,13 +39,14 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
-from .index import IndexClient, IndexFile
+from .errors import MatrixError, PackageIndexError, UsageError
+from .index import IndexClient, IndexFile, _one_line
 from .matrix import wheel_platform
 from .matrix.dump import dump_yaml
 from .values import EXTENSION_FILE_PATTERN
 
 __all__ = ["PACKAGES", "Progress", "generate", "merge_since", "torch_index_variants", "derive_cuda", "pins_for_platform", "diff_files",
-           "render_wheels_doc"]
+           "render_wheels_doc", "apply_files"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,25 +202,60 @@ FEATURE_FILES = {
 }
 
 
+_READ_FIELDS = frozenset({"name", "version", "requires-dist", "requires-python"})
+
+
+def _read_metadata(package: str, pick: _Pick, metadata: bytes) -> tuple[list[Requirement], SpecifierSet | None]:
+    """(Requires-Dist, Requires-Python) of a wheel's METADATA; anything malformed is an index error.
+
+    A field that does not parse is an error, never a field left out: packaging puts what it cannot
+    read into its "unparsed" part (one undecodable ``Requires-Dist`` line sends every one there),
+    which would drop the wheel's pins without a word.
+    """
+    where = f"{pick.file.url}: its METADATA"
+    try:
+        raw, unparsed = parse_email(metadata)
+        meta = Metadata.from_raw(raw, validate=False)
+        reqs, rp = list(meta.requires_dist or []), meta.requires_python
+        name, version = canonicalize_name(meta.name), meta.version
+    except (ValueError, TypeError) as e:  # packaging's InvalidMetadata, InvalidRequirement, ... are ValueErrors
+        raise PackageIndexError(f"{where}: {_one_line(e)}") from None
+    bad = sorted(_READ_FIELDS & set(unparsed))
+    if bad:
+        raise PackageIndexError(f"{where}: cannot read its {', '.join(bad)} (not valid text)")
+    if name != canonicalize_name(package) or version != pick.version:
+        raise PackageIndexError(f"{where} is the METADATA of {name} {version}, not of {package} {pick.version}")
+    return reqs, rp
+
+
+def _requirement_facts(package: str, spec: _Spec, pick: _Pick, reqs: list[Requirement],
+                       pythons: list[str]) -> dict[str, Any]:
+    """The row's ``requires`` pins and, for torch, its ``cuda``; a marker that cannot be evaluated is an index error."""
+    out: dict[str, Any] = {}
+    try:
+        pins = pins_for_platform(reqs, spec.keep, pick.platform, pythons)
+        cuda = derive_cuda(reqs, pick.platform) if package == "torch" else None
+    except ValueError as e:  # packaging's UndefinedEnvironmentName, InvalidVersion, ... are ValueErrors
+        raise PackageIndexError(f"{pick.file.url}: its METADATA: {_one_line(e)}") from None
+    if pins:
+        out["requires"] = pins
+    if pick.pythons:
+        out["pythons"] = list(pick.pythons)
+    if cuda is not None:
+        out["cuda"] = cuda
+    return out
+
+
 def _wheel_row(package: str, spec: _Spec, pick: _Pick, metadata: bytes,
                members: list[str] | None = None) -> dict[str, Any]:
-    meta = Metadata.from_email(metadata, validate=False)
-    reqs = list(meta.requires_dist or [])
-    rp = meta.requires_python
+    reqs, rp = _read_metadata(package, pick, metadata)
     pythons = [p for p in _PYTHONS if rp is None or rp.contains(p + ".0", prereleases=True)]
     if pick.pythons:
         pythons = [p for p in pythons if p in pick.pythons] or list(pick.pythons)
     row: dict[str, Any] = {"filename": pick.file.filename}
     if rp is not None:
         row["requires_python"] = str(rp)
-    pins = pins_for_platform(reqs, spec.keep, pick.platform, pythons)
-    if pins:
-        row["requires"] = pins
-    if pick.pythons:
-        row["pythons"] = list(pick.pythons)
-    cuda = derive_cuda(reqs, pick.platform) if package == "torch" else None
-    if cuda is not None:
-        row["cuda"] = cuda
+    row.update(_requirement_facts(package, spec, pick, reqs, pythons))
     if members is not None:
         row.update(_member_facts(members))
     if "sha256" in pick.file.hashes:
@@ -310,3 +355,92 @@ def torch_index_variants(base_url: str, variants: Iterable[str], make_client: Ca
                 continue
             found.setdefault(str(Version(version.public)), set()).add(variant)
     return found, problems
+
+
+def apply_files(root: Path, files: Mapping[str, str]) -> None:
+    """Write refreshed files (name relative to ``root`` -> text) into the matrix: all of them or none.
+
+    The matrix as it would be afterwards (these files over the ones on disk) must validate first,
+    read by the matrix's own reader; if it does not, nothing is written and it is a
+    PackageIndexError (what the index answered does not make a valid matrix). Then each file is
+    written to a temporary file beside it and flushed to disk; only when every one is, each is
+    renamed over its file. A write that fails (a full disk, an unwritable directory) removes the
+    temporary files, leaves the matrix as it was, and is a UsageError naming the file.
+    """
+    if not files:
+        return
+    _check_staged(root, files)
+    staged: list[tuple[str, Path]] = []
+    replaced = 0
+    target = root
+    try:
+        for name, text in files.items():
+            target = root / name
+            staged.append((_stage(target, text.encode("utf-8")), target))
+        for tmp, dest in staged:
+            target = dest
+            os.replace(tmp, dest)
+            replaced += 1
+        _sync_dirs({dest.parent for _, dest in staged})
+    except OSError as e:
+        state = "the matrix is unchanged" if not replaced else f"{replaced} of {len(files)} files were replaced"
+        raise UsageError(f"--matrix: cannot write {str(target)!r} ({e.strerror or e}); {state}") from None
+    finally:
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)  # gone already once renamed
+
+
+def _check_staged(root: Path, files: Mapping[str, str]) -> None:
+    """The matrix that ``files`` over ``root`` would give validates (else PackageIndexError, one line)."""
+    from .matrix.load import parse_matrix
+    from .matrix.model import FILES
+
+    raw: dict[str, bytes | None] = {}
+    for name in FILES:
+        if name in files:
+            raw[name] = files[name].encode("utf-8")
+            continue
+        try:
+            raw[name] = (root / name).read_bytes()
+        except FileNotFoundError:
+            raw[name] = None
+        except OSError as e:
+            raise UsageError(f"--matrix: cannot read {str(root / name)!r} ({e.strerror or e})") from None
+    try:
+        parse_matrix(root, raw, "staged")
+    except MatrixError as e:
+        n = len(e.problems)
+        first = _one_line(str(e.problems[0])) if e.problems else ""
+        raise PackageIndexError(f"the refreshed matrix would not validate, so nothing was written: {n} "
+                                f"problem{'s' if n != 1 else ''}, the first: {first}") from None
+
+
+def _stage(dest: Path, data: bytes) -> str:
+    """``data`` in a new temporary file beside ``dest`` (with dest's mode), flushed to disk; its path."""
+    from ._atomic import _mode
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), _mode(dest))
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def _sync_dirs(dirs: Iterable[Path]) -> None:
+    """Flush the renames to disk (where the file system lets a directory be opened and synced)."""
+    for d in dirs:
+        with contextlib.suppress(OSError):
+            fd = os.open(d, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)

@@ -361,11 +361,10 @@ def _pinned_by_vllm(root: Path, package: str) -> set[Any]:
 def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .._atomic import write_atomic
     from .._cache import cache_dir
     from ..index import IndexClient, configured_index_url
     from ..matrix import default_matrix_path
-    from ..refresh import diff_files
+    from ..refresh import apply_files, diff_files
     from ..render import envelope
 
     root = Path(_opt(args, "matrix") or default_matrix_path())
@@ -388,9 +387,8 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
         d = diff_files(path.read_text(encoding="utf-8") if path.exists() else "", text, name)
         if d:
             diffs[name] = d
-    if args.apply:
-        for name in diffs:
-            write_atomic(root / name, new[name])
+    if args.apply:  # all or nothing, and only a matrix that validates
+        apply_files(root, {name: new[name] for name in diffs})
     if _opt(args, "json"):
         _print_json(envelope("matrix", {"index": url, "requests": client.requests, "cache_hits": client.cache_hits,
                                         "changes": diffs, "applied": bool(args.apply),
