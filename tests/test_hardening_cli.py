@@ -517,3 +517,70 @@ def test_doctor_lock_reads_a_bounded_amount(tmp_path: Path) -> None:
     p = subprocess.run([sys.executable, "-m", "vresolve", "doctor", "--no-env", "--lock", "/dev/zero"],
                        capture_output=True, text=True, env=_env(), timeout=300, preexec_fn=limit)
     one_line_error(p.returncode, p.stderr, "--lock")
+
+
+def test_doctor_probe_past_its_timeout_is_stopped_with_its_children(tmp_path: Path) -> None:
+    """A probe that hangs, holding its stdout open in a child: stopped at the timeout, the child too."""
+    from vresolve.detect import probe_environment
+
+    pidfile = tmp_path / "child"
+    exe = _fake_python(tmp_path, f"sleep 600 &\necho $! > '{pidfile}'\nwait\n")
+    env = probe_environment(str(exe), timeout=2)
+    assert env.error == "importing the stack timed out after 2 s"
+    child = int(pidfile.read_text())
+    try:
+        assert not _alive(child)
+    finally:
+        if _alive(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def test_doctor_probe_that_dies_says_why_in_one_line(tmp_path: Path) -> None:
+    from vresolve.detect import probe_environment
+
+    exe = _fake_python(tmp_path, "echo 'first line' >&2\necho 'ImportError: libfoo.so: cannot open' >&2\nexit 3\n")
+    env = probe_environment(str(exe))
+    assert env.error == "the probe died (exit code 3): ImportError: libfoo.so: cannot open"
+    env = probe_environment(str(tmp_path / "missing"))
+    assert env.error and "could not run" in env.error
+
+
+# ---------------------------------------------------------------------------------------------- flags, as argparse
+
+def test_cache_reads_gpu_and_matrix_as_argparse_does() -> None:
+    """For any plan argv argparse accepts, the cache's reading of --gpu and --matrix is argparse's."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from vresolve._cache import _last_value
+    from vresolve.cli import build_parser
+    from vresolve.errors import UsageError
+
+    tokens = st.sampled_from(["--gpu", "--gp", "--g", "--gpu=auto", "--gp=H100", "--gpu=", "auto", "AUTO ", "H100",
+                              "none", "--matrix", "--mat", "--m=/m2", "/m1", "--json", "--driver", "580.95.05",
+                              "--glibc", "2.28", "--gl", "-v", "--", "-q", "--venv", "--gpu-x"])
+    parser = build_parser("plan")
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.lists(tokens, max_size=8))
+    def check(argv: list[str]) -> None:
+        try:
+            args = parser.parse_args(["plan", *argv])
+        except UsageError:
+            return
+        gpu = _last_value(argv, "--gpu")
+        assert (gpu if gpu is not None else "auto") == args.gpu
+        assert _last_value(argv, "--matrix") == getattr(args, "matrix", None)
+
+    check()
+
+
+def test_read_only_cache_directory_is_never_an_error(small_tmpfs: Path, index: _Server, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    subprocess.run(["mount", "-o", "remount,ro", str(small_tmpfs)], check=True)
+    monkeypatch.setenv("VRESOLVE_CACHE_DIR", str(small_tmpfs / "cache"))
+    assert _entry.main(["plan", *TARGET, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["stack"]["vllm"] == "0.33.0"
+    code, _, err = run(_lock_argv(index, tmp_path / "out", "-q"), capsys)
+    assert code == 0, err

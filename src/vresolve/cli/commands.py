@@ -409,8 +409,6 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
 
     root = Path(_opt(args, "matrix") or default_matrix_path())
     url, origin = configured_index_url(args.index_url)
-    if args.workers < 1:
-        raise UsageError(f"--workers: expected a positive number, got {args.workers}")
     since = _since(args.since)
     cdir = usable_cache_dir() if not args.offline else cache_dir()
     client = IndexClient(url, cache_dir=Path(cdir) / "index" if cdir else None, offline=args.offline,
