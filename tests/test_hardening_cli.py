@@ -584,3 +584,27 @@ def test_read_only_cache_directory_is_never_an_error(small_tmpfs: Path, index: _
     assert json.loads(capsys.readouterr().out)["stack"]["vllm"] == "0.33.0"
     code, _, err = run(_lock_argv(index, tmp_path / "out", "-q"), capsys)
     assert code == 0, err
+
+
+def test_plan_flags_fuzzed_never_give_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    """Any value of any plan flag: a plan (0), no stack (1) or a one-line error (2); never an exception."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    values = st.one_of(st.text(max_size=40), st.from_regex(r"[0-9.]{1,12}", fullmatch=True),
+                       st.from_regex(r"[0-9]{4300,4400}", fullmatch=True).map(lambda d: "3." + d),
+                       st.sampled_from(["H100", "0xH100", "sm_90", "nan", "-1", "cu128", "==0.10.1", ">=9999"]))
+    flags = st.sampled_from(["--gpu", "--driver", "--python", "--glibc", "--vllm", "--torch", "--variant",
+                             "--platform", "--installer", "--driver-policy", "--source-build"])
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(st.tuples(flags, values), min_size=1, max_size=3))
+    def check(pairs: list[tuple[str, str]]) -> None:
+        argv = ["plan", "--gpu", "H100", "--json"] + [f"{f}={v}" for f, v in pairs]
+        code = main(argv)
+        out, err = capsys.readouterr()
+        assert code in (0, 1, 2), (argv, err)
+        if code == 2:
+            assert "error" in json.loads(out) and len(out) < 2000
+
+    check()
