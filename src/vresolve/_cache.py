@@ -8,9 +8,12 @@ The plan output cache answers only for plans that do not probe the machine (``--
 names GPUs, ``sm_XY`` or ``none``), and its key covers everything the output depends on:
 the arguments, every ``VRESOLVE_*`` variable and the terminal-related ones, the
 interpreter (its Python and platform are the defaults of a plan), whether stdout is a
-terminal, and the size and modification time of every file of the matrix and of
-vresolve's own code. ``VRESOLVE_PLAN_CACHE=0`` turns this cache off, ``VRESOLVE_CACHE_DIR=``
-(empty) every cache.
+terminal, and the size, modification and change times and inode of every file of the matrix
+and of vresolve's own code (an edit cannot keep the change time). Flags are read as argparse
+reads them: the last ``--gpu`` / ``--matrix`` wins, ``--gpu=X`` and abbreviations count. Each
+entry carries a CRC-32 of what it holds; one that does not check out is a miss.
+``VRESOLVE_PLAN_CACHE=0`` turns this cache off, ``VRESOLVE_CACHE_DIR=`` (empty) every cache.
+A cache directory that cannot be read or written is never an error, only a miss.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["cache_dir", "plan_output_key", "read_plan_output", "write_plan_output"]
+__all__ = ["cache_dir", "usable_cache_dir", "plan_output_key", "read_plan_output", "write_plan_output"]
 
 _TERMINAL_VARS = ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES", "TERM", "COLORTERM")
 
@@ -33,13 +36,35 @@ def cache_dir() -> str | None:
     return os.path.join(base, "vresolve")
 
 
-def _flag(argv: list[str], name: str) -> str | None:
+def usable_cache_dir() -> str | None:
+    """:func:`cache_dir` when it is (or can be made) a writable directory, else None: a cache that cannot
+    be used is only an optimisation lost, never an error."""
+    d = cache_dir()
+    if d is None:
+        return None
+    try:
+        os.makedirs(d, exist_ok=True)
+    except (OSError, ValueError):
+        return None
+    return d if os.path.isdir(d) and os.access(d, os.W_OK | os.X_OK) else None
+
+
+def _last_value(argv: list[str], name: str) -> str | None:
+    """The value argparse gives the long option ``name``: its last occurrence wins, as ``NAME VALUE``,
+    ``NAME=VALUE`` or an abbreviation of NAME (argparse takes any unambiguous prefix; every prefix is taken
+    here, which only ever means a cache miss). A token that starts with ``-`` is never an option's value to
+    argparse, so every such token is an option."""
+    value = None
     for i, a in enumerate(argv):
-        if a == name and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith(name + "="):
-            return a[len(name) + 1:]
-    return None
+        if a == "--":
+            break
+        head, eq, tail = a.partition("=")
+        if len(head) >= 3 and name.startswith(head):
+            if eq:
+                value = tail
+            elif i + 1 < len(argv):
+                value = argv[i + 1]
+    return value
 
 
 def _stat_tree(root: str, out: list[str]) -> None:
@@ -53,8 +78,8 @@ def _stat_tree(root: str, out: list[str]) -> None:
             if e.name != "__pycache__":
                 _stat_tree(e.path, out)
         elif e.name.endswith((".py", ".yaml")):
-            st = e.stat()
-            out.append(f"{e.path}:{st.st_size}:{st.st_mtime_ns}")
+            st = e.stat()  # ctime and the inode too: an edit cannot keep its ctime, a replacement its inode
+            out.append(f"{e.path}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}")
 
 
 def plan_output_key(argv: list[str]) -> str | None:
@@ -62,15 +87,15 @@ def plan_output_key(argv: list[str]) -> str | None:
     or None when its output must be computed."""
     if not argv or argv[0] != "plan" or cache_dir() is None or os.environ.get("VRESOLVE_PLAN_CACHE") == "0":
         return None
-    gpu = _flag(argv, "--gpu")
+    gpu = _last_value(argv, "--gpu")
     if gpu is None or gpu.strip().lower() == "auto":
         return None  # probes the machine: never from the cache
     here = os.path.dirname(os.path.abspath(__file__))
-    matrix = _flag(argv, "--matrix") or os.environ.get("VRESOLVE_MATRIX")
+    matrix = _last_value(argv, "--matrix") or os.environ.get("VRESOLVE_MATRIX")
     if matrix is None:
         beside = os.path.join(here, "compat_matrix")
         matrix = beside if os.path.isdir(beside) else os.path.join(os.path.dirname(os.path.dirname(here)), "compat_matrix")
-    parts = ["plan-output/1", repr(argv), sys.executable, sys.version, os.uname().machine,
+    parts = ["plan-output/2", repr(argv), sys.executable, sys.version, os.uname().machine,
              str(sys.stdout.isatty()), os.path.abspath(matrix)]
     parts += sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("VRESOLVE_") or k in _TERMINAL_VARS)
     _stat_tree(here, parts)
@@ -87,36 +112,44 @@ def _file_name(key: str) -> str:
 
 
 def read_plan_output(key: str) -> tuple[int, bytes, bytes] | None:
-    """(exit code, stdout, stderr) of an earlier identical plan, or None."""
+    """(exit code, stdout, stderr) of an earlier identical plan, or None (also for an entry that does not
+    check out: another key, a wrong length or checksum)."""
     d = cache_dir()
     if d is None:
         return None
     try:
         with open(os.path.join(d, _file_name(key)), "rb") as fh:
             data = fh.read()
-    except OSError:
+    except (OSError, ValueError):
         return None
     head, sep, rest = data.partition(b"\n")
     try:
-        code, key_len, out_len = (int(x) for x in head.split(b" "))
+        code, key_len, out_len, crc = (int(x, 16) for x in head.split(b" "))
     except ValueError:
         return None
-    stored_key, body = rest[:key_len], rest[key_len:]
-    if not sep or stored_key != key.encode("utf-8", "surrogateescape") or len(body) < out_len:
+    import zlib
+
+    k = key.encode("utf-8", "surrogateescape")
+    if not sep or code not in (0, 1) or key_len != len(k) or rest[:key_len] != k or len(rest) < key_len + out_len \
+            or zlib.crc32(rest) != crc:
         return None
+    body = rest[key_len:]
     return code, body[:out_len], body[out_len:]
 
 
 def write_plan_output(key: str, code: int, out: bytes, err: bytes) -> None:
+    """Keep a plan's answer; a cache that cannot be written is only a miss next time."""
     d = cache_dir()
     if d is None:
         return
+    import zlib
     from pathlib import Path
 
     from ._atomic import write_bytes_atomic
 
-    k = key.encode("utf-8", "surrogateescape")
+    rest = key.encode("utf-8", "surrogateescape") + out + err
+    head = f"{code:x} {len(rest) - len(out) - len(err):x} {len(out):x} {zlib.crc32(rest):x}\n".encode()
     try:
-        write_bytes_atomic(Path(d) / _file_name(key), f"{code} {len(k)} {len(out)}\n".encode() + k + out + err)
-    except OSError:
+        write_bytes_atomic(Path(d) / _file_name(key), head + rest)
+    except (OSError, ValueError):
         pass

@@ -25,7 +25,40 @@ class _Tee:
         return getattr(self._real, name)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that ``finally`` blocks and context managers clean up
+    (temporary directories, a running uv) as for Ctrl-C; the process then exits 143 (128 + SIGTERM)."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    import _signal  # type: ignore[import-not-found]  # built in: ``signal`` would import enum (ms)
+
+    _signal.signal(_signal.SIGTERM, _signal.SIG_IGN)  # once: the cleanup itself is not interrupted again
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``vresolve ARGV``; exit 130 on SIGINT, 143 on SIGTERM, after cleaning up."""
+    import _signal  # type: ignore[import-not-found]
+
+    try:
+        previous = _signal.signal(_signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (vresolve called as a library): no handler
+        previous = None
+    try:
+        return _main(argv)
+    except Terminated:
+        sys.stderr.write("vresolve: terminated\n")
+        return 143
+    except KeyboardInterrupt:
+        sys.stderr.write("vresolve: interrupted\n")
+        return 130
+    finally:
+        if previous is not None:
+            _signal.signal(_signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     from ._cache import plan_output_key, read_plan_output, write_plan_output
 

@@ -36,20 +36,28 @@ from typing import Any
 from packaging.version import Version
 
 from . import __version__
-from ._atomic import write_atomic
-from .errors import PackageIndexError, UsageError
+from ._atomic import write_files_atomic
+from .errors import EXIT_USAGE, PackageIndexError, UsageError, VresolveError
 from .matrix import Matrix
 from .plan import InstallPlan
 from .render.json import stack_view
 from .render.lockfiles import HEADER_KEY, env_sh, environment_yml, header_text, requirements_text
 
-__all__ = ["FORMATS", "LockFiles", "compile_lock", "lock_header", "read_lock_header", "write_lock", "check_lock"]
+__all__ = ["FORMATS", "LockFiles", "OutputError", "compile_lock", "lock_header", "read_lock_header", "write_lock",
+           "check_lock"]
 
 FORMATS = ("requirements", "pylock", "conda", "env")
 FILE_NAMES = {"requirements": "requirements.txt", "pylock": "pylock.toml", "conda": "environment.yml",
               "env": "env.sh"}
 _NETWORK_ERRORS = ("Failed to fetch", "error sending request", "timed out", "Connection reset", "dns error",
                    "tcp connect error", "Network unreachable", "Request failed after")
+
+
+class OutputError(VresolveError):
+    """The lock files could not be written (a full disk, a read-only directory); none was changed. Exit 2."""
+
+    code = "output-error"
+    exit_code = EXIT_USAGE
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -109,15 +117,25 @@ def lock_header(plan: InstallPlan, matrix: Matrix) -> dict[str, Any]:
     }
 
 
-def read_lock_header(text: str) -> dict[str, Any] | None:
-    """The ``# vresolve-lock: {...}`` record of a lock file's text, or None."""
+def read_lock_header(text: str, *, strict: bool = False) -> dict[str, Any] | None:
+    """The ``# vresolve-lock: {...}`` record of a lock file's text, or None when it has none.
+
+    A record that is not a JSON object is None too, or with ``strict`` a ValueError saying why.
+    """
     for line in text.splitlines():
         line = line.lstrip("# ").strip()
         if line.startswith(HEADER_KEY):
             try:
-                return json.loads(line[len(HEADER_KEY):])
-            except ValueError:
+                value = json.loads(line[len(HEADER_KEY):])
+            except (ValueError, RecursionError) as e:  # RecursionError: [[[[...]]]] nested past the stack
+                if strict:
+                    raise ValueError(f"its '{HEADER_KEY}' line is not valid JSON ({str(e)[:100]})") from None
                 return None
+            if isinstance(value, dict):
+                return value
+            if strict:
+                raise ValueError(f"its '{HEADER_KEY}' line is not a JSON object")
+            return None
     return None
 
 
@@ -140,9 +158,14 @@ def _inputs(plan: InstallPlan, matrix: Matrix) -> tuple[list[str], list[str]]:
 
 
 def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = None, offline: bool = False,
-                 timeout: float = 600.0, retries: int = 2, progress: Callable[[str], None] | None = None
+                 timeout: float = 600.0, retries: int | None = None, progress: Callable[[str], None] | None = None
                  ) -> LockFiles:
-    """Resolve the closure with one ``uv pip compile`` and derive every lock format from it."""
+    """Resolve the closure with one ``uv pip compile`` and derive every lock format from it.
+
+    uv runs once, within ``timeout`` seconds; it retries its own failed requests (``retries``, when given,
+    sets how often: ``UV_HTTP_RETRIES``). Interrupted (Ctrl-C, SIGTERM under vresolve's entry point), uv
+    is stopped and the temporary directory removed before the interrupt goes on.
+    """
     if plan.resolution.host.platform.os != "linux":
         raise UsageError(f"--platform: locks are for Linux, not {plan.resolution.host.platform.tag}")
     reqs, options = _inputs(plan, matrix)
@@ -167,37 +190,61 @@ def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = N
     return _derive(plan, matrix, pylock_text, seconds, tuple(argv), options)
 
 
-def _run_uv(argv: list[str], what: str, platform: str, timeout: float, retries: int,
-            progress: Callable[[str], None] | None) -> tuple[str, float]:
-    """(uv's stderr, the seconds it took); network failures are retried, a resolution failure is not."""
-    # no Python download: --python-version needs no interpreter of that version (uv would try to fetch one)
-    env = dict(os.environ, UV_HTTP_TIMEOUT=str(int(min(timeout, 300))), NO_COLOR="1", UV_PYTHON_DOWNLOADS="never")
-    last = ""
-    for attempt in range(retries + 1):
-        if progress:
-            progress(f"uv pip compile: resolving {what}" + (f" (attempt {attempt + 1})" if attempt else ""))
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-        _warm_up()  # while uv works: import what reading its answer needs (the CPU is otherwise idle)
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """Stop uv and whatever it started (its own process group): SIGTERM, up to 5 s, then SIGKILL; reaped."""
+    import signal
+
+    try:
         try:
-            _, stderr = proc.communicate(timeout=max(1.0, timeout - (time.perf_counter() - t0)))
+            os.killpg(proc.pid, signal.SIGTERM)
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            last = f"uv pip compile took longer than {timeout:g} s"
-            continue
-        if proc.returncode == 0:
-            return stderr, time.perf_counter() - t0
+            pass
+    finally:  # also when a second interrupt comes during the wait
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()
+
+
+def _run_uv(argv: list[str], what: str, platform: str, timeout: float, retries: int | None,
+            progress: Callable[[str], None] | None) -> tuple[str, float]:
+    """(uv's stderr, the seconds it took), from one run of uv: it retries its own requests."""
+    # no Python download: --python-version needs no interpreter of that version (uv would try to fetch one)
+    env = dict(os.environ, UV_HTTP_TIMEOUT=str(max(1, int(min(timeout, 300)))), NO_COLOR="1",
+               UV_PYTHON_DOWNLOADS="never")
+    if retries is not None:
+        env["UV_HTTP_RETRIES"] = str(retries)
+    if progress:
+        progress(f"uv pip compile: resolving {what}")
+    t0 = time.perf_counter()
+    # its own process group: stopped as a whole, by vresolve, whatever signal vresolve gets
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    try:
+        _warm_up()  # while uv works: import what reading its answer needs (the CPU is otherwise idle)
+        _, stderr = proc.communicate(timeout=max(1.0, timeout - (time.perf_counter() - t0)))
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        raise PackageIndexError(f"uv pip compile took longer than {timeout:g} s (--timeout)") from None
+    except BaseException:
+        _stop(proc)
+        raise
+    if proc.returncode == 0:
+        return stderr, time.perf_counter() - t0
+    if any(e in stderr for e in _NETWORK_ERRORS):
         last = (stderr.strip().splitlines() or ["(no output)"])[-1]
-        if not any(e in stderr for e in _NETWORK_ERRORS):
-            why = ""
-            if "has no usable wheels" in stderr or "no wheels with a matching platform" in stderr:
-                why = (f"\nA package of the closure has no wheel for {platform} (the lock installs with "
-                       "--no-build: wheels only). If the target machine's glibc is newer, say so with --glibc X.Y; "
-                       "otherwise that package must be built from source there.")
-            raise PackageIndexError(f"uv pip compile could not resolve the closure: {stderr.strip()[-1500:]}{why}")
-        time.sleep(min(2.0 * (attempt + 1), 10.0))
-    raise PackageIndexError(f"uv pip compile failed after {retries + 1} attempts: {last}")
+        raise PackageIndexError(f"uv pip compile could not read the package index: {last}")
+    why = ""
+    if "has no usable wheels" in stderr or "no wheels with a matching platform" in stderr:
+        why = (f"\nA package of the closure has no wheel for {platform} (the lock installs with "
+               "--no-build: wheels only). If the target machine's glibc is newer, say so with --glibc X.Y; "
+               "otherwise that package must be built from source there.")
+    raise PackageIndexError(f"uv pip compile could not resolve the closure: {stderr.strip()[-1500:]}{why}")
 
 
 def _without_none(d: Mapping[str, Any]) -> dict[str, Any]:
@@ -254,14 +301,25 @@ def _derive(plan: InstallPlan, matrix: Matrix, uv_pylock: str, seconds: float, a
 
 
 def write_lock(lock: LockFiles, out_dir: Path, formats: Sequence[str]) -> list[Path]:
-    """Write the chosen formats into ``out_dir``, each file atomically."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for fmt in formats:
-        path = out_dir / FILE_NAMES[fmt]
-        write_atomic(path, lock.files[fmt])
-        written.append(path)
-    return written
+    """Write the chosen formats into ``out_dir``: all of them, or none (:func:`write_files_atomic`).
+
+    OutputError (exit 2) when they cannot be written; then every old file is as it was, and a directory
+    made for them is removed again.
+    """
+    made = not out_dir.is_dir()
+    paths = [out_dir / FILE_NAMES[fmt] for fmt in formats]
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        write_files_atomic([(p, lock.files[fmt].encode("utf-8")) for p, fmt in zip(paths, formats, strict=True)])
+    except OSError as e:
+        if made:
+            try:
+                out_dir.rmdir()
+            except OSError:
+                pass
+        raise OutputError(f"cannot write the lock into '{out_dir}' ({e.strerror or e}): no file was changed") \
+            from None
+    return paths
 
 
 def check_lock(lock: LockFiles, out_dir: Path, formats: Sequence[str]) -> list[str]:

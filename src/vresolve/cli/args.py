@@ -22,6 +22,67 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+class _ProfileParser(_Parser):
+    """For the flags of a ``--profiles`` entry: help and version flags (``-h``, ``--he``, ``-vh``,
+    ``--version``) are refused, not printed (argparse prints, then calls exit)."""
+
+    def _print_message(self, message: str, file: object = None) -> None:
+        pass
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        raise UsageError("help and version flags are not plan flags")
+
+
+MAX_SECONDS = 7 * 24 * 3600.0  # a week: past any real wait, and within what poll() and select() accept
+
+
+def seconds(text: str) -> float:
+    """A ``--timeout`` value: a finite number of seconds, more than 0 and at most a week."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= MAX_SECONDS:  # also false for nan
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0 and at most {MAX_SECONDS:g}, "
+                                         f"got {shown(text)}")
+    return value
+
+
+def workers(text: str) -> int:
+    """``--workers``: 1 to 64 parallel requests."""
+    try:
+        value = int(text) if len(text) < 10 else 0
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 64, got {shown(text)}")
+    return value
+
+
+def index_url(text: str) -> str:
+    """``--index-url``: an http, https or file URL with a valid host and port (parsed by urllib.parse)."""
+    from urllib.parse import urlsplit
+
+    expected = "expected an http://, https:// or file:// URL such as 'https://example.org/simple/'"
+    try:
+        u = urlsplit(text)
+        bad = (len(text) > 2048 or u.scheme not in ("http", "https", "file") or not text.isprintable()
+               or any(c.isspace() for c in text)
+               or (u.scheme != "file" and (not u.hostname or u.port == 0)) or (u.scheme == "file" and not u.path))
+    except ValueError:  # an unclosed '[', a port that is not a number or past 65535
+        bad = True
+    if bad:
+        raise argparse.ArgumentTypeError(f"invalid URL {shown(text)} ({expected})")
+    return text
+
+
+def shown(text: str, limit: int = 60) -> str:
+    """``text`` quoted for a one-line message, cut to ``limit`` characters (a 5000-digit input stays readable)."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
+
+
 def _common() -> _Parser:
     p = _Parser(add_help=False)
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
@@ -54,14 +115,16 @@ def command_of(argv: list[str]) -> str | None:
     return None
 
 
-def build_parser(only: str | None = "*") -> argparse.ArgumentParser:
+def build_parser(only: str | None = "*", *, profile: bool = False) -> argparse.ArgumentParser:
     """The parser; ``only``: the command whose flags are added (None: none, for ``vresolve --help``;
-    ``"*"``: every command's). Adding every flag of every command costs more than the rest of --help."""
+    ``"*"``: every command's). Adding every flag of every command costs more than the rest of --help.
+    ``profile``: for the flags of a ``--profiles`` entry (help and version flags refused)."""
     common = _common()
-    parser = _Parser(prog="vresolve", parents=[common],
-                     description="Resolve a working NVIDIA driver / CUDA / PyTorch / vLLM stack.")
+    cls = _ProfileParser if profile else _Parser
+    parser = cls(prog="vresolve", parents=[common],
+                 description="Resolve a working NVIDIA driver / CUDA / PyTorch / vLLM stack.")
     parser.add_argument("--version", action="version", version=f"vresolve {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=cls)
     for name, help_text in COMMANDS.items():
         if only in ("*", name):
             _FLAGS[name](sub.add_parser(name, parents=[common], help=help_text), common)
@@ -77,13 +140,16 @@ def _plan_command(pl: argparse.ArgumentParser, common: _Parser) -> None:
 
 def _lock_command(lk: argparse.ArgumentParser, common: _Parser) -> None:
     _add_plan_flags(lk)
-    lk.add_argument("-o", "--output", metavar="DIR", default=".", help="where to write the files (default: .)")
+    lk.add_argument("-o", "--output", metavar="DIR", default=".",
+                    help="where to write the files (default: .); every file is replaced only once all are written: "
+                         "when DIR cannot be written (not a directory, read-only, full) nothing changes, exit 2")
     lk.add_argument("--format", default=",".join(("requirements", "pylock", "conda", "env")),
                     help="requirements,pylock,conda,env (default: all four)")
     lk.add_argument("--check", action="store_true", help="exit 1 when the lock in DIR is out of date; write nothing")
-    lk.add_argument("--index-url", help="the index to resolve from (default: your pip/uv configuration)")
+    lk.add_argument("--index-url", type=index_url,
+                    help="the index to resolve from (default: your pip/uv configuration)")
     lk.add_argument("--offline", action="store_true", help="only what uv's cache holds")
-    lk.add_argument("--timeout", type=float, default=600.0, help="seconds uv may take (default 600)")
+    lk.add_argument("--timeout", type=seconds, default=600.0, help="seconds uv may take (default 600)")
     lk.add_argument("--profiles", metavar="FILE",
                     help="lock every profile of FILE (name: [plan flags]) into DIR/<name>/ (see lockfiles/)")
 
@@ -96,14 +162,15 @@ def _doctor_command(doc: argparse.ArgumentParser, common: _Parser) -> None:
     doc.add_argument("--no-env", action="store_true", help="read only the log; do not import the stack")
     doc.add_argument("--lock", metavar="FILE", dest="lock_file",
                      help="check this machine against a lock's assumptions (requirements.txt, pylock.toml, ...)")
-    doc.add_argument("--timeout", type=float, default=180.0, help="seconds the import checks may take (default 180)")
+    doc.add_argument("--timeout", type=seconds, default=180.0,
+                     help="seconds the import checks may take (default 180)")
 
 
 def _detect_command(det: argparse.ArgumentParser, common: _Parser) -> None:
     det.add_argument("--torch", action="store_true",
                      help="also ask torch itself (import torch in a subprocess: its CUDA and arch list)")
     det.add_argument("--nvidia-smi", metavar="PATH", help="the nvidia-smi to run (default: the one on PATH)")
-    det.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for nvidia-smi (default 10)")
+    det.add_argument("--timeout", type=seconds, default=10.0, help="seconds to wait for nvidia-smi (default 10)")
     det.add_argument("--require-gpu", action="store_true", help="exit 3 when no NVIDIA GPU is found")
 
 
@@ -118,14 +185,15 @@ def _matrix_command(mx: argparse.ArgumentParser, common: _Parser) -> None:
     ref.add_argument("--package", action="append",
                      choices=("vllm", "torch", "torchvision", "torchaudio", "flashinfer-python", "xformers"),
                      help="only this package (repeatable; default: all)")
-    ref.add_argument("--index-url", help="the simple-API URL to read (default: from your pip/uv configuration)")
+    ref.add_argument("--index-url", type=index_url,
+                     help="the simple-API URL to read (default: from your pip/uv configuration)")
     ref.add_argument("--apply", action="store_true", help="write the changed files (atomically)")
-    ref.add_argument("--workers", type=int, default=8, help="parallel metadata reads (default 8)")
+    ref.add_argument("--workers", type=workers, default=8, help="parallel metadata reads (1 to 64; default 8)")
     ref.add_argument("--torch-variants", action="store_true",
                      help="also read PyTorch's index (/whl/<variant>) and compare its variants with torch.yaml")
     ref.add_argument("--since", metavar="VERSION", help="only releases from VERSION on (the rest of the file is kept)")
     ref.add_argument("--offline", action="store_true", help="only what the cache holds (no network)")
-    ref.add_argument("--timeout", type=float, default=30.0, help="seconds per HTTP request (default 30)")
+    ref.add_argument("--timeout", type=seconds, default=30.0, help="seconds per HTTP request (default 30)")
 
 
 _FLAGS = {"plan": _plan_command, "lock": _lock_command, "doctor": _doctor_command, "detect": _detect_command,
@@ -172,10 +240,13 @@ def _spec(flag: str, text: str | None) -> Any:
     raw = text.strip()
     if raw[:1].isdigit():
         raw = "==" + raw
+    expected = "expected e.g. '0.10.1' or '>=0.9,<0.11'"
+    if len(raw) > 200:  # versions of thousands of digits: int() refuses them, and no release is one
+        raise UsageError(f"{flag}: invalid version or range {shown(text)} ({expected}, at most 200 characters)")
     try:
         return SpecifierSet(raw)
     except InvalidSpecifier:
-        raise UsageError(f"{flag}: invalid version or range {text!r} (expected e.g. '0.10.1' or '>=0.9,<0.11')") from None
+        raise UsageError(f"{flag}: invalid version or range {shown(text)} ({expected})") from None
 
 
 def plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
@@ -214,8 +285,9 @@ def _check_values(args: argparse.Namespace) -> None:
     if args.variant:
         try:
             parse_variant(args.variant)
-        except ValueError as e:
-            raise UsageError(f"--variant: {e}") from None
+        except ValueError:
+            raise UsageError(f"--variant: invalid variant {shown(args.variant)} (expected 'cpu' or 'cuXYZ' such as "
+                             "'cu128')") from None
     if args.driver:
         parse_driver(args.driver)
     if args.python:

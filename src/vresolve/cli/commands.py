@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import EXIT_OK, EXIT_USAGE, UsageError, VresolveError
-from .args import _load, _opt, build_parser, command_of, plan_inputs
+from .args import _load, _opt, build_parser, command_of, plan_inputs, shown
 
 TYPE_CHECKING = False  # typing is not imported at run time: --help stays cheap
 if TYPE_CHECKING:
@@ -137,7 +137,10 @@ def _cmd_lock(args: argparse.Namespace) -> int:
         raise UsageError(f"--format: unknown format {', '.join(bad) or '(none)'} (expected any of: {', '.join(FORMATS)})")
     if args.source_build == "always" or args.keep_torch or args.precompiled:
         raise UsageError("vresolve lock locks wheel plans, not source builds (plan them with vresolve plan)")
-    report = [_lock_one(args, name, a, dir_, formats) for name, a, dir_ in _lock_jobs(args)]
+    jobs = _lock_jobs(args)
+    for _, _, dir_ in jobs:
+        _check_output(dir_, writing=not args.check)
+    report = [_lock_one(args, name, a, dir_, formats) for name, a, dir_ in jobs]
     stale_all = [s for item in report for s in item.get("stale", ())]
     if _opt(args, "json"):
         _print_json(envelope("lock", {"locks": report, "check": bool(args.check), "up_to_date": not stale_all}))
@@ -152,30 +155,66 @@ def _cmd_lock(args: argparse.Namespace) -> int:
     return 1 if stale_all else EXIT_OK
 
 
+_PROFILE_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"  # a directory name: no separator, no '..', no leading '.'
+
+
 def _lock_jobs(args: argparse.Namespace) -> list[tuple[str, argparse.Namespace, Path]]:
-    """(profile name, its flags, its directory): one job, or one per profile of ``--profiles FILE``."""
+    """(profile name, its flags, its directory): one job, or one per profile of ``--profiles FILE``.
+
+    Every profile is checked before any is locked: its name is a plain directory name below ``-o``, its
+    flags split as a shell would and parse as plan flags (help and version flags refused)."""
     from pathlib import Path
 
     out = Path(args.output)
     if not args.profiles:
         return [("", args, out)]
+    import re
     import shlex
 
     import yaml
 
+    where = f"--profiles: {shown(args.profiles, 200)}"
     try:
         profiles = yaml.safe_load(Path(args.profiles).read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise UsageError(f"--profiles: cannot read {args.profiles!r} ({e})") from None
-    if not isinstance(profiles, dict) or not all(isinstance(v, str) for v in profiles.values()):
-        raise UsageError(f"--profiles: {args.profiles!r}: expected a mapping of name to plan flags")
-    parser = build_parser()
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise UsageError(f"{where}: cannot read it ({' '.join(str(e).split())[:200]})") from None
+    if not isinstance(profiles, dict) or not profiles or not all(isinstance(v, str) for v in profiles.values()):
+        raise UsageError(f"{where}: expected a mapping of profile name to plan flags")
+    parser = build_parser("lock", profile=True)
     jobs = []
     for name, flags in profiles.items():
-        sub_args = parser.parse_args(["lock", *shlex.split(flags)])
+        if not isinstance(name, str) or not re.fullmatch(_PROFILE_NAME, name) or ".." in name:
+            raise UsageError(f"{where}: invalid profile name {shown(str(name))} (expected a directory name of "
+                             "letters, digits, '.', '_' and '-', starting with a letter or digit)")
+        try:
+            sub_args = parser.parse_args(["lock", *shlex.split(flags)])
+        except (ValueError, UsageError) as e:  # shlex: "No closing quotation", "No escaped character"
+            raise UsageError(f"{where}: profile {name!r}: {e}") from None
         sub_args.matrix = _opt(args, "matrix")
-        jobs.append((str(name), sub_args, out / str(name)))
+        jobs.append((name, sub_args, out / name))
     return jobs
+
+
+def _check_output(path: Path, writing: bool = True) -> None:
+    """``-o DIR`` must be a directory that can be written, or one that can be made: checked before uv runs."""
+    import stat
+
+    here = path
+    while True:  # the directory itself, else the nearest existing one above it, which must take the new one
+        try:
+            mode = os.stat(here).st_mode
+            break
+        except FileNotFoundError:
+            if here.parent == here or not writing:
+                return
+            here = here.parent
+        except OSError as e:  # not a directory on the way, a name too long, a loop of links
+            raise UsageError(f"-o: {shown(str(path), 200)} cannot be used ({e.strerror or e})") from None
+    if not stat.S_ISDIR(mode):
+        what = "is not a directory" if here == path else f"cannot be made: {shown(str(here), 200)} is not a directory"
+        raise UsageError(f"-o: {shown(str(path), 200)} {what}")
+    if writing and not os.access(here, os.W_OK | os.X_OK):
+        raise UsageError(f"-o: {shown(str(path), 200)} cannot be written: {shown(str(here), 200)} is not writable")
 
 
 def _lock_one(args: argparse.Namespace, name: str, a: argparse.Namespace, dir_: Path, formats: list[str]
@@ -257,12 +296,22 @@ def _doctor_inputs(args: argparse.Namespace) -> tuple[str | None, dict[str, Any]
         raise UsageError("--no-env: give a --log or --lock to read, or leave out --no-env")
     if not args.lock_file:
         return log, None
+    from ..doctor.lock import lock_header_problem
+
+    name = shown(args.lock_file, 200)
     try:
-        header = read_lock_header(Path(args.lock_file).read_text(encoding="utf-8", errors="replace"))
+        with open(args.lock_file, "rb") as fh:  # the header is in the first lines: never more than 1 MiB
+            text = fh.read(1 << 20).decode("utf-8", errors="replace")
+        header = read_lock_header(text, strict=True)
     except OSError as e:
-        raise UsageError(f"--lock: cannot read {args.lock_file!r} ({e.strerror or e})") from None
+        raise UsageError(f"--lock: cannot read {name} ({e.strerror or e})") from None
+    except ValueError as e:
+        raise UsageError(f"--lock: {name} is not a valid vresolve lock: {e}") from None
     if header is None:
-        raise UsageError(f"--lock: {args.lock_file!r} is not a vresolve lock (no '# vresolve-lock:' line)")
+        raise UsageError(f"--lock: {name} is not a vresolve lock (no '# vresolve-lock:' line)")
+    problem = lock_header_problem(header)
+    if problem:
+        raise UsageError(f"--lock: {name} is not a valid vresolve lock: its header's {problem}")
     return log, header
 
 
@@ -286,8 +335,6 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     from ..errors import EXIT_DETECTION
     from ..render import detect_human, envelope
 
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")
     o = Overrides.from_env()
     o = replace(o, smi_timeout=args.timeout, nvidia_smi=args.nvidia_smi or o.nvidia_smi)
     host = fill_capabilities(detect_host(o), _load(args))
@@ -361,7 +408,7 @@ def _pinned_by_vllm(root: Path, package: str) -> set[Any]:
 def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .._cache import cache_dir
+    from .._cache import cache_dir, usable_cache_dir
     from ..index import IndexClient, configured_index_url
     from ..matrix import default_matrix_path
     from ..refresh import apply_files, diff_files
@@ -369,10 +416,8 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
 
     root = Path(_opt(args, "matrix") or default_matrix_path())
     url, origin = configured_index_url(args.index_url)
-    if args.workers < 1:
-        raise UsageError(f"--workers: expected a positive number, got {args.workers}")
     since = _since(args.since)
-    cdir = cache_dir()
+    cdir = usable_cache_dir() if not args.offline else cache_dir()
     client = IndexClient(url, cache_dir=Path(cdir) / "index" if cdir else None, offline=args.offline,
                          timeout=args.timeout)
     quiet = _opt(args, "json") or _opt(args, "quiet")
@@ -410,9 +455,11 @@ def _since(text: str | None) -> Any:
     from packaging.version import InvalidVersion, Version
 
     try:
+        if len(text) > 64:
+            raise InvalidVersion(text)
         return Version(text)
     except InvalidVersion:
-        raise UsageError(f"--since: invalid version {text!r} (expected e.g. '0.30.0')") from None
+        raise UsageError(f"--since: invalid version {shown(text)} (expected e.g. '0.30.0')") from None
 
 
 def _generated(args: argparse.Namespace, root: Path, client: Any, since: Any, err: Any, quiet: bool
@@ -504,6 +551,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(f"vresolve: error: {e}", file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
-        print("vresolve: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:  # SIGINT; SIGTERM too, under the entry point (vresolve._entry)
+        from .._entry import Terminated
+
+        print(f"vresolve: {'terminated' if isinstance(e, Terminated) else 'interrupted'}", file=sys.stderr)
+        return 143 if isinstance(e, Terminated) else 130

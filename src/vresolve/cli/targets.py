@@ -10,76 +10,112 @@ from ..errors import UsageError
 from ..host import DriverInfo, Host, HostGpu, PlatformInfo
 from ..matrix import Matrix
 from ..values import Capability, DriverVersion
+from .args import shown
+
+MAX_GPUS = 1024
+"""The most GPUs one ``--gpu`` may name. The largest single machines hold 8 to 16 GPUs and the largest
+NVLink domain (a GB200 NVL72 rack) 72; a plan covers one machine, so 1024 leaves ample room while
+keeping the plan's cost bounded (a count of 3000000 made a list of three million GPUs). A count of 0 is
+refused rather than read as no GPU: the CPU backend is ``--gpu none``."""
+MAX_NAME = 128  # longer than any GPU name (the matrix's longest is under 60 characters)
+MAX_VERSION = 32  # longer than any real version; Python refuses int() of 4300 digits and more
+
+
+def _count(part: str, text: str) -> tuple[int, str]:
+    """``2xH100`` or ``H100*2`` -> (2, 'H100'); a part without a count -> (1, part)."""
+    head, x, tail = part.partition("x")
+    if x and head.isascii() and head.isdigit():
+        n, part = head, tail.strip()
+    else:
+        head, star, tail = part.rpartition("*")
+        if not (star and tail.strip().isascii() and tail.strip().isdigit()):
+            return 1, part
+        n, part = tail.strip(), head.strip()
+    count = int(n) if len(n) <= 5 else MAX_GPUS + 1
+    if not 1 <= count <= MAX_GPUS:
+        raise UsageError(f"--gpu: invalid count {shown(n)} in {shown(text)} (expected 1 to {MAX_GPUS} GPUs of a kind; "
+                         "for vLLM's CPU backend: --gpu none)")
+    return count, part
+
+
+def _gpu(matrix: Matrix, part: str) -> tuple[str, Capability]:
+    """(name, compute capability) of one ``--gpu`` name or ``sm_XY``; UsageError naming an unknown one."""
+    if len(part) > MAX_NAME:
+        raise UsageError(f"--gpu: GPU name {shown(part)} is too long (expected a GPU name such as 'H100', or sm_XY)")
+    try:
+        cc = Capability.parse(part) if part.lower().startswith(("sm_", "compute_")) or part[:1].isdigit() else None
+    except ValueError:
+        cc = None
+    if cc is not None:
+        return f"sm_{cc.major}{cc.minor}", cc
+    gpu = matrix.find_gpu(part)
+    if gpu is not None:
+        return gpu.name, gpu.compute_capability
+    names = [n for g in matrix.gpus for n in (g.name, *g.names, *g.aliases)]
+    import difflib  # only for a name the matrix does not know
+
+    close = difflib.get_close_matches(part, names, n=3, cutoff=0.5)
+    lower = {n.lower(): n for n in names}
+    close += [lower[k] for k in difflib.get_close_matches(part.lower(), list(lower), n=3, cutoff=0.5)
+              if lower[k] not in close]
+    hint = f" (did you mean {', '.join(repr(c) for c in close[:3])}?)" if close else \
+        " (expected a GPU name such as 'H100' or 'NVIDIA GeForce RTX 4090', or sm_XY)"
+    raise UsageError(f"--gpu: unknown GPU {shown(part)}{hint}")
 
 
 def parse_gpus(matrix: Matrix, text: str) -> tuple[HostGpu, ...]:
     """``--gpu NAME[,NAME...]`` or ``sm_XY`` -> GPUs; UsageError naming an unknown one, with close names.
 
-    ``2xH100`` or ``H100*2`` count several of one kind.
+    ``2xH100`` or ``H100*2`` count several of one kind; 1 to :data:`MAX_GPUS` GPUs in all.
     """
     gpus: list[HostGpu] = []
-    for part in (p.strip() for p in text.split(",")):
+    for part in (p.strip() for p in text.split(",", MAX_GPUS)):
         if not part:
-            raise UsageError(f"--gpu: empty GPU name in {text!r}")
-        count = 1
-        for sep in ("x", "*"):
-            head, s, tail = part.partition(sep)
-            if s and sep == "x" and head.isdigit():
-                count, part = int(head), tail.strip()
-                break
-            if s and sep == "*" and tail.strip().isdigit():
-                part, count = head.strip(), int(tail)
-                break
-        try:
-            cc = Capability.parse(part) if part.lower().startswith(("sm_", "compute_")) or part[:1].isdigit() else None
-        except ValueError:
-            cc = None
-        if cc is not None:
-            name = f"sm_{cc.major}{cc.minor}"
-        else:
-            gpu = matrix.find_gpu(part)
-            if gpu is None:
-                names = [n for g in matrix.gpus for n in (g.name, *g.names, *g.aliases)]
-                import difflib  # only for a name the matrix does not know
-
-                close = difflib.get_close_matches(part, names, n=3, cutoff=0.5)
-                lower = {n.lower(): n for n in names}
-                close += [lower[k] for k in difflib.get_close_matches(part.lower(), list(lower), n=3, cutoff=0.5)
-                          if lower[k] not in close]
-                hint = f" (did you mean {', '.join(repr(c) for c in close[:3])}?)" if close else \
-                    " (expected a GPU name such as 'H100' or 'NVIDIA GeForce RTX 4090', or sm_XY)"
-                raise UsageError(f"--gpu: unknown GPU {part!r}{hint}")
-            name, cc = gpu.name, gpu.compute_capability
+            raise UsageError(f"--gpu: empty GPU name in {shown(text)}")
+        count, part = _count(part, text)
+        if len(gpus) + count > MAX_GPUS:
+            raise UsageError(f"--gpu: more than {MAX_GPUS} GPUs in {shown(text)} (a plan is for one machine)")
+        name, cc = _gpu(matrix, part)
         for _ in range(count):
             gpus.append(HostGpu(index=len(gpus), name=name, compute_capability=cc, source="--gpu",
                                 cc_source="matrix" if not name.startswith("sm_") else "--gpu"))
     return tuple(gpus)
 
 
+def _bounded(flag: str, text: str, what: str, example: str) -> None:
+    if len(text) > MAX_VERSION:
+        raise UsageError(f"{flag}: invalid {what} {shown(text)} (expected {example}, at most {MAX_VERSION} characters)")
+
+
 def parse_driver(text: str) -> DriverVersion:
+    _bounded("--driver", text, "driver version", "a version such as '580.65.06'")
     try:
         return DriverVersion.parse(text)
     except ValueError:
-        raise UsageError(f"--driver: invalid driver version {text!r} (expected a version such as '580.65.06')") from None
+        raise UsageError(f"--driver: invalid driver version {shown(text)} (expected a version such as '580.65.06')") \
+            from None
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except (InvalidVersion, ValueError):  # ValueError: a number past Python's int() digit limit
+        return None
 
 
 def parse_python(text: str) -> Version:
-    try:
-        v = Version(text)
-    except InvalidVersion:
-        v = None
+    _bounded("--python", text, "Python version", "X.Y such as '3.12'")
+    v = _version(text)
     if v is None or len(v.release) < 2 or v.major != 3:
-        raise UsageError(f"--python: invalid Python version {text!r} (expected X.Y such as '3.12')")
+        raise UsageError(f"--python: invalid Python version {shown(text)} (expected X.Y such as '3.12')")
     return v
 
 
 def parse_glibc(text: str) -> Version:
-    try:
-        v = Version(text)
-    except InvalidVersion:
-        v = None
+    _bounded("--glibc", text, "glibc version", "X.Y such as '2.28'")
+    v = _version(text)
     if v is None or len(v.release) != 2 or v.major != 2 or v.pre or v.post or v.dev or v.local:
-        raise UsageError(f"--glibc: invalid glibc version {text!r} (expected X.Y such as '2.28')")
+        raise UsageError(f"--glibc: invalid glibc version {shown(text)} (expected X.Y such as '2.28')")
     return v
 
 
@@ -101,5 +137,5 @@ def target_host(matrix: Matrix, *, gpus: str, driver: str | None, python: str | 
 
 def parse_platform(text: str) -> PlatformInfo:
     if text not in ("linux-x86_64", "linux-aarch64"):
-        raise UsageError(f"--platform: invalid platform {text!r} (expected linux-x86_64 or linux-aarch64)")
+        raise UsageError(f"--platform: invalid platform {shown(text)} (expected linux-x86_64 or linux-aarch64)")
     return PlatformInfo(os="linux", machine=text.split("-", 1)[1])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from typing import Any
 
 from ..host import (
     EnvReport,
@@ -100,35 +101,171 @@ sys.stdout.write("\n@@vresolve@@" + json.dumps(out) + "\n")
 """
 
 
+PROBE_OUTPUT_LIMIT = 1 << 20
+"""The most the probe may print on stdout (1 MiB): its answer is a few KiB (tens with many tracebacks, each
+cut to 6000 characters). Past it the probe is stopped: an interpreter may print anything, and what it
+prints is held in memory. Of stderr only the last 64 KiB are kept (its last line is the evidence)."""
+_STDERR_TAIL = 64 << 10
+
+
+def _kill_group(proc: Any) -> None:
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    proc.wait()
+
+
+def _drain(proc: Any, deadline: float, limit: int) -> tuple[bytes, bytes, str | None]:
+    """(stdout, the tail of stderr, why it was stopped or None), reading both pipes as they fill."""
+    import selectors
+    import time
+
+    out, err = bytearray(), bytearray()
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ, out)
+        sel.register(proc.stderr, selectors.EVENT_READ, err)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return bytes(out), bytes(err), "timeout"
+            for key, _ in sel.select(timeout=left):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                buf = key.data
+                buf += chunk
+                if buf is out and len(out) > limit:
+                    return bytes(out), bytes(err), "too much output"
+                if buf is err and len(err) > 2 * _STDERR_TAIL:
+                    del err[:-_STDERR_TAIL]
+    return bytes(out), bytes(err[-_STDERR_TAIL:]), None
+
+
+def run_bounded(argv: list[str], timeout: float, limit: int = PROBE_OUTPUT_LIMIT, cwd: str | None = None
+                ) -> tuple[int | None, bytes, bytes, str | None]:
+    """Run a probe: (exit code, stdout, the tail of stderr, why it was stopped: "timeout", "too much output"
+    or None). OSError when it cannot start. It runs in its own process group, killed as a whole when stopped,
+    on an interrupt too: nothing of it outlives the call."""
+    import subprocess
+    import time
+
+    deadline = time.monotonic() + timeout
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=cwd, start_new_session=True)
+    try:
+        out, err, stopped = _drain(proc, deadline, limit)
+        if stopped is None:
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                stopped = "timeout"
+    finally:
+        if proc.poll() is None or stopped:
+            _kill_group(proc)
+        proc.stdout.close()  # type: ignore[union-attr]
+        proc.stderr.close()  # type: ignore[union-attr]
+    return (None if stopped else proc.returncode), out, err, stopped
+
+
 def probe_environment(python: str | None = None, timeout: float = 180.0, cwd: str | None = None) -> EnvReport:
     """Import the stack (torch, vllm, vllm._C, companions) in a subprocess of ``python`` and report.
 
-    Never in-process: an import can take seconds, crash, or poison this process.
+    Never in-process: an import can take seconds, crash, or poison this process. What the probe prints is
+    bounded (:data:`PROBE_OUTPUT_LIMIT`) and its answer checked for shape and types: an interpreter may
+    print anything; a probe that fails is the report's ``error``, one line.
     """
     import json
-    import subprocess
 
     exe = python or sys.executable
+    script = EXTENSION_HELPERS + _ENV_SCRIPT.replace("@CORE@", repr(CORE_EXTENSIONS))
     try:
-        script = EXTENSION_HELPERS + _ENV_SCRIPT.replace("@CORE@", repr(CORE_EXTENSIONS))
-        p = subprocess.run([exe, "-c", script], capture_output=True, text=True, timeout=timeout,
-                           errors="replace", cwd=cwd)
-    except subprocess.TimeoutExpired:
+        code, out, err, stopped = run_bounded([exe, "-c", script], timeout, cwd=cwd)
+    except (OSError, ValueError) as e:
+        return EnvReport(python=exe, error=f"{exe}: could not run ({getattr(e, 'strerror', None) or e})")
+    if stopped == "timeout":
         return EnvReport(python=exe, error=f"importing the stack timed out after {timeout:g} s")
-    except OSError as e:
-        return EnvReport(python=exe, error=f"{exe}: could not run ({e.strerror or e})")
-    marker = p.stdout.rpartition("@@vresolve@@")[2].strip()
+    if stopped:
+        return EnvReport(python=exe, error=f"the probe printed more than {PROBE_OUTPUT_LIMIT >> 20} MiB: stopped")
+    head, marker, answer = out.decode("utf-8", errors="replace").rpartition("@@vresolve@@")
+    if not marker:
+        tail = (err.decode("utf-8", errors="replace").strip().splitlines() or ["(no output)"])[-1]
+        return EnvReport(python=exe, error=f"the probe died (exit code {code}): {tail[:300]}")
     try:
-        d = json.loads(marker)
-    except ValueError:
-        tail = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
-        return EnvReport(python=exe, error=f"the probe died (exit code {p.returncode}): {tail[:300]}")
+        d = json.loads(answer.strip())
+    except (ValueError, RecursionError) as e:  # RecursionError: [[[[...]]]] nested past the stack
+        return EnvReport(python=exe, error=f"the probe's answer is malformed: not JSON ({str(e)[:100]})")
+    problem = answer_problem(d)
+    if problem:
+        return EnvReport(python=exe, error=f"the probe's answer is malformed: {problem}")
     return EnvReport(
         python=exe, sys_path=tuple(d.get("sys_path") or ()),
         modules=tuple(ModuleReport.from_dict(m) for m in d.get("modules") or ()),
         requires=tuple((k, tuple(v)) for k, v in sorted((d.get("requires") or {}).items())),
         vllm_extensions=tuple(str(x) for x in d.get("vllm_extensions") or ()),
         torch=TorchRuntime.from_dict(d["torch"]) if d.get("torch") else None)
+
+
+_MAX_SHORT = 256  # names, versions, CUDA versions: never longer (and no version of thousands of digits)
+_MAX_LONG = 8192  # paths, errors, tracebacks (the probe cuts its tracebacks to 6000 characters)
+
+
+def _str_problem(where: str, v: object, limit: int, optional: bool = True) -> str | None:
+    if v is None and optional:
+        return None
+    if not isinstance(v, str) or len(v) > limit:
+        return f"{where} is not a string of at most {limit} characters"
+    return None
+
+
+def _list_problem(where: str, v: object, limit: int) -> str | None:
+    if v is None:
+        return None
+    if not isinstance(v, list):
+        return f"{where} is not a list"
+    return next((p for i, x in enumerate(v) if (p := _str_problem(f"{where}[{i}]", x, limit, False))), None)
+
+
+def _module_problem(where: str, m: object) -> str | None:
+    if not isinstance(m, dict):
+        return f"{where} is not an object"
+    return (_str_problem(f"{where}.name", m.get("name"), _MAX_SHORT, optional=False)
+            or next((p for k, n in (("origin", _MAX_LONG), ("version", _MAX_SHORT), ("error", _MAX_LONG),
+                                    ("traceback", _MAX_LONG)) if (p := _str_problem(f"{where}.{k}", m.get(k), n))),
+                    None))
+
+
+def _torch_problem(t: object) -> str | None:
+    if t is None:
+        return None
+    if not isinstance(t, dict):
+        return "torch is not an object"
+    if t.get("available") is not None and not isinstance(t.get("available"), bool):
+        return "torch.available is not true or false"
+    return (next((p for k, n in (("version", _MAX_SHORT), ("cuda", _MAX_SHORT), ("error", _MAX_LONG))
+                  if (p := _str_problem(f"torch.{k}", t.get(k), n))), None)
+            or _list_problem("torch.arch_list", t.get("arch_list"), _MAX_SHORT)
+            or _list_problem("torch.device_capabilities", t.get("device_capabilities"), _MAX_SHORT))
+
+
+def answer_problem(d: object) -> str | None:
+    """What is wrong with the shape or the types of the probe's answer, or None (it may leave keys out)."""
+    if not isinstance(d, dict):
+        return "not a JSON object"
+    modules, requires = d.get("modules"), d.get("requires")
+    if modules is not None and not isinstance(modules, list):
+        return "modules is not a list"
+    if requires is not None and not isinstance(requires, dict):
+        return "requires is not an object"
+    return (_list_problem("sys_path", d.get("sys_path"), _MAX_LONG)
+            or _list_problem("vllm_extensions", d.get("vllm_extensions"), _MAX_SHORT)
+            or next((p for i, m in enumerate(modules or ()) if (p := _module_problem(f"modules[{i}]", m))), None)
+            or next((p for k, v in (requires or {}).items() if (p := _list_problem(f"requires.{k[:40]}", v,
+                                                                                    _MAX_LONG))), None)
+            or _torch_problem(d.get("torch")))
 
 
 def library_shadows(environ: Mapping[str, str] | None = None) -> tuple[tuple[str, tuple[str, ...]], ...]:

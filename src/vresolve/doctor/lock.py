@@ -10,14 +10,58 @@ from ..host import EnvReport, Host
 from ..values import public_version
 from .facts import Finding
 
+_MACHINE_TEXT = ("min_driver", "driver_policy", "cuda", "python", "platform", "glibc")
+_STACK_TEXT = ("vllm", "torch", "variant")
+_MAX_TEXT = 128  # longer than any value a lock records; a version of thousands of digits is refused
+
+
+def _text_problem(where: str, d: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    for k in keys:
+        v = d.get(k)
+        if v is not None and (not isinstance(v, str) or len(v) > _MAX_TEXT):
+            return f"{where}.{k} is not a short string"
+    return None
+
+
+def lock_header_problem(header: object) -> str | None:
+    """What is wrong with the shape of a lock's recorded assumptions (``# vresolve-lock: {...}``), or None.
+
+    Checked before :func:`check_against_lock` reads them: a header is the user's file, and any JSON can be
+    written into one.
+    """
+    from ..values import DriverVersion
+
+    if not isinstance(header, dict):
+        return "record is not a JSON object"
+    machine, stack = header.get("machine"), header.get("stack")
+    if not isinstance(machine, dict) or not isinstance(stack, dict):
+        return "'machine' and 'stack' are not both JSON objects"
+    problem = _text_problem("machine", machine, _MACHINE_TEXT) or _text_problem("stack", stack, _STACK_TEXT)
+    if problem:
+        return problem
+    gpus = machine.get("gpus")
+    if gpus is not None and not (isinstance(gpus, dict) and len(gpus) <= 1024 and all(
+            isinstance(v, str) and len(k) <= _MAX_TEXT and len(v) <= _MAX_TEXT for k, v in gpus.items())):
+        return "machine.gpus is not an object of GPU name to compute capability"
+    if machine.get("min_driver"):
+        try:
+            DriverVersion.parse(machine["min_driver"])
+        except ValueError:
+            return f"machine.min_driver {machine['min_driver']!r} is not a driver version"
+    return None
+
 
 def check_against_lock(header: dict[str, object], host: Host, env: EnvReport | None = None,
                name: str = "the lock") -> list[Finding]:
-    """Does this machine meet the assumptions a lock recorded (``doctor --lock FILE``)?"""
+    """Does this machine meet the assumptions a lock recorded (``doctor --lock FILE``)?
+
+    ``header`` has the shape :func:`lock_header_problem` checks.
+    """
     out: list[Finding] = []
     machine = header.get("machine") or {}
     stack = header.get("stack") or {}
-    assert isinstance(machine, dict) and isinstance(stack, dict)
+    if not isinstance(machine, dict) or not isinstance(stack, dict):
+        raise ValueError(f"{name}: malformed vresolve-lock header ({lock_header_problem(header)})")
     ev = f"{name}: vLLM {stack.get('vllm')} + torch {stack.get('torch')}+{stack.get('variant')}"
 
     def add(cause: str, severity: str, title: str, explanation: str, fix: str, *evidence: str) -> None:
