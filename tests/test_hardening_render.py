@@ -228,3 +228,13 @@ def test_doctor_log_lines_reach_the_terminal_escaped(tmp_path: Path) -> None:
     out = r.stdout.decode() + r.stderr.decode()
     assert r.returncode in (0, 1), out
     assert "no kernel image" in out and "\x1b" not in out and "\x07" not in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("value", ["3." + "9" * 5000, "banana", "3.12\n$(touch MARK)"])
+def test_python_override_from_the_environment(tmp_path: Path, value: str) -> None:
+    for args in (["plan", "--gpu", "auto"], ["detect"]):
+        r = _run(tmp_path, *args, name="NVIDIA H200", env={"VRESOLVE_PYTHON": value})
+        err = r.stderr.decode()
+        assert r.returncode == 2 and err.count("\n") == 1 and err.startswith("vresolve: error: VRESOLVE_PYTHON"), err
+        assert len(err) < 200
+    _no_mark(tmp_path)

@@ -46,6 +46,7 @@ def _exports(env: Sequence[tuple[str, str]], shell: Any) -> str:
 def _cmd_plan(args: argparse.Namespace) -> int:
     from ..plan import build_plan
     from ..render import envelope, error_human, plan_error_view, plan_human, plan_view
+    from ..render.shell import escape_controls
     from ..resolve import NoCompatibleStack, alternatives
 
     m, host, request, detected_by = plan_inputs(args)
@@ -55,7 +56,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         if _opt(args, "json"):
             _print_json(envelope("plan", plan_error_view(e)))
         else:
-            print(error_human(e), file=sys.stderr)
+            print(escape_controls(error_human(e), lines=True), file=sys.stderr)
         return e.exit_code
     if res is None:  # a source plan was printed
         return EXIT_OK
@@ -408,11 +409,14 @@ def _pinned_by_vllm(root: Path, package: str) -> set[Any]:
 def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from rich.text import Text
+
     from .._cache import cache_dir, usable_cache_dir
     from ..index import IndexClient, configured_index_url
     from ..matrix import default_matrix_path
     from ..refresh import apply_files, diff_files
     from ..render import envelope
+    from ..render.shell import escape_controls
 
     root = Path(_opt(args, "matrix") or default_matrix_path())
     url, origin = configured_index_url(args.index_url)
@@ -442,7 +446,7 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
         for d in diffs.values():
             sys.stdout.write(d)
         for line in variant_report:
-            err.print(f"[yellow]{line}[/yellow]")
+            err.print(Text(escape_controls(line), style="yellow"))  # index text: no markup, no controls
         state = "written" if args.apply else "not written (use --apply)"
         err.print(f"{len(diffs)} file(s) changed, {state}; {client.requests} HTTP requests, "
                   f"{client.cache_hits} answers from the cache")
@@ -544,12 +548,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     except VresolveError as e:
+        from ..render.shell import escape_controls
+
         if "--json" in argv:
             from ..render import error_envelope
 
             _print_json(error_envelope(command, e))
         else:
-            print(f"vresolve: error: {e}", file=sys.stderr)
+            print(f"vresolve: error: {escape_controls(str(e), lines=True)}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt as e:  # SIGINT; SIGTERM too, under the entry point (vresolve._entry)
         from .._entry import Terminated

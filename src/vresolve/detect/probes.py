@@ -14,8 +14,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
+from ..errors import UsageError
 from ..host import (
     DriverInfo,
     Host,
@@ -518,7 +519,7 @@ def detect_host(o: Overrides | None = None, *, probe_gpus: bool = True, installe
         _probe_gpus(o, found)
     problems = found.problems
     plat = _probe_platform(o, problems)
-    python = Version(o.python) if o.python else Version(_platform.python_version())
+    python = _python(o)
     env = tuple((k, o.environ[k]) for k in ENV_VARS if k in o.environ)
     return Host(
         driver=found.driver, gpus=tuple(_plain_gpu(g) for g in found.gpus), python=python,
@@ -543,9 +544,22 @@ def detect_interpreter(o: Overrides | None = None) -> Host:
     """
     o = o or Overrides.from_env()
     problems: list[str] = []
-    python = Version(o.python) if o.python else Version(_platform.python_version())
+    python = _python(o)
     return Host(python=python, python_executable=sys.executable, platform=_probe_platform(o, problems),
                 problems=tuple(problems))
+
+
+def _python(o: Overrides) -> Version:
+    """The Python to plan for: the override (``--python``, ``VRESOLVE_PYTHON``), else this interpreter's."""
+    if not o.python:
+        return Version(_platform.python_version())
+    try:
+        if len(o.python) > 32:
+            raise ValueError
+        return Version(o.python)
+    except (InvalidVersion, ValueError):
+        raise UsageError(f"VRESOLVE_PYTHON: expected a Python version such as '3.12', got {o.python[:40]!r}"
+                         + ("..." if len(o.python) > 40 else "")) from None
 
 
 def fill_capabilities(host: Host, matrix: Matrix) -> Host:
