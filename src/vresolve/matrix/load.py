@@ -732,14 +732,18 @@ def _module_name(text: str) -> str:
 
 
 
-def _parse_yaml(name: str, tables: tuple[str, ...], data: bytes | None, problems: list[MatrixProblem]
+def _parse_yaml(name: str, tables: tuple[str, ...], data: bytes | str | None, problems: list[MatrixProblem]
                 ) -> dict[str, Any] | None:
-    """One file's YAML document, or None (and a problem) when it is missing, malformed or not a mapping."""
+    """One file's YAML document, or None (and a problem) when it is missing, unreadable, malformed or not a
+    mapping. ``data`` is the file's bytes, None when it is absent, or why it was not read."""
     import yaml
 
     if data is None:
         if name not in OPTIONAL_FILES:
             problems.append(MatrixProblem(name, "", "", "file missing"))
+        return None
+    if isinstance(data, str):
+        problems.append(MatrixProblem(name, "", "", data))
         return None
     try:
         doc = yaml.load(data, Loader=_yaml_loader())
@@ -757,7 +761,7 @@ def _parse_yaml(name: str, tables: tuple[str, ...], data: bytes | None, problems
     return doc
 
 
-def parse_matrix(root: Path, raw: Mapping[str, bytes | None], revision: str) -> Matrix:
+def parse_matrix(root: Path, raw: Mapping[str, bytes | str | None], revision: str) -> Matrix:
     """The validated matrix from its files' bytes, or MatrixError listing every problem."""
     problems: list[MatrixProblem] = []
     shared: dict[Any, Any] = {}
