@@ -7,7 +7,9 @@ never a traceback, a hang or unbounded memory.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import pickle
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +17,10 @@ import pytest
 
 from vresolve.cli import main
 from vresolve.errors import EXIT_USAGE, MatrixError
-from vresolve.matrix import load_matrix
+from vresolve.matrix import cache, load_matrix
+from vresolve.matrix.files import read_files
+
+from .conftest import SHIPPED, TINY
 
 
 def problems(path: Path) -> list[str]:
@@ -84,3 +89,98 @@ def test_cli_fifo_matrix_file_is_one_line_exit_2(tiny_copy: Callable[..., Path],
     out, err = capsys.readouterr()
     assert (code, out) == (EXIT_USAGE, "")
     assert err == "vresolve: error: 1 problem in the matrix:\n  gpus.yaml: not a regular file (a FIFO)\n"
+
+
+# -- the matrix cache ------------------------------------------------------------------------------------------
+
+
+class _Touch:
+    """Unpickled, it runs ``touch PATH``: what a planted cache file could do to a plain pickle.load."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (os.system, (f"touch {self.path}",))
+
+
+def _plan(root: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(["plan", "--gpu", "H200", "--driver", "580.159.04", "--python", "3.12", "--matrix", str(root),
+                 "--json"]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("sealed", [False, True], ids=["bare-pickle", "pickle-with-valid-checksum"])
+def test_planted_cache_runs_no_code(tiny_copy: Callable[..., Path], tmp_path: Path, sealed: bool,
+                                    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("VRESOLVE_PLAN_CACHE", "0")  # every plan loads the matrix
+    root = tiny_copy()
+    want = _plan(root, capsys)
+    m = load_matrix(root)
+    cfile = cache.cache_file(m.revision)
+    assert cfile is not None and cfile.is_file()
+    marker = tmp_path / "pwned"
+    payload = pickle.dumps(_Touch(marker), protocol=pickle.HIGHEST_PROTOCOL)
+    # with a checksum that matches (anyone who can write the file can compute one), the unpickler must refuse
+    cfile.write_bytes(cache.seal(payload) if sealed else payload)
+    assert load_matrix(root) == load_matrix(root, cache=False)
+    assert _plan(root, capsys) == want
+    assert not marker.exists()
+
+
+def test_cache_with_a_flipped_byte_is_a_miss(tiny_copy: Callable[..., Path]) -> None:
+    root = tiny_copy()
+    m = load_matrix(root)
+    cfile = cache.cache_file(m.revision)
+    assert cfile is not None
+    good = cfile.read_bytes()
+    at = good.index(b"NVIDIA H200")
+    for offset in (at + 10, 0, len(good) // 2, len(good) - 1):  # H200 -> H201 would be a silently other matrix
+        bad = bytearray(good)
+        bad[offset] ^= 0x01
+        cfile.write_bytes(bytes(bad))
+        again = load_matrix(root)
+        assert again == m and again.gpus[0].name == "NVIDIA H200"
+        assert cfile.read_bytes() == good  # the miss wrote the cache again
+
+
+@pytest.mark.parametrize("plant", ["fifo", "dev-zero", "directory", "truncated"])
+def test_cache_file_that_is_not_a_cache_is_a_miss(tiny_copy: Callable[..., Path], plant: str) -> None:
+    root = tiny_copy()
+    m = load_matrix(root)
+    cfile = cache.cache_file(m.revision)
+    assert cfile is not None
+    good = cfile.read_bytes()
+    cfile.unlink()
+    if plant == "fifo":
+        os.mkfifo(cfile)  # reading it would wait for a writer forever
+    elif plant == "dev-zero":
+        cfile.symlink_to("/dev/zero")
+    elif plant == "directory":
+        cfile.mkdir()
+    else:
+        cfile.write_bytes(good[: len(good) // 2])
+    assert load_matrix(root) == m
+
+
+def test_cache_holds_every_class_of_the_shipped_matrix() -> None:
+    """The restricted unpickler allows each class the shipped matrix holds: a second load is a hit."""
+    m = load_matrix(SHIPPED)
+    cfile = cache.cache_file(m.revision)
+    assert cfile is not None
+    hit = cache.read(cfile, m.revision, SHIPPED)
+    assert hit is not None and hit == m
+
+
+def test_matrix_validate_never_answers_from_the_cache(tiny_copy: Callable[..., Path],
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    good = load_matrix(TINY)
+    root = tiny_copy({"gpus.yaml": lambda doc: doc["gpus"][0].update(compute_capability="9.x")})
+    _, revision = read_files(root)
+    cfile = cache.cache_file(revision)
+    assert cfile is not None
+    cache.write(cfile, dataclasses.replace(good, revision=revision))  # a cache entry that says "valid"
+    code = main(["matrix", "validate", "--matrix", str(root)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (EXIT_USAGE, "")
+    assert "gpus.yaml: gpus[0] 'NVIDIA H200': compute_capability: invalid compute capability '9.x'" in err
