@@ -184,3 +184,85 @@ def test_matrix_validate_never_answers_from_the_cache(tiny_copy: Callable[..., P
     out, err = capsys.readouterr()
     assert (code, out) == (EXIT_USAGE, "")
     assert "gpus.yaml: gpus[0] 'NVIDIA H200': compute_capability: invalid compute capability '9.x'" in err
+
+
+# -- YAML: alias bombs, values that cannot be read, huge values in messages ------------------------------------
+
+
+def _bomb(levels: int) -> str:
+    """A 'billion laughs' gpus.yaml: ``levels`` anchors of 9 aliases each, a name made of 9**levels strings."""
+    lines = ["x-anchors:", '  a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels + 1)]
+    return "\n".join([*lines, "architectures: []", "gpus:", f"  - name: *a{levels}", ""])
+
+
+def test_yaml_alias_bomb_is_one_short_problem(tiny_copy: Callable[..., Path]) -> None:
+    root = tiny_copy({"gpus.yaml": _bomb(8)})  # 9**9 strings once expanded: its repr alone would be ~3 GB
+    assert problems(root) == ["gpus.yaml: its aliases expand it to more than 100,000 values (an alias bomb?): "
+                              "a matrix file needs at most a few thousand values; write them out"]
+
+
+def test_yaml_merge_key_bomb_is_one_short_problem(tiny_copy: Callable[..., Path]) -> None:
+    # merge keys copy the merged pairs while the document is built: 9**12 pairs before any check could run
+    lines = ["x-anchors:", "  m0: &m0 {a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8, i: 9}"]
+    lines += [f"  m{i}: &m{i} {{<<: [{', '.join([f'*m{i - 1}'] * 9)}]}}" for i in range(1, 13)]
+    root = tiny_copy({"gpus.yaml": "\n".join([*lines, "architectures: []", "gpus: []", ""])})
+    assert problems(root) == ["gpus.yaml: its aliases expand it to more than 100,000 values (an alias bomb?): "
+                              "a matrix file needs at most a few thousand values; write them out"]
+
+
+def test_yaml_alias_cycle_is_one_short_problem(tiny_copy: Callable[..., Path]) -> None:
+    root = tiny_copy({"gpus.yaml": "architectures: &a [*a]\ngpus: []\n"})
+    assert problems(root) == ["gpus.yaml: an alias names a value that contains it (a cycle): a matrix file "
+                              "needs none"]
+
+
+def test_yaml_aliases_that_expand_little_are_read(tiny_copy: Callable[..., Path]) -> None:
+    """The shipped torch.yaml and vllm.yaml share arch lists through anchors: the same matrix as written out."""
+    text = (TINY / "gpus.yaml").read_text()
+    shared = text.replace('compute_capabilities: ["9.0"]', 'compute_capabilities: &hopper ["9.0"]', 1)
+    shared = shared.replace('compute_capability: "9.0"', "compute_capability: *hopper", 1)
+    assert shared.count("&hopper") == shared.count("*hopper") == 1
+    assert problems(tiny_copy({"gpus.yaml": shared})) == [
+        "gpus.yaml: gpus[0] 'NVIDIA H200': compute_capability: expected str, got list ['9.0']"]  # read as what it names
+
+
+def test_stars_and_ampersands_inside_strings_are_not_aliases(tiny_copy: Callable[..., Path]) -> None:
+    def sigs(doc: dict[str, list[dict[str, object]]]) -> None:
+        doc["issues"][0]["signatures"] = ["No module named 'vllm\\._C' [*] & more", "x &y *z"]
+        doc["issues"][0]["title"] = "*bold* & [*] {*}"
+
+    load_matrix(tiny_copy({"known_issues.yaml": sigs}))
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    pytest.param("architectures: []\ngpus: " + "9" * 5000 + "\n",
+                 "gpus.yaml: not valid YAML: Exceeds the limit (4300 digits) for integer string conversion: "
+                 "value has 5000 digits", id="5000-digit-integer"),
+    pytest.param("architectures: []\ngpus:\n  - released: 2025-13-45\n",
+                 "gpus.yaml: not valid YAML: month must be in 1..12", id="impossible-date"),
+])
+def test_yaml_values_python_cannot_make(tiny_copy: Callable[..., Path], text: str, expected: str) -> None:
+    assert problems(tiny_copy({"gpus.yaml": text})) == [expected]
+
+
+def test_huge_values_are_cut_short_in_problems(tiny_copy: Callable[..., Path]) -> None:
+    def huge(doc: dict[str, list[dict[str, object]]]) -> None:
+        doc["gpus"][0]["compute_capability"] = [["9.0"] * 300 for _ in range(300)]
+        doc["gpus"][0]["segment"] = "x" * 2**20
+        doc["gpus"][0]["y" * 5000] = 1
+        doc["gpus"][1]["name"] = "A100 " * 100_000
+        doc["gpus"][1]["segment"] = "gaming"
+
+    found = problems(tiny_copy({"gpus.yaml": huge}))
+    assert len(found) == 4 and all(len(p) < 600 for p in found), [len(p) for p in found]
+    unknown, cc, segment, row = found
+    assert unknown.startswith("gpus.yaml: gpus[0] 'NVIDIA H200': yyyyyyyy") and "yyy...yyy" in unknown and unknown.endswith(
+        "yyy: unknown field (expected one of: name, names, aliases, compute_capability, family, segment, "
+        "memory_gib, source, verified, note)")
+    assert cc.startswith("gpus.yaml: gpus[0] 'NVIDIA H200': compute_capability: expected str, got list "
+                         "[['9.0', '9.0', '9.0', '9.0', '9.0', '9.0', ...], ")
+    assert segment.startswith("gpus.yaml: gpus[0] 'NVIDIA H200': segment: invalid value 'xxxxxx")
+    assert row.startswith("gpus.yaml: gpus[1] 'A100 A100 A100") and row.endswith(
+        "A100 ': segment: invalid value 'gaming' (expected one of: datacenter, workstation, consumer, jetson, "
+        "superchip)")

@@ -6,6 +6,7 @@ read from the raw documents too, so that a row dropped for another problem cause
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -17,6 +18,27 @@ from .model import CAUSE_CODES, Matrix, TorchRelease, VllmRelease, Wheel, gpu_ke
 
 Report = Callable[[str, str, str, str], None]  # (file, row, field, message)
 Docs = Mapping[str, dict[str, Any] | None]
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 120
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = _REPR.maxfrozenset = 6
+_REPR.maxlevel = 3
+
+
+def shown(value: object) -> str:
+    """``repr(value)``, cut short: a value read from YAML can be a megabyte string or a deeply nested list,
+    and a problem's message is one line. Short values print exactly as ``repr``."""
+    return _REPR.repr(value)
+
+
+def cut(text: str, limit: int = 120) -> str:
+    """``text`` (a field name, a row label), cut short in the middle."""
+    return text if len(text) <= limit else f"{text[:limit // 2 - 2]}...{text[-(limit // 2 - 1):]}"
+
+
+def problem(file: str, row: str, fld: str, message: str) -> MatrixProblem:
+    """A MatrixProblem whose parts are bounded, whatever went into them (one line of at most ~1.5 KB)."""
+    return MatrixProblem(file, cut(row, 300), cut(fld, 300), cut(message, 1000))
 
 
 def _named_versions(doc: dict[str, Any] | None, table: str, major_minor: bool = False) -> set[Version]:
@@ -36,7 +58,7 @@ def cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ..
     """Every cross-reference problem of ``m``, appended to ``problems``."""
 
     def p(file: str, row: str, fld: str, msg: str) -> None:
-        problems.append(MatrixProblem(file, row, fld, msg))
+        problems.append(problem(file, row, fld, msg))
 
     toolkits_named = _named_versions(docs["cuda.yaml"], "toolkits", major_minor=True)
 
@@ -64,7 +86,7 @@ def _check_issues(m: Matrix, docs: Docs, p: Report) -> None:
     ids: set[str] = set()
     for i, k in enumerate(m.known_issues):
         if k.id in ids:
-            p("known_issues.yaml", f"issues[{i}] {k.id!r}", "id", "id used twice")
+            p("known_issues.yaml", f"issues[{i}] {shown(k.id)}", "id", "id used twice")
         ids.add(k.id)
     doc = docs["known_issues.yaml"]
     if doc is None:
@@ -102,10 +124,10 @@ def _check_gpus(m: Matrix, p: Report) -> None:
     families = {a.family: a for a in m.architectures}
     seen_names: dict[str, str] = {}
     for i, g in enumerate(m.gpus):
-        row = f"gpus[{i}] {g.name!r}"
+        row = f"gpus[{i}] {shown(g.name)}"
         fam = families.get(g.family)
         if fam is None:
-            p("gpus.yaml", row, "family", f"unknown family {g.family!r} (not in 'architectures')")
+            p("gpus.yaml", row, "family", f"unknown family {shown(g.family)} (not in 'architectures')")
         elif g.compute_capability not in fam.compute_capabilities:
             p("gpus.yaml", row, "compute_capability",
               f"{g.compute_capability} is not a capability of the {g.family} family "
@@ -117,7 +139,7 @@ def _check_gpus(m: Matrix, p: Report) -> None:
             key = gpu_key(label)
             if key in seen_names and seen_names[key] != g.name:
                 p("gpus.yaml", row, "aliases" if label in g.aliases else "names",
-                  f"{label!r} also names {seen_names[key]!r}")
+                  f"{shown(label)} also names {shown(seen_names[key])}")
             seen_names[key] = g.name
 
 
