@@ -7,11 +7,13 @@ never a traceback, a hang or unbounded memory.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import pickle
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -266,3 +268,63 @@ def test_huge_values_are_cut_short_in_problems(tiny_copy: Callable[..., Path]) -
     assert row.startswith("gpus.yaml: gpus[1] 'A100 A100 A100") and row.endswith(
         "A100 ': segment: invalid value 'gaming' (expected one of: datacenter, workstation, consumer, jetson, "
         "superchip)")
+
+
+# -- duplicate rows --------------------------------------------------------------------------------------------
+
+
+def _again(table: str, index: int = 0, within: str | None = None) -> Callable[[dict[str, Any]], None]:
+    """An edit that appends a copy of ``doc[table][index]`` (or of item 0 of its list ``within``) to its list."""
+
+    def edit(doc: dict[str, Any]) -> None:
+        rows = doc[table] if within is None else doc[table][index][within]
+        rows.append(copy.deepcopy(rows[index if within is None else 0]))
+
+    return edit
+
+
+DUPLICATES = [
+    pytest.param({"cuda.yaml": _again("majors")},
+                 ["cuda.yaml: majors[2]: major: CUDA major 12 listed twice (also majors[0])"], id="cuda-major"),
+    pytest.param({"cuda.yaml": _again("toolkits")},
+                 ["cuda.yaml: toolkits[2] '12.8': version: toolkit listed twice (also toolkits[0] '12.8')"],
+                 id="toolkit"),
+    pytest.param({"cuda.yaml": _again("toolkits", 0, "updates")},
+                 ["cuda.yaml: toolkits[0] '12.8': updates[1].version: update 12.8.1 listed twice (also updates[0])"],
+                 id="toolkit-update"),
+    pytest.param({"gpus.yaml": _again("architectures")},
+                 ["gpus.yaml: architectures[2] 'hopper': family: family listed twice (also architectures[0] 'hopper')"],
+                 id="architecture"),
+    pytest.param({"gpus.yaml": _again("gpus")},
+                 ["gpus.yaml: gpus[2] 'NVIDIA H200': name: GPU listed twice (also gpus[0] 'NVIDIA H200')"],
+                 id="identical-gpu-row"),
+    pytest.param({"gpus.yaml": _again("gpus", 0, "aliases")},
+                 ["gpus.yaml: gpus[0] 'NVIDIA H200': aliases[1]: 'H200' listed twice"], id="alias-in-its-row"),
+    pytest.param({"torch.yaml": _again("releases")},
+                 ["torch.yaml: releases[1] '2.14.0': version: release listed twice (also releases[0] '2.14.0')"],
+                 id="torch-release"),
+    pytest.param({"vllm.yaml": _again("releases")},
+                 ["vllm.yaml: releases[1] '0.33.0': version: release listed twice (also releases[0] '0.33.0')"],
+                 id="vllm-release"),
+    pytest.param({"vllm.yaml": _again("releases", 0, "variants")},
+                 ["vllm.yaml: releases[0] '0.33.0': variants[1].variant: variant 'cu128' for linux-x86_64 listed "
+                  "twice (also variants[0])"], id="vllm-variant"),
+    pytest.param({"known_issues.yaml": _again("issues")},
+                 ["known_issues.yaml: issues[18] 'vllm-c-missing': id: id listed twice (also issues[0] "
+                  "'vllm-c-missing')"], id="known-issue"),
+    pytest.param({"known_issues.yaml": _again("issues", 0, "signatures")},
+                 ["known_issues.yaml: issues[0] 'vllm-c-missing': signatures[1]: \"No module named 'vllm\\\\._C'\" "
+                  "listed twice"], id="signature"),
+    pytest.param({"wheels/vllm.yaml": _again("releases")},
+                 ["wheels/vllm.yaml: releases[1] '0.33.0': version: release listed twice (also releases[0] "
+                  "'0.33.0')"], id="wheels-release"),
+    pytest.param({"wheels/vllm.yaml": _again("releases", 0, "wheels")},
+                 ["wheels/vllm.yaml: releases[0] '0.33.0': wheels[1].filename: wheel listed twice (also wheels[0])"],
+                 id="wheel"),
+]
+
+
+@pytest.mark.parametrize(("edits", "expected"), DUPLICATES)
+def test_duplicate_rows_are_problems(tiny_copy: Callable[..., Path], edits: dict[str, Any],
+                                     expected: list[str]) -> None:
+    assert problems(tiny_copy(edits)) == expected

@@ -73,7 +73,6 @@ def cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ..
     _check_gpus(m, p)
     for i, t in enumerate(m.torch):
         _check_torch_release(m, f"releases[{i}] '{t.version}'", t, p, need_cuda)
-    _check_unique("vllm.yaml", "release", [(f"releases[{i}] '{v.version}'", v.version) for i, v in enumerate(m.vllm)], p)
     for i, v in enumerate(m.vllm):
         row = f"releases[{i}] '{v.version}'"
         _check_vllm_release(m, row, v, p, need_cuda, torch_versions)
@@ -82,12 +81,8 @@ def cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ..
 
 
 def _check_issues(m: Matrix, docs: Docs, p: Report) -> None:
-    """Ids are unique, and every cause code has a row: doctor explains each cause from this table."""
-    ids: set[str] = set()
-    for i, k in enumerate(m.known_issues):
-        if k.id in ids:
-            p("known_issues.yaml", f"issues[{i}] {shown(k.id)}", "id", "id used twice")
-        ids.add(k.id)
+    """Every cause code has a row: doctor explains each cause from this table (the reader checks that ids are
+    unique)."""
     doc = docs["known_issues.yaml"]
     if doc is None:
         return
@@ -99,18 +94,8 @@ def _check_issues(m: Matrix, docs: Docs, p: Report) -> None:
                                                       "from this table)")
 
 
-def _check_unique(file: str, what: str, rows: list[tuple[str, Version]], p: Report) -> None:
-    seen: set[Version] = set()
-    for row, version in rows:
-        if version in seen:
-            p(file, row, "version", f"{what} listed twice")
-        seen.add(version)
-
-
 def _check_cuda(m: Matrix, p: Report) -> None:
     majors = {c.major for c in m.cuda_majors}
-    _check_unique("cuda.yaml", "toolkit", [(f"toolkits[{i}] '{t.version}'", t.version)
-                                           for i, t in enumerate(m.toolkits)], p)
     for i, t in enumerate(m.toolkits):
         row = f"toolkits[{i}] '{t.version}'"
         if t.version.major not in majors:

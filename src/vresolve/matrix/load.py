@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -44,6 +44,7 @@ from .model import (
     VllmRelease,
     VllmVariant,
     Wheel,
+    gpu_key,
     wheel_platform,
 )
 
@@ -73,6 +74,15 @@ class _Rows:
         self.file = file
         self.problems = problems
         self.shared = shared
+        self.seen: dict[Hashable, str] = {}  # what once() saw in this file, and where
+
+    def once(self, key: Hashable, what: str, row: str, fld: str, at: str | None = None) -> None:
+        """A problem when ``key`` was seen before in this file: ``what`` is listed twice; ``at`` (default:
+        the row) names where, in the message of the repeat."""
+        here = at or row
+        first = self.seen.setdefault(key, here)
+        if first != here:
+            self.problem(row, fld, f"{what} listed twice (also {first})")
 
     def share(self, value: _T) -> _T:
         """One object for each value across the matrix: the cache pickles a shared object once, so a
@@ -162,22 +172,31 @@ class _Rows:
         return self._parsed(d, key, row, _iso_date, "date", "YYYY-MM-DD or YYYY-MM")
 
     def list_of(self, d: dict[str, Any], key: str, row: str, parse: Callable[[str], Any], what: str,
-                *, required: bool = True, fld: str | None = None) -> tuple[Any, ...] | None:
+                *, required: bool = True, fld: str | None = None, unique: bool = True) -> tuple[Any, ...] | None:
+        """A list of strings, each parsed; an item listed twice is a problem (unless not ``unique``)."""
         fld = fld or key
         items = self.get(d, key, row, list, required=required, fld=fld)
         if items is None:
             return None if required else ()
         out = []
         for i, item in enumerate(items):
-            if not isinstance(item, str):
-                self.problem(row, f"{fld}[{i}]", f"expected str, got {_kind(item)} {shown(item)} (quote it)")
+            value = self._item(item, row, f"{fld}[{i}]", parse, what)
+            if value is None:
                 return None
-            try:
-                out.append(self.share(parse(item)))
-            except (InvalidVersion, ValueError, re.error) as e:
-                self.problem(row, f"{fld}[{i}]", f"invalid {what} {shown(item)}" + (f": {e}" if what == "regular expression" else ""))
-                return None
+            if unique and value in out:
+                self.problem(row, f"{fld}[{i}]", f"{shown(item)} listed twice")
+            out.append(value)
         return self.share(tuple(out))
+
+    def _item(self, item: Any, row: str, fld: str, parse: Callable[[str], Any], what: str) -> Any:
+        if not isinstance(item, str):
+            self.problem(row, fld, f"expected str, got {_kind(item)} {shown(item)} (quote it)")
+            return None
+        try:
+            return self.share(parse(item))
+        except (InvalidVersion, ValueError, re.error) as e:
+            self.problem(row, fld, f"invalid {what} {shown(item)}" + (f": {e}" if what == "regular expression" else ""))
+            return None
 
     def caps(self, d: dict[str, Any], key: str, row: str, **kw: Any) -> tuple[Capability, ...] | None:
         return self.list_of(d, key, row, Capability.parse, "compute capability", **kw)
@@ -252,6 +271,8 @@ def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tu
     for row, d in r.rows(doc, "majors", "major"):
         r.known(d, row, ("major", "minor_compat_driver", *_PROV))
         major = r.get(d, "major", row, int)
+        if major is not None:
+            r.once(("major", major), f"CUDA major {major}", row, "major")
         floor = r.driver_floor(d, "minor_compat_driver", row)
         prov = r.provenance(d, row)
         if major is not None and floor is not None and prov is not None:
@@ -264,6 +285,8 @@ def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tu
         if version is not None and len(version.release) != 2:
             r.problem(row, "version", f"expected MAJOR.MINOR, got {shown(d['version'])}")
             version = None
+        if version is not None:
+            r.once(("toolkit", version), "toolkit", row, "version")
         released = r.date(d, "released", row)
         floor = r.driver_floor(d, "min_driver", row)
         updates = _read_updates(d, row, r)
@@ -287,6 +310,8 @@ def _read_updates(d: dict[str, Any], row: str, r: _Rows) -> list[ToolkitUpdate]:
             continue
         r.known(u, row, ("version", "linux", "windows"), prefix=fld + ".")
         uv = r.version(u, "version", row, fld=f"{fld}.version")
+        if uv is not None:
+            r.once(("update", row, uv), f"update {uv}", row, f"{fld}.version", at=fld)
         ul = r.driver(u, "linux", row, required="linux" not in u, fld=f"{fld}.linux")
         uw = r.driver(u, "windows", row, required=False, fld=f"{fld}.windows")
         if uv is not None:
@@ -349,6 +374,8 @@ def _read_gpus(doc: dict[str, Any], r: _Rows) -> tuple[tuple[Architecture, ...],
     for row, d in r.rows(doc, "architectures", "family"):
         r.known(d, row, ("family", "compute_capabilities", *_PROV))
         family = r.get(d, "family", row, str)
+        if family is not None:
+            r.once(("family", family), "family", row, "family")
         ccs = r.caps(d, "compute_capabilities", row)
         prov = r.provenance(d, row)
         if family is not None and ccs is not None and prov is not None:
@@ -358,6 +385,8 @@ def _read_gpus(doc: dict[str, Any], r: _Rows) -> tuple[tuple[Architecture, ...],
         r.known(d, row, ("name", "names", "aliases", "compute_capability", "family", "segment",
                          "memory_gib", *_PROV))
         name = r.get(d, "name", row, str)
+        if name is not None:
+            r.once(("gpu", gpu_key(name)), "GPU", row, "name")
         names = r.strings(d, "names", row, required=False)
         aliases = r.strings(d, "aliases", row, required=False)
         cc = r.cap(d, "compute_capability", row)
@@ -406,8 +435,8 @@ def _read_archlist(al: Any, fld: str, row: str, r: _Rows) -> ArchList | None:
     if al is None:
         return None
     r.known(al, row, ("sass", "ptx", "min_compute_capability"), prefix=fld + ".")
-    sass = r.caps(al, "sass", row, fld=f"{fld}.sass")
-    ptx = r.caps(al, "ptx", row, required=False, fld=f"{fld}.ptx")
+    sass = r.caps(al, "sass", row, fld=f"{fld}.sass", unique=False)  # checked below: ascending, without repeats
+    ptx = r.caps(al, "ptx", row, required=False, fld=f"{fld}.ptx", unique=False)
     if sass is None or ptx is None:
         return None
     for name, caps in (("sass", sass), ("ptx", ptx)):
@@ -455,6 +484,8 @@ def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel
     for row, d in r.rows(doc, "releases", "version"):
         r.known(d, row, ("version", "python", "companions", "variants", *_PROV))
         version = r.version(d, "version", row)
+        if version is not None:
+            r.once(("release", version), "release", row, "version")
         python = r.list_of(d, "python", row, Version, "Python version")
         companions = _read_companions(d, row, r)
         variants: list[TorchVariant] = []
@@ -513,6 +544,8 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
     for row, d in r.rows(doc, "releases", "version"):
         r.known(d, row, ("version", "cuda", "kernels", "variants", "build", *_PROV))
         version = r.version(d, "version", row)
+        if version is not None:
+            r.once(("release", version), "release", row, "version")
         cuda = r.version(d, "cuda", row, required=False)
         build = _read_source_build(d["build"], row, r) if d.get("build") is not None else None
         kernels = _read_kernels(d["kernels"], row, r) if d.get("kernels") is not None else None
@@ -543,6 +576,8 @@ def _read_vllm_variant(raw: Any, row: str, fld: str, r: _Rows, version: Version 
     for p in plats or ():
         if p not in PLATFORMS:
             r.problem(row, f"{fld}.platforms", f"unknown platform {shown(p)}")
+        elif vc is not None:  # one build per variant and platform (0.10.2's cu129: release assets, and PyPI's aarch64)
+            r.once(("variant", row, vc[0], p), f"variant {shown(vc[0])} for {p}", row, f"{fld}.variant", at=fld)
     vk = _read_kernels(vd["kernels"], row, r, f"{fld}.kernels") if vd.get("kernels") is not None else None
     torch_pins = _read_torch_pins(vd, row, fld, r, plats or ())
     prov = r.provenance(vd, f"{row} {fld}")
@@ -635,6 +670,8 @@ def _read_known_issues(doc: dict[str, Any], r: _Rows) -> tuple[KnownIssue, ...]:
     for row, d in r.rows(doc, "issues", "id"):
         r.known(d, row, ("id", "cause", "severity", "title", "signatures", "explanation", "fix", *_PROV))
         ident = r.get(d, "id", row, str)
+        if ident is not None:
+            r.once(("id", ident), "id", row, "id")
         cause = r.choice(d, "cause", row, CAUSE_CODES)
         severity = r.choice(d, "severity", row, SEVERITIES)
         title = r.get(d, "title", row, str)
@@ -668,10 +705,10 @@ def _read_wheels(doc: dict[str, Any], r: _Rows, package: str) -> dict[Version, t
                               "yanked", *_PROV), prefix=fld + ".")
             w = _read_wheel(wd, row, fld, r, package, version)
             if w is not None:
+                r.once(("wheel", row, w.filename), "wheel", row, f"{fld}.filename", at=fld)
                 wheels.append(w)
         if version is not None:
-            if version in out:
-                r.problem(row, "version", "release listed twice")
+            r.once(("release", version), "release", row, "version")
             out[version] = tuple(wheels)
     return out
 
