@@ -11,6 +11,7 @@ import copy
 import dataclasses
 import os
 import pickle
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,13 @@ from typing import Any
 import pytest
 
 from vresolve.cli import main
+from vresolve.doctor.logs import MAX_LINE, bounded_lines, match_log
 from vresolve.errors import EXIT_USAGE, MatrixError
 from vresolve.matrix import cache, load_matrix
 from vresolve.matrix.files import read_files
+from vresolve.matrix.patterns import backtracking_problem
 
-from .conftest import SHIPPED, TINY
+from .conftest import DATA, SHIPPED, TINY
 
 
 def problems(path: Path) -> list[str]:
@@ -328,3 +331,126 @@ DUPLICATES = [
 def test_duplicate_rows_are_problems(tiny_copy: Callable[..., Path], edits: dict[str, Any],
                                      expected: list[str]) -> None:
     assert problems(tiny_copy(edits)) == expected
+
+
+# -- regular expressions: the signatures, the static check, the log matcher ------------------------------------
+
+# the shipped signatures before they were rewritten: each is quadratic (or worse) on a long line
+SLOW_SIGNATURES = {
+    "kernel-symbol": r"\.so: undefined symbol: _Z\d+\w*?(?:_sm\d{2,3}[af]?|cutlass_|nvfp4)",
+    "killed": r"^\s*(?:#\d+ [\d.]+\s+)?Killed\s*$",
+    "shadowing-warning": r"^(?!.*(?:site|dist)-packages)[^\n]*/vllm/[\w/]*\.py:\d+: RuntimeWarning: Failed to read "
+                         r"commit hash",
+    "shadowing-traceback": r"""\A(?=[\s\S]*?No module named ['"]vllm\._C(?:_stable_libtorch)?['"])[\s\S]*?File "(?![^"]*"""
+                           r"""(?:site|dist)-packages)[^"]*/vllm/[\w/]+\.py\"""",
+    "pip-build-env": r"pip-build-env-\w+/overlay/[^\n]*torch/utils/cpp_extension\.py[^\n]*_check_cuda_version",
+    "flash-attn": r"flash_attn_2_cuda[\w.-]*\.so: undefined symbol",
+    "macos-symbol": r"Symbol not found: __ZNK?(?:3c10|2at|5torch)\w*(?:\\n|\s)+Referenced from: [^\n]*?vllm/"
+                    r"(?:[\w-]+/)?_\w*C[\w.-]*\.so",
+    "python-version": r"(?:current|requested) Python version \([^)]*\) does not satisfy Python",
+}
+
+# where each now lives in the shipped matrix: (issue id, index in its signatures)
+REWRITTEN = {
+    "kernel-symbol": ("vllm-kernel-symbol-missing-for-arch", 0), "killed": ("build-killed-oom", 0),
+    "shadowing-warning": ("vllm-c-shadowed-by-source-tree", 0), "shadowing-traceback": ("vllm-c-shadowed-by-source-tree", 1),
+    "pip-build-env": ("build-isolation-wrong-torch", 0), "flash-attn": ("flash-attn-built-for-other-torch", 0),
+    "macos-symbol": ("vllm-c-undefined-torch-symbol", 1), "python-version": ("python-version-unsupported", 2),
+}
+
+# a line that makes each of them backtrack: a fragment of what it looks for, repeated
+ADVERSARIAL = {
+    "kernel-symbol": (".so: undefined symbol: _Z1", "0"),
+    "killed": ("", "\n"),
+    "shadowing-warning": ("", "a/vllm/"),
+    "shadowing-traceback": ("No module named 'vllm._C'\nFile \"", "a/vllm/"),
+    "pip-build-env": ("", "pip-build-env-a/overlay/torch/utils/cpp_extension.py"),
+    "flash-attn": ("", "flash_attn_2_cuda"),
+    "macos-symbol": ("", "Symbol not found: __ZN3c10 Referenced from: vllm/"),
+    "python-version": ("", "current Python version ("),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SLOW_SIGNATURES))
+def test_static_check_refuses_the_slow_shipped_signatures(name: str) -> None:
+    assert backtracking_problem(SLOW_SIGNATURES[name]) is not None
+
+
+@pytest.mark.parametrize("pattern", [
+    r"^(a+)+$", r"(a*)*", r"(.*)*", r"(\s*x?)+", r"(?:\d+\.)+x", r"(a|aa)*x", r"x(a?b?)*y",  # exponential
+    r"x.*\s*.*y", r"x\s+\s+y", r"x\d+\w*y", r"x(?:ab)*(?:ab)*c",  # adjacent
+    r"\s*foo", r"foo.*bar", r"\A[\s\S]*?foo.*bar", r"^\s*x", r"x(?:(?=.*y)z)*",  # a restart per start
+])
+def test_static_check_refuses_catastrophic_patterns(pattern: str) -> None:
+    assert backtracking_problem(pattern) is not None
+
+
+@pytest.mark.parametrize("pattern", [
+    r"libnccl\.so(?:\.\d+)*: cannot open", r"vllm/(?:[\w-]+/)?_C", r"x\d+\.\d+", r"foo(?:(?!foo).)*bar", r"^[^\S\n]*x$",
+    r"Attempting uninstall: torch\b(?![\w-])", r"nvcc error\s*:\s*'x'", r"\A(?=[\s\S]*?a)[\s\S]*?b",
+    r"version [`']GLIBC_2\.\d+' not found", r"x[^x]*y", r"x(?:a|ab)*c",
+])
+def test_static_check_allows_linear_patterns(pattern: str) -> None:
+    assert backtracking_problem(pattern) is None
+
+
+def test_validate_refuses_a_catastrophic_signature(tiny_copy: Callable[..., Path],
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    root = tiny_copy({"known_issues.yaml": lambda doc: doc["issues"][0].update(signatures=["^(a+)+$"])})
+    code = main(["matrix", "validate", "--matrix", str(root)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (EXIT_USAGE, "")
+    assert err == ("vresolve: error: 1 problem in the matrix:\n  known_issues.yaml: issues[0] 'vllm-c-missing': "
+                   "signatures[0]: invalid regular expression '^(a+)+$': an unbounded quantifier inside a repeated "
+                   "group, as in (a+)+: exponential backtracking\n")
+
+
+@pytest.mark.parametrize("pattern", ["(" * 499 + "a" + ")" * 499, "x" * 1001])
+def test_validate_refuses_a_signature_too_deep_or_too_long(tiny_copy: Callable[..., Path], pattern: str) -> None:
+    root = tiny_copy({"known_issues.yaml": lambda doc: doc["issues"][0].update(signatures=[pattern])})
+    (found,) = problems(root)
+    assert found.startswith("known_issues.yaml: issues[0] 'vllm-c-missing': signatures[0]: invalid regular "
+                            "expression ") and found.endswith(("nested too deeply", "longer than 1000 characters"))
+    assert len(found) < 600
+
+
+def test_rewritten_signatures_match_what_the_old_ones_matched() -> None:
+    """Every real log, and each adversarial line, is matched by the new signature exactly where the old one
+    matched it (the old ones only on short adversarial lines: they are slow)."""
+    issues = {k.id: k for k in load_matrix(SHIPPED).known_issues}
+    new = {name: issues[ident].signatures[i] for name, (ident, i) in REWRITTEN.items()}
+    assert sorted(new) == sorted(SLOW_SIGNATURES) and all(new[n] != SLOW_SIGNATURES[n] for n in new)
+    texts = [p.read_text(encoding="utf-8") for p in sorted((DATA / "logs").glob("*.txt"))]
+    texts += [head + body * 20 for head, body in ADVERSARIAL.values()]
+    for name, old in SLOW_SIGNATURES.items():
+        a, b = re.compile(old, re.MULTILINE), re.compile(new[name], re.MULTILINE)
+        for text in texts:
+            ma, mb = a.search(text), b.search(text)
+            assert (ma is None) == (mb is None), (name, text[:80])
+            if ma is not None and mb is not None:  # the same line of the log is the evidence
+                assert text.count("\n", 0, ma.start()) == text.count("\n", 0, mb.start()), name
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+def test_doctor_log_with_a_1_mib_adversarial_line(name: str) -> None:
+    """Finishes (in a fraction of a second; the old signatures took minutes on 96 KB) and finds what is there:
+    nothing, or vLLM's missing _C for the traceback whose path never ends in .py."""
+    head, body = ADVERSARIAL[name]
+    text = head + body * (2**20 // len(body))
+    found = [k.id for k, _ in match_log(text, load_matrix(SHIPPED).known_issues)]
+    assert found == (["vllm-c-missing-cpu-torch"] if name == "shadowing-traceback" else [])
+
+
+def test_doctor_log_finds_a_signature_deep_inside_a_long_line() -> None:
+    issues = load_matrix(SHIPPED).known_issues
+    needle = "pynvml.NVMLError_LibRmVersionMismatch: RM has detected an NVML/RM version mismatch."
+    for offset in (0, 50_000, MAX_LINE - 10, 2 * (MAX_LINE - 512) - 30, 200_000 - len(needle)):
+        text = "x" * offset + needle + "y" * (200_000 - offset - len(needle))
+        hits = match_log(text, issues)
+        assert [k.cause for k, _ in hits] == ["nvml-driver-mismatch"], offset
+        assert all(len(line) <= 300 for line in hits[0][1])
+
+
+def test_doctor_log_with_short_lines_is_matched_as_it_is() -> None:
+    text = (DATA / "logs" / "library-not-found__vllm-image-missing-libnccl.txt").read_text(encoding="utf-8")
+    assert bounded_lines(text) is text

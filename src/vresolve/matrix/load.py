@@ -243,8 +243,23 @@ class _Rows:
         return DriverFloor(linux=linux, windows=windows)
 
 
+MAX_SIGNATURE = 1000  # characters; the longest shipped signature has about 330
+
+
 def _checked_regex(text: str) -> str:
-    re.compile(text, re.MULTILINE)  # raises re.error, reported with the row
+    """A signature that compiles and whose search takes time in proportion to the log (:mod:`.patterns`);
+    re.error or ValueError, reported with the row, otherwise."""
+    from .patterns import backtracking_problem
+
+    if len(text) > MAX_SIGNATURE:
+        raise ValueError(f"longer than {MAX_SIGNATURE} characters")
+    try:
+        re.compile(text, re.MULTILINE)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    why = backtracking_problem(text)
+    if why is not None:
+        raise ValueError(why)
     return text
 
 
