@@ -12,11 +12,15 @@ import dataclasses
 import os
 import pickle
 import re
+import shutil
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from vresolve.cli import main
 from vresolve.doctor.logs import MAX_LINE, bounded_lines, match_log
@@ -348,6 +352,8 @@ SLOW_SIGNATURES = {
     "macos-symbol": r"Symbol not found: __ZNK?(?:3c10|2at|5torch)\w*(?:\\n|\s)+Referenced from: [^\n]*?vllm/"
                     r"(?:[\w-]+/)?_\w*C[\w.-]*\.so",
     "python-version": r"(?:current|requested) Python version \([^)]*\) does not satisfy Python",
+    "torch-symbol": r"(?:\bvllm/(?:[\w-]+/)?(?:_\w*C|\w+_ops|cuda_utils)[\w.-]*\.so|(?<![\w/.-])_C\.abi3\.so): undefined "
+                    r"symbol: _ZNK?(?:3c10|2at|5torch)",
 }
 
 # where each now lives in the shipped matrix: (issue id, index in its signatures)
@@ -356,6 +362,7 @@ REWRITTEN = {
     "shadowing-warning": ("vllm-c-shadowed-by-source-tree", 0), "shadowing-traceback": ("vllm-c-shadowed-by-source-tree", 1),
     "pip-build-env": ("build-isolation-wrong-torch", 0), "flash-attn": ("flash-attn-built-for-other-torch", 0),
     "macos-symbol": ("vllm-c-undefined-torch-symbol", 1), "python-version": ("python-version-unsupported", 2),
+    "torch-symbol": ("vllm-c-undefined-torch-symbol", 0),
 }
 
 # a line that makes each of them backtrack: a fragment of what it looks for, repeated
@@ -368,6 +375,9 @@ ADVERSARIAL = {
     "flash-attn": ("", "flash_attn_2_cuda"),
     "macos-symbol": ("", "Symbol not found: __ZN3c10 Referenced from: vllm/"),
     "python-version": ("", "current Python version ("),
+    "torch-symbol": ("vllm/_", "C"),
+    "torch-symbol-ops": ("vllm/x", "x_ops"),
+    "macos-symbol-name": ("Symbol not found: __ZN3c10 Referenced from: vllm/_", "C"),
 }
 
 
@@ -454,3 +464,37 @@ def test_doctor_log_finds_a_signature_deep_inside_a_long_line() -> None:
 def test_doctor_log_with_short_lines_is_matched_as_it_is() -> None:
     text = (DATA / "logs" / "library-not-found__vllm-image-missing-libnccl.txt").read_text(encoding="utf-8")
     assert bounded_lines(text) is text
+
+
+# -- fuzzing: whatever a file holds, one-line problems; whatever a signature is, an answer -------------------
+
+_YAMLISH = st.lists(st.sampled_from([*"ab9.-:[]{},&*!|>'\"#\n ", "gpus", "- ", "name: ", "&x ", "*x",
+                                      "!!python/object ", "<<: "]), max_size=60).map("".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.one_of(_YAMLISH, st.text(max_size=200)), raw=st.binary(max_size=64))
+def test_any_gpus_yaml_is_a_matrix_or_one_line_problems(tmp_path: Path, text: str, raw: bytes) -> None:
+    root = tmp_path / "matrix"
+    if not root.exists():
+        shutil.copytree(TINY, root)
+    for data in (text.encode("utf-8", "surrogatepass"), raw):
+        (root / "gpus.yaml").write_bytes(data)
+        try:
+            load_matrix(root, cache=False)
+        except MatrixError as e:
+            assert e.problems and all("\n" not in str(p) and len(str(p)) < 2000 for p in e.problems)
+
+
+@settings(max_examples=500, deadline=None)
+@given(pattern=st.lists(st.sampled_from([*"ab.*+?|()[]^$\\sdw{}0,1-!=:<>", "(?:", "(?!", "(?=", "\\A"]),
+                        max_size=30).map("".join))
+def test_any_pattern_gets_a_one_line_answer(pattern: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # "possible nested set": re's own warning
+        try:
+            re.compile(pattern, re.MULTILINE)
+        except (re.error, RecursionError, OverflowError):
+            return
+        why = backtracking_problem(pattern)
+    assert why is None or (why and "\n" not in why)

@@ -32,12 +32,13 @@ def shown(value: object) -> str:
 
 
 def cut(text: str, limit: int = 120) -> str:
-    """``text`` (a field name, a row label), cut short in the middle."""
+    """``text`` (a field name, a row label) on one line, cut short in the middle."""
+    text = " ".join(text.splitlines()) if "\n" in text or "\r" in text else text
     return text if len(text) <= limit else f"{text[:limit // 2 - 2]}...{text[-(limit // 2 - 1):]}"
 
 
 def problem(file: str, row: str, fld: str, message: str) -> MatrixProblem:
-    """A MatrixProblem whose parts are bounded, whatever went into them (one line of at most ~1.5 KB)."""
+    """A MatrixProblem whose parts are bounded and on one line, whatever went into them (~1.5 KB at most)."""
     return MatrixProblem(file, cut(row, 300), cut(fld, 300), cut(message, 1000))
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import operator
 import re
 import sys
 from dataclasses import dataclass
@@ -65,6 +66,12 @@ class _Refused(Exception):
 _NEWLINE = 1 << 10
 
 
+# an unbounded quantifier that can still end where the walk is: its characters, whether a '^' lies between,
+# and the required characters between (mask and node each): \w*C\w* splits at every C of a run of them
+_Bridge = tuple[tuple[int, Any], ...]
+_Open = tuple[int, bool, _Bridge]
+
+
 @dataclass(frozen=True)
 class _Head:
     """An unbounded quantifier that can begin (or end) what a node matches."""
@@ -72,6 +79,7 @@ class _Head:
     first: int  # what an iteration can start with
     chars: int  # every character it can match
     after_line_start: bool = False  # a '^' must match just before it
+    stop: tuple[Any, ...] = ()  # tempered, (?:(?!T)x)*: T, which it never runs over
 
 
 @dataclass(frozen=True)
@@ -81,11 +89,12 @@ class _Info:
     last: int
     chars: int
     heads: tuple[_Head, ...] = ()
-    tails: tuple[int, ...] = ()
+    tails: tuple[tuple[int, _Bridge], ...] = ()  # quantifiers that can end it, with what lies after them
     loops: bool = False  # holds an unbounded quantifier (lookarounds apart: they never backtrack into)
 
 
 _ZERO_WIDTH = _Info(True, 0, 0, 0)
+
 
 
 def backtracking_problem(pattern: str, flags: int = re.MULTILINE) -> str | None:
@@ -176,7 +185,7 @@ class _Walker:
         nullable, anchored, line_start = True, False, False
         first = last = chars = 0
         heads: list[_Head] = []
-        open_: list[tuple[int, bool]] = []
+        open_: list[_Open] = []
         loops = False
         for op, av in items:
             if op is _p.AT:
@@ -191,11 +200,14 @@ class _Walker:
             if op in _LOOKAROUND:
                 continue
             last = info.last | (last if info.nullable else 0)
-            open_ = [(t, False) for t in info.tails] + (open_ if info.nullable else [])
+            if op in _SINGLE:  # a quantifier that can match this character too can still split with the next one
+                open_ = [(t, s, (*b, (info.chars, _canon((op, av))))) for t, s, b in open_ if t & info.chars]
+            else:
+                open_ = [(t, False, b) for t, b in info.tails] + (open_ if info.nullable else [])
             nullable = nullable and info.nullable
             chars |= info.chars
             loops = loops or info.loops
-        return _Info(nullable, first, last, chars, tuple(heads), tuple(t for t, _ in open_), loops)
+        return _Info(nullable, first, last, chars, tuple(heads), tuple((t, b) for t, _, b in open_), loops)
 
     def part(self, sub: Any, flags: int) -> _Info:
         """:meth:`sequence` of a node's items, walked once."""
@@ -206,24 +218,28 @@ class _Walker:
         return info
 
     @staticmethod
-    def _at(av: Any, open_: list[tuple[int, bool]], anchored: bool, line_start: bool, nullable: bool
-            ) -> tuple[list[tuple[int, bool]], bool, bool]:
+    def _at(av: Any, open_: list[_Open], anchored: bool, line_start: bool, nullable: bool
+            ) -> tuple[list[_Open], bool, bool]:
         if av in (_p.AT_BEGINNING_STRING, _p.AT_END_STRING):  # one position: nothing runs across it
             return [], anchored or nullable, line_start
         if av is _p.AT_BEGINNING:  # a line's start (the signatures are compiled with re.MULTILINE)
-            return [(t, True) for t, _ in open_], anchored, line_start or nullable
+            return [(t, True, b) for t, _, b in open_], anchored, line_start or nullable
         if av is _p.AT_END:  # a quantifier without '\n' ends at most once before a line's end
-            return [(t, s) for t, s in open_ if t & _NEWLINE], anchored, line_start
+            return [(t, s, b) for t, s, b in open_ if t & _NEWLINE], anchored, line_start
         return open_, anchored, line_start
 
-    def _adjacent(self, head: _Head, open_: list[tuple[int, bool]]) -> None:
-        for tail, line_start in open_:
+    def _adjacent(self, head: _Head, open_: list[_Open]) -> None:
+        for tail, line_start, bridge in open_:
             if (line_start or head.after_line_start) and not head.chars & _NEWLINE:
                 continue  # it starts at a line's start and cannot cross one: one way to split
-            common = head.first & tail
+            if bridge and (not all(mask & head.chars for mask, _ in bridge)
+                           or head.stop and _within(head.stop, [c for _, c in bridge])):
+                continue  # what lies between cannot be matched by the second one: one way to split
+            common = head.first & (tail | functools.reduce(operator.or_, (mask for mask, _ in bridge), 0))
             if common:
+                between = "only what both can match" if bridge else "nothing"
                 raise _Refused(f"two unbounded quantifiers can match the same character {self.sample(common)} with "
-                               "nothing between them, as in \\s*\\s*: quadratic backtracking")
+                               f"{between} between them, as in \\s*\\s* or \\w*C\\w*: quadratic backtracking")
 
     def item(self, op: Any, av: Any, flags: int) -> _Info:
         if op in _SINGLE:
@@ -259,8 +275,9 @@ class _Walker:
             raise _Refused(_EMPTY)
         if self._splits_two_ways(items, body, flags):
             raise _Refused(_SPLIT)
-        loop = _Head(body.first, body.chars)
-        return _Info(nullable, body.first, body.last, body.chars, (loop,), (body.chars,), True)
+        stop = tuple(_canon(i) for i in items[0][1][1]) if _is_tempered(items) else ()
+        loop = _Head(body.first, body.chars, stop=stop)
+        return _Info(nullable, body.first, body.last, body.chars, (loop,), ((body.chars, ()),), True)
 
     def _separated(self, items: list[tuple[Any, Any]], flags: int) -> bool:
         """Each iteration starts (or ends) with one character that nothing else in it can match."""
@@ -306,10 +323,11 @@ class _Walker:
         prefix = before[cut:]
         if any(self._escapes(op, a, chars, flags) for op, a in prefix) or self._tempered(body, prefix):
             return
-        consuming = [op for op, _ in prefix if op not in (_p.AT, *_LOOKAROUND)]
-        if consuming and all(op in _REPEATS for op in consuming):
-            return  # it follows other quantifiers directly: the adjacency check has judged them
-        if not consuming and cut == 0:
+        consuming = [(op, a) for op, a in prefix if op not in (_p.AT, *_LOOKAROUND)]
+        loops = [a for op, a in consuming if op in _REPEATS and a[1] == _p.MAXREPEAT]
+        if all(op in _REPEATS and (a[1] == _p.MAXREPEAT or a[0] == 0) for op, a in consuming):  # nothing required
+            if loops or cut:
+                return  # it follows other quantifiers directly: the adjacency check has judged them
             raise _Refused("the pattern starts with an unbounded quantifier that can match where the match could "
                            "start, as in \\s*foo: quadratic on a long line")
         raise _Refused("an unbounded quantifier can run over the start of another match, as in foo.*bar on "
@@ -339,11 +357,7 @@ class _Walker:
     @staticmethod
     def _tempered(body: list[tuple[Any, Any]], prefix: list[tuple[Any, Any]]) -> bool:
         """``(?:(?!T)x)*`` where T is a stretch of what comes before: it cannot run over another start."""
-        if len(body) != 2 or body[0][0] is not _p.ASSERT_NOT or body[0][1][0] != 1:
-            return False
-        stop = [_canon(i) for i in body[0][1][1]]
-        seen = [_canon(i) for i in prefix]
-        return bool(stop) and any(seen[i:i + len(stop)] == stop for i in range(len(seen) - len(stop) + 1))
+        return _is_tempered(body) and _within(tuple(_canon(i) for i in body[0][1][1]), [_canon(i) for i in prefix])
 
 
 def _inside(op: Any, av: Any, flags: int) -> list[tuple[list[tuple[Any, Any]], int]]:
@@ -361,6 +375,17 @@ def _inside(op: Any, av: Any, flags: int) -> list[tuple[list[tuple[Any, Any]], i
     if op in _LOOKAROUND and av[0] == 1:
         return [(list(av[1]), flags)]
     return []
+
+
+def _is_tempered(body: list[tuple[Any, Any]]) -> bool:
+    """A loop's body of the form ``(?!T)x``: it stops where T starts."""
+    return len(body) == 2 and body[0][0] is _p.ASSERT_NOT and body[0][1][0] == 1 and len(body[0][1][1]) > 0
+
+
+def _within(stretch: tuple[Any, ...], items: list[Any]) -> bool:
+    """``stretch`` is a run of consecutive ``items``."""
+    n = len(stretch)
+    return any(tuple(items[i:i + n]) == stretch for i in range(len(items) - n + 1))
 
 
 def _merge(infos: list[_Info]) -> _Info:
