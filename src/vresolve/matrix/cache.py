@@ -85,13 +85,17 @@ def seal(payload: bytes) -> bytes:
     return MAGIC + hashlib.sha256(payload).digest() + payload
 
 
-def _unseal(data: bytes) -> memoryview | None:
-    """The payload, when ``data`` starts with the magic and the payload's checksum matches; else None."""
+def _unsealed(data: bytes) -> io.BytesIO | None:
+    """The payload to unpickle (a view of ``data``, not a copy), when ``data`` starts with the magic and the
+    payload's checksum matches; else None."""
     head = len(MAGIC) + 32
     if len(data) < head or not data.startswith(MAGIC):
         return None
-    payload = memoryview(data)[head:]
-    return payload if hashlib.sha256(payload).digest() == data[len(MAGIC):head] else None
+    if hashlib.sha256(memoryview(data)[head:]).digest() != data[len(MAGIC):head]:
+        return None
+    payload = io.BytesIO(data)  # shares the bytes: unpickling reads them in place
+    payload.seek(head)
+    return payload
 
 
 def read(cfile: Path, revision: str, root: Path) -> Matrix | None:
@@ -100,7 +104,7 @@ def read(cfile: Path, revision: str, root: Path) -> Matrix | None:
     from .files import read_regular_file
 
     try:
-        payload = _unseal(read_regular_file(cfile, MAX_BYTES))
+        payload = _unsealed(read_regular_file(cfile, MAX_BYTES))
     except Exception:  # noqa: BLE001 - a missing, unreadable or odd cache file is only a miss
         return None
     if payload is None:
@@ -110,7 +114,7 @@ def read(cfile: Path, revision: str, root: Path) -> Matrix | None:
     collecting = gc.isenabled()
     gc.disable()  # tens of thousands of new objects, none of them garbage: a collection would only cost
     try:
-        m = _MatrixUnpickler(io.BytesIO(payload)).load()
+        m = _MatrixUnpickler(payload).load()
     except Exception:  # noqa: BLE001 - a stale or corrupt cache is only a miss
         return None
     finally:

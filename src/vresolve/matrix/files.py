@@ -56,15 +56,23 @@ def read_regular_file(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES)
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as e:
         raise Unreadable(f"cannot be read ({e.strerror or e})") from None
-    with open(fd, "rb") as fh:
-        try:
-            _check_stat(os.fstat(fd), limit)  # the file opened, in case it was swapped since the stat
-            data = fh.read(limit + 1)  # bounded, should it have grown since
-        except OSError as e:
-            raise Unreadable(f"cannot be read ({e.strerror or e})") from None
-    if len(data) > limit:
+    try:
+        st = os.fstat(fd)
+        _check_stat(st, limit)  # the file opened, in case it was swapped since the stat
+        chunks, size = [], 0
+        while size <= limit:  # bounded, should it have grown since; one read() when it has not
+            chunk = os.read(fd, min(st.st_size, limit) + 1 - size if size <= st.st_size else 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as e:
+        raise Unreadable(f"cannot be read ({e.strerror or e})") from None
+    finally:
+        os.close(fd)
+    if size > limit:
         raise Unreadable(f"larger than {limit / 2**20:.0f} MiB: a matrix file is a few hundred KB")
-    return data
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def default_matrix_path() -> Path:
