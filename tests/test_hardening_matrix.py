@@ -26,8 +26,10 @@ from vresolve.cli import main
 from vresolve.doctor.logs import MAX_LINE, bounded_lines, match_log
 from vresolve.errors import EXIT_USAGE, MatrixError
 from vresolve.matrix import cache, load_matrix
+from vresolve.matrix.checks import _targetable
 from vresolve.matrix.files import read_files
 from vresolve.matrix.patterns import backtracking_problem
+from vresolve.values import Capability
 
 from .conftest import DATA, SHIPPED, TINY
 
@@ -498,3 +500,15 @@ def test_any_pattern_gets_a_one_line_answer(pattern: str) -> None:
             return
         why = backtracking_problem(pattern)
     assert why is None or (why and "\n" not in why)
+
+
+# -- checks that grew with the square of the file ----------------------------------------------------------------
+
+
+def test_gpu_toolkit_lookup_answers_as_each_toolkit_would() -> None:
+    """GPUs x toolkits made an 8 MB gpus.yaml + cuda.yaml take 211 s; the lookup must agree with the toolkits."""
+    m = load_matrix(SHIPPED)
+    can = _targetable(m.toolkits)
+    caps = {g.compute_capability for g in m.gpus} | {Capability.parse(f"{a}.{b}") for a in range(1, 15) for b in range(10)}
+    assert {c for c in caps if can(c)} == {c for c in caps if any(t.can_target(c) for t in m.toolkits)}
+    assert {c for c in caps if can(c)} != caps  # some capabilities are out of reach: the test can tell

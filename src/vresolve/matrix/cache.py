@@ -62,7 +62,7 @@ def _classes() -> dict[tuple[str, str], type]:
     from . import model
 
     classes: list[type] = [c for c in vars(model).values()
-               if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == model.__name__]
+                           if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == model.__name__]
     classes += [values.Capability, values.ArchList, values.DriverVersion, Version, Specifier, SpecifierSet]
     return {(c.__module__, c.__qualname__): c for c in classes}
 

@@ -6,15 +6,17 @@ read from the raw documents too, so that a row dropped for another problem cause
 
 from __future__ import annotations
 
+import bisect
 import reprlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from ..errors import MatrixProblem
-from ..values import exact_pin
-from .model import CAUSE_CODES, Matrix, TorchRelease, VllmRelease, Wheel, gpu_key
+from ..values import Capability, exact_pin
+from .model import CAUSE_CODES, CudaToolkit, Matrix, TorchRelease, TorchVariant, VllmRelease, Wheel, gpu_key
 
 Report = Callable[[str, str, str, str], None]  # (file, row, field, message)
 Docs = Mapping[str, dict[str, Any] | None]
@@ -106,9 +108,29 @@ def _check_cuda(m: Matrix, p: Report) -> None:
                 p("cuda.yaml", row, "updates", f"update {u.version} is not an update of {t.version}")
 
 
+def _targetable(toolkits: tuple[CudaToolkit, ...]) -> Callable[[Capability], bool]:
+    """Whether any of ``toolkits`` can target a capability: their lists and merged ranges, looked up in
+    log time (the check runs for every GPU: GPUs x toolkits would grow with the square of the file)."""
+    listed = {c for t in toolkits if t.nvcc_list is not None for c in t.nvcc_list}
+    merged: list[list[Capability]] = []
+    for lo, hi in sorted((t.nvcc_lowest, t.nvcc_highest) for t in toolkits if t.nvcc_list is None):
+        if merged and lo <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    lows = [lo for lo, _ in merged]
+
+    def can(cc: Capability) -> bool:
+        i = bisect.bisect_right(lows, cc.base) - 1
+        return cc.base in listed or (i >= 0 and cc.base <= merged[i][1])
+
+    return can
+
+
 def _check_gpus(m: Matrix, p: Report) -> None:
     families = {a.family: a for a in m.architectures}
     seen_names: dict[str, str] = {}
+    can_target = _targetable(m.toolkits)
     for i, g in enumerate(m.gpus):
         row = f"gpus[{i}] {shown(g.name)}"
         fam = families.get(g.family)
@@ -118,7 +140,7 @@ def _check_gpus(m: Matrix, p: Report) -> None:
             p("gpus.yaml", row, "compute_capability",
               f"{g.compute_capability} is not a capability of the {g.family} family "
               f"({', '.join(map(str, fam.compute_capabilities))})")
-        if m.toolkits and not any(t.can_target(g.compute_capability) for t in m.toolkits):
+        if m.toolkits and not can_target(g.compute_capability):
             p("gpus.yaml", row, "compute_capability",
               f"no CUDA toolkit in cuda.yaml can target {g.compute_capability}")
         for label in (g.name, *g.names, *g.aliases):
@@ -133,21 +155,34 @@ def _check_torch_release(m: Matrix, row: str, t: TorchRelease, p: Report,
                          need_cuda: Callable[[str, str, str, Version | None], None]) -> None:
     for v in t.variants:
         need_cuda("torch.yaml", row, f"variants '{v.variant}'.cuda", v.cuda)
+    _check_pypi_defaults(row, t, p)
+    _check_torch_companions(m, row, t, p)
+
+
+def _check_pypi_defaults(row: str, t: TorchRelease, p: Report) -> None:
+    """One variant at most is PyPI's default per platform, and PyPI's wheel has that variant's CUDA."""
     for plat in ("linux-x86_64", "linux-aarch64"):
         defaults = [v.variant for v in t.variants if plat in v.pypi_default]
         if len(defaults) > 1:
             p("torch.yaml", row, "variants",
               f"{len(defaults)} variants claim to be PyPI's default on {plat}: {defaults}")
+    default_on: dict[str, TorchVariant] = {}  # the first variant that claims each platform
+    for v in t.variants:
+        for plat in v.pypi_default:
+            default_on.setdefault(plat, v)
     for w in t.wheels:
-        want = [v for v in t.variants if w.platform in v.pypi_default]
-        if not want or not w.platform.startswith("linux"):
+        want = default_on.get(w.platform)
+        if want is None or not w.platform.startswith("linux"):
             continue
-        said, read = want[0].cuda, w.cuda
+        said, read = want.cuda, w.cuda
         same = said == read or (said is not None and read is not None
                                 and (said.major, said.minor) == (read.major, read.minor))
         if not same:
-            p("torch.yaml", row, f"variants '{want[0].variant}'.pypi_default",
+            p("torch.yaml", row, f"variants '{want.variant}'.pypi_default",
               f"the PyPI wheel {w.filename} requires CUDA {read or 'none'} (its METADATA), not {said or 'none'}")
+
+
+def _check_torch_companions(m: Matrix, row: str, t: TorchRelease, p: Report) -> None:
     for comp, table in m.extra_wheels.items():
         cv = t.companions.get(comp)
         if cv is None or cv not in table:
@@ -169,20 +204,31 @@ def _check_vllm_release(m: Matrix, row: str, v: VllmRelease, p: Report,
             if torch_versions and Version(pinned.public) not in torch_versions:
                 p("vllm.yaml", row, f"variants '{var.variant}'.torch_pins.{plat}",
                   f"torch {pinned} is not in torch.yaml's releases")
+    memo: dict[tuple[str, Version, Version], tuple[SpecifierSet, ...]] = {}
     for w in v.wheels:
         spec = w.requires.get("torch")
         exact = exact_pin(spec)
         for comp in ("xformers", "flashinfer-python"):  # a pinned companion must be built for the same torch
             cv = exact_pin(w.requires.get(comp))
-            for cw in m.wheels_of(comp, cv) if cv is not None else ():
-                ct = cw.requires.get("torch")
-                if exact is not None and ct is not None and str(ct) and not ct.contains(exact, prereleases=True):
-                    p("wheels/vllm.yaml", row, f"{w.filename}.requires.{comp}",
-                      f"{comp} {cv} requires torch {ct}, but this wheel pins torch {exact}")
+            for ct in _companion_conflicts(m, comp, cv, exact, memo) if cv is not None and exact is not None else ():
+                p("wheels/vllm.yaml", row, f"{w.filename}.requires.{comp}",
+                  f"{comp} {cv} requires torch {ct}, but this wheel pins torch {exact}")
         if spec is not None and exact is None:
             p("wheels/vllm.yaml", row, f"{w.filename}.requires.torch", f"expected an exact pin, got {str(spec)!r}")
         elif exact is not None and torch_versions and exact not in torch_versions:
             p("wheels/vllm.yaml", row, f"{w.filename}.requires.torch", f"torch {exact} is not in torch.yaml's releases")
+
+
+def _companion_conflicts(m: Matrix, comp: str, cv: Version, torch: Version,
+                         memo: dict[tuple[str, Version, Version], tuple[SpecifierSet, ...]]
+                         ) -> tuple[SpecifierSet, ...]:
+    """The torch requirements of ``comp`` ``cv``'s wheels that exclude ``torch``: worked out once per pin, not
+    once per wheel that pins it (wheels x companion wheels would grow with the square of the files)."""
+    key = (comp, cv, torch)
+    if key not in memo:
+        memo[key] = tuple(ct for cw in m.wheels_of(comp, cv) for ct in [cw.requires.get("torch")]
+                          if ct is not None and str(ct) and not ct.contains(torch, prereleases=True))
+    return memo[key]
 
 
 def _check_generated(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ...]]], p: Report) -> None:

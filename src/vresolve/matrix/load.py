@@ -178,13 +178,14 @@ class _Rows:
         items = self.get(d, key, row, list, required=required, fld=fld)
         if items is None:
             return None if required else ()
-        out = []
+        out, seen = [], set()
         for i, item in enumerate(items):
             value = self._item(item, row, f"{fld}[{i}]", parse, what)
             if value is None:
                 return None
-            if unique and value in out:
+            if unique and value in seen:
                 self.problem(row, f"{fld}[{i}]", f"{shown(item)} listed twice")
+            seen.add(value)
             out.append(value)
         return self.share(tuple(out))
 
@@ -504,12 +505,14 @@ def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel
         python = r.list_of(d, "python", row, Version, "Python version")
         companions = _read_companions(d, row, r)
         variants: list[TorchVariant] = []
+        names: set[str] = set()
         for i, vd in enumerate(r.get(d, "variants", row, list) or ()):
             variant = _read_torch_variant(vd, row, f"variants[{i}]", r)
             if variant is None:
                 continue
-            if any(v.variant == variant.variant for v in variants):
-                r.problem(row, f"variants[{i}].variant", f"variant {variant.variant!r} listed twice")
+            if variant.variant in names:
+                r.problem(row, f"variants[{i}].variant", f"variant {shown(variant.variant)} listed twice")
+            names.add(variant.variant)
             variants.append(variant)
         prov = r.provenance(d, row)
         if version is not None and python is not None and prov is not None:
