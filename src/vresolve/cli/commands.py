@@ -352,8 +352,10 @@ def _cmd_detect(args: argparse.Namespace) -> int:
 
 
 def _cmd_matrix_validate(args: argparse.Namespace) -> int:
-    m = _load(args)
+    from ..matrix import load_matrix
     from ..render import envelope, matrix_summary_view
+
+    m = load_matrix(_opt(args, "matrix"), cache=False)  # always the YAML itself: never answered from the cache
 
     summary = matrix_summary_view(m)
     if _opt(args, "json"):

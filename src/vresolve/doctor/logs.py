@@ -1,5 +1,10 @@
 """Error logs matched against the known-issues table (``compat_matrix/known_issues.yaml``), whose
 signatures tell look-alikes apart.
+
+A log is anyone's text, so the work is bounded: each signature is checked for super-linear
+backtracking when the matrix is read (:mod:`vresolve.matrix.patterns`), and signatures are matched
+against lines of at most :data:`MAX_LINE` characters: a longer line is cut into pieces of that size
+that overlap by :data:`OVERLAP`, so that a match up to that long is still found across a cut.
 """
 
 from __future__ import annotations
@@ -9,6 +14,21 @@ from collections.abc import Sequence
 
 from ..matrix import KnownIssue, Matrix
 from .facts import Finding
+
+MAX_LINE = 4096  # characters of a line that a signature reads at once
+OVERLAP = 512  # characters two pieces of a longer line share
+
+
+def bounded_lines(text: str) -> str:
+    """``text`` (itself when no line is longer than MAX_LINE) with each longer line cut into pieces of
+    MAX_LINE characters, each on a line of its own, each starting OVERLAP characters before the last ended."""
+    lines = text.split("\n")
+    if all(len(line) <= MAX_LINE for line in lines):
+        return text
+    step = MAX_LINE - OVERLAP
+    return "\n".join(
+        line if len(line) <= MAX_LINE else "\n".join(line[i:i + MAX_LINE] for i in range(0, len(line) - OVERLAP, step))
+        for line in lines)
 
 
 def _evidence(text: str, match: re.Match[str], context: int = 1) -> tuple[str, ...]:
@@ -20,6 +40,7 @@ def _evidence(text: str, match: re.Match[str], context: int = 1) -> tuple[str, .
 
 def match_log(text: str, issues: Sequence[KnownIssue]) -> list[tuple[KnownIssue, tuple[str, ...]]]:
     """Every known issue whose signature matches the log, with the lines that show it, in log order."""
+    text = bounded_lines(text)
     hits = []
     for issue in issues:
         for pattern in issue.patterns():

@@ -5,7 +5,9 @@
 - :mod:`.load`: the YAML reader, which checks every row against ``compat_matrix/SCHEMA.md`` and
   collects every problem (file, row, field) into one :class:`~vresolve.errors.MatrixError`;
 - :mod:`.checks`: the cross-references between the tables;
-- :mod:`.cache`: the validated matrix kept as a pickle, keyed by the files' bytes and the code;
+- :mod:`.patterns`: the known issues' signatures checked for super-linear backtracking;
+- :mod:`.cache`: the validated matrix kept as a checksummed pickle that only the matrix's classes can come
+  out of, keyed by the files' bytes and the code;
 - :mod:`.dump`: the inverse, so that ``load(dump(load(x))) == load(x)``.
 """
 

@@ -4,18 +4,29 @@ Parsing and validating the YAML costs tens of milliseconds, so a matrix that val
 a key made of the files' bytes (the revision), the code that builds the objects (this package and
 ``values``), and vresolve's, packaging's and Python's versions: an edited file, or new code, misses
 the cache and is validated again. A cache that cannot be read or written is only a miss.
+
+The file is ``MAGIC``, the SHA-256 of the payload, then the payload (a pickle): a file whose checksum
+does not match (a flipped byte, a truncated write) is a miss, never a silently different matrix. The
+payload is read by an unpickler that knows only the matrix's own classes, so a planted file cannot run
+code; anything else in it is a miss. (A checksum is no signature: whoever can write the cache can also
+make a matrix that differs and checksums right. ``vresolve matrix validate`` therefore never reads the
+cache: it always checks the YAML.)
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import pickle
 from pathlib import Path
+from typing import Any
 
 from .model import Matrix
 
-FORMAT = 2
+FORMAT = 3
+MAGIC = b"vresolve-matrix-cache\0"
+MAX_BYTES = 64 * 2**20  # the shipped matrix pickles to well under 1 MiB
 
 
 def _key(revision: str) -> str:
@@ -40,15 +51,71 @@ def cache_file(revision: str) -> Path | None:
     return Path(cdir) / f"matrix-{_key(revision)}.pickle" if cdir else None
 
 
+def _classes() -> dict[tuple[str, str], type]:
+    """Every class a pickled matrix holds, by (module, name): the model's dataclasses, vresolve's values and
+    packaging's versions and specifiers. Protocol 5 pickles of these need no other global (no copyreg
+    reconstructor, no builtins: tuples, dicts and frozensets have opcodes of their own)."""
+    from packaging.specifiers import Specifier, SpecifierSet
+    from packaging.version import Version
+
+    from .. import values
+    from . import model
+
+    classes: list[type] = [c for c in vars(model).values()
+                           if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == model.__name__]
+    classes += [values.Capability, values.ArchList, values.DriverVersion, Version, Specifier, SpecifierSet]
+    return {(c.__module__, c.__qualname__): c for c in classes}
+
+
+class _MatrixUnpickler(pickle.Unpickler):
+    """Finds only the matrix's classes: a pickle that names any other global (``os.system``, ``builtins.eval``,
+    ``copyreg``...) fails to load instead of running it. Called once per distinct class (about 25 times)."""
+
+    allowed: dict[tuple[str, str], type] = {}
+
+    def find_class(self, module: str, name: str) -> Any:
+        cls = self.allowed.get((module, name))
+        if cls is None:
+            raise pickle.UnpicklingError(f"{module}.{name} is not a class of the matrix")
+        return cls
+
+
+def seal(payload: bytes) -> bytes:
+    """The cache file's bytes for a pickled matrix: the magic, the payload's SHA-256, the payload."""
+    return MAGIC + hashlib.sha256(payload).digest() + payload
+
+
+def _unsealed(data: bytes) -> io.BytesIO | None:
+    """The payload to unpickle (a view of ``data``, not a copy), when ``data`` starts with the magic and the
+    payload's checksum matches; else None."""
+    head = len(MAGIC) + 32
+    if len(data) < head or not data.startswith(MAGIC):
+        return None
+    if hashlib.sha256(memoryview(data)[head:]).digest() != data[len(MAGIC):head]:
+        return None
+    payload = io.BytesIO(data)  # shares the bytes: unpickling reads them in place
+    payload.seek(head)
+    return payload
+
+
 def read(cfile: Path, revision: str, root: Path) -> Matrix | None:
     import gc
 
+    from .files import read_regular_file
+
+    try:
+        payload = _unsealed(read_regular_file(cfile, MAX_BYTES))
+    except Exception:  # noqa: BLE001 - a missing, unreadable or odd cache file is only a miss
+        return None
+    if payload is None:
+        return None
+    if not _MatrixUnpickler.allowed:
+        _MatrixUnpickler.allowed = _classes()
     collecting = gc.isenabled()
     gc.disable()  # tens of thousands of new objects, none of them garbage: a collection would only cost
     try:
-        with open(cfile, "rb") as fh:
-            m = pickle.load(fh)
-    except Exception:  # noqa: BLE001 - a missing, stale or corrupt cache is only a miss
+        m = _MatrixUnpickler(payload).load()
+    except Exception:  # noqa: BLE001 - a stale or corrupt cache is only a miss
         return None
     finally:
         if collecting:
@@ -62,6 +129,6 @@ def write(cfile: Path, m: Matrix) -> None:
     from .._atomic import write_bytes_atomic
 
     try:
-        write_bytes_atomic(cfile, pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL))
+        write_bytes_atomic(cfile, seal(pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL)))
     except OSError:
         pass

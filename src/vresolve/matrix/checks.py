@@ -6,17 +6,42 @@ read from the raw documents too, so that a row dropped for another problem cause
 
 from __future__ import annotations
 
+import bisect
+import reprlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from ..errors import MatrixProblem
-from ..values import exact_pin
-from .model import CAUSE_CODES, Matrix, TorchRelease, VllmRelease, Wheel, gpu_key
+from ..values import Capability, exact_pin
+from .model import CAUSE_CODES, CudaToolkit, Matrix, TorchRelease, TorchVariant, VllmRelease, Wheel, gpu_key
 
 Report = Callable[[str, str, str, str], None]  # (file, row, field, message)
 Docs = Mapping[str, dict[str, Any] | None]
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 120
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = _REPR.maxfrozenset = 6
+_REPR.maxlevel = 3
+
+
+def shown(value: object) -> str:
+    """``repr(value)``, cut short: a value read from YAML can be a megabyte string or a deeply nested list,
+    and a problem's message is one line. Short values print exactly as ``repr``."""
+    return _REPR.repr(value)
+
+
+def cut(text: str, limit: int = 120) -> str:
+    """``text`` (a field name, a row label) on one line, cut short in the middle."""
+    text = " ".join(text.splitlines()) if "\n" in text or "\r" in text else text
+    return text if len(text) <= limit else f"{text[:limit // 2 - 2]}...{text[-(limit // 2 - 1):]}"
+
+
+def problem(file: str, row: str, fld: str, message: str) -> MatrixProblem:
+    """A MatrixProblem whose parts are bounded and on one line, whatever went into them (~1.5 KB at most)."""
+    return MatrixProblem(file, cut(row, 300), cut(fld, 300), cut(message, 1000))
 
 
 def _named_versions(doc: dict[str, Any] | None, table: str, major_minor: bool = False) -> set[Version]:
@@ -36,7 +61,7 @@ def cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ..
     """Every cross-reference problem of ``m``, appended to ``problems``."""
 
     def p(file: str, row: str, fld: str, msg: str) -> None:
-        problems.append(MatrixProblem(file, row, fld, msg))
+        problems.append(problem(file, row, fld, msg))
 
     toolkits_named = _named_versions(docs["cuda.yaml"], "toolkits", major_minor=True)
 
@@ -51,7 +76,6 @@ def cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ..
     _check_gpus(m, p)
     for i, t in enumerate(m.torch):
         _check_torch_release(m, f"releases[{i}] '{t.version}'", t, p, need_cuda)
-    _check_unique("vllm.yaml", "release", [(f"releases[{i}] '{v.version}'", v.version) for i, v in enumerate(m.vllm)], p)
     for i, v in enumerate(m.vllm):
         row = f"releases[{i}] '{v.version}'"
         _check_vllm_release(m, row, v, p, need_cuda, torch_versions)
@@ -60,12 +84,8 @@ def cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ..
 
 
 def _check_issues(m: Matrix, docs: Docs, p: Report) -> None:
-    """Ids are unique, and every cause code has a row: doctor explains each cause from this table."""
-    ids: set[str] = set()
-    for i, k in enumerate(m.known_issues):
-        if k.id in ids:
-            p("known_issues.yaml", f"issues[{i}] {k.id!r}", "id", "id used twice")
-        ids.add(k.id)
+    """Every cause code has a row: doctor explains each cause from this table (the reader checks that ids are
+    unique)."""
     doc = docs["known_issues.yaml"]
     if doc is None:
         return
@@ -77,18 +97,8 @@ def _check_issues(m: Matrix, docs: Docs, p: Report) -> None:
                                                       "from this table)")
 
 
-def _check_unique(file: str, what: str, rows: list[tuple[str, Version]], p: Report) -> None:
-    seen: set[Version] = set()
-    for row, version in rows:
-        if version in seen:
-            p(file, row, "version", f"{what} listed twice")
-        seen.add(version)
-
-
 def _check_cuda(m: Matrix, p: Report) -> None:
     majors = {c.major for c in m.cuda_majors}
-    _check_unique("cuda.yaml", "toolkit", [(f"toolkits[{i}] '{t.version}'", t.version)
-                                           for i, t in enumerate(m.toolkits)], p)
     for i, t in enumerate(m.toolkits):
         row = f"toolkits[{i}] '{t.version}'"
         if t.version.major not in majors:
@@ -98,26 +108,46 @@ def _check_cuda(m: Matrix, p: Report) -> None:
                 p("cuda.yaml", row, "updates", f"update {u.version} is not an update of {t.version}")
 
 
+def _targetable(toolkits: tuple[CudaToolkit, ...]) -> Callable[[Capability], bool]:
+    """Whether any of ``toolkits`` can target a capability: their lists and merged ranges, looked up in
+    log time (the check runs for every GPU: GPUs x toolkits would grow with the square of the file)."""
+    listed = {c for t in toolkits if t.nvcc_list is not None for c in t.nvcc_list}
+    merged: list[list[Capability]] = []
+    for lo, hi in sorted((t.nvcc_lowest, t.nvcc_highest) for t in toolkits if t.nvcc_list is None):
+        if merged and lo <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    lows = [lo for lo, _ in merged]
+
+    def can(cc: Capability) -> bool:
+        i = bisect.bisect_right(lows, cc.base) - 1
+        return cc.base in listed or (i >= 0 and cc.base <= merged[i][1])
+
+    return can
+
+
 def _check_gpus(m: Matrix, p: Report) -> None:
     families = {a.family: a for a in m.architectures}
     seen_names: dict[str, str] = {}
+    can_target = _targetable(m.toolkits)
     for i, g in enumerate(m.gpus):
-        row = f"gpus[{i}] {g.name!r}"
+        row = f"gpus[{i}] {shown(g.name)}"
         fam = families.get(g.family)
         if fam is None:
-            p("gpus.yaml", row, "family", f"unknown family {g.family!r} (not in 'architectures')")
+            p("gpus.yaml", row, "family", f"unknown family {shown(g.family)} (not in 'architectures')")
         elif g.compute_capability not in fam.compute_capabilities:
             p("gpus.yaml", row, "compute_capability",
               f"{g.compute_capability} is not a capability of the {g.family} family "
               f"({', '.join(map(str, fam.compute_capabilities))})")
-        if m.toolkits and not any(t.can_target(g.compute_capability) for t in m.toolkits):
+        if m.toolkits and not can_target(g.compute_capability):
             p("gpus.yaml", row, "compute_capability",
               f"no CUDA toolkit in cuda.yaml can target {g.compute_capability}")
         for label in (g.name, *g.names, *g.aliases):
             key = gpu_key(label)
             if key in seen_names and seen_names[key] != g.name:
                 p("gpus.yaml", row, "aliases" if label in g.aliases else "names",
-                  f"{label!r} also names {seen_names[key]!r}")
+                  f"{shown(label)} also names {shown(seen_names[key])}")
             seen_names[key] = g.name
 
 
@@ -125,21 +155,34 @@ def _check_torch_release(m: Matrix, row: str, t: TorchRelease, p: Report,
                          need_cuda: Callable[[str, str, str, Version | None], None]) -> None:
     for v in t.variants:
         need_cuda("torch.yaml", row, f"variants '{v.variant}'.cuda", v.cuda)
+    _check_pypi_defaults(row, t, p)
+    _check_torch_companions(m, row, t, p)
+
+
+def _check_pypi_defaults(row: str, t: TorchRelease, p: Report) -> None:
+    """One variant at most is PyPI's default per platform, and PyPI's wheel has that variant's CUDA."""
     for plat in ("linux-x86_64", "linux-aarch64"):
         defaults = [v.variant for v in t.variants if plat in v.pypi_default]
         if len(defaults) > 1:
             p("torch.yaml", row, "variants",
               f"{len(defaults)} variants claim to be PyPI's default on {plat}: {defaults}")
+    default_on: dict[str, TorchVariant] = {}  # the first variant that claims each platform
+    for v in t.variants:
+        for plat in v.pypi_default:
+            default_on.setdefault(plat, v)
     for w in t.wheels:
-        want = [v for v in t.variants if w.platform in v.pypi_default]
-        if not want or not w.platform.startswith("linux"):
+        want = default_on.get(w.platform)
+        if want is None or not w.platform.startswith("linux"):
             continue
-        said, read = want[0].cuda, w.cuda
+        said, read = want.cuda, w.cuda
         same = said == read or (said is not None and read is not None
                                 and (said.major, said.minor) == (read.major, read.minor))
         if not same:
-            p("torch.yaml", row, f"variants '{want[0].variant}'.pypi_default",
+            p("torch.yaml", row, f"variants '{want.variant}'.pypi_default",
               f"the PyPI wheel {w.filename} requires CUDA {read or 'none'} (its METADATA), not {said or 'none'}")
+
+
+def _check_torch_companions(m: Matrix, row: str, t: TorchRelease, p: Report) -> None:
     for comp, table in m.extra_wheels.items():
         cv = t.companions.get(comp)
         if cv is None or cv not in table:
@@ -161,20 +204,31 @@ def _check_vllm_release(m: Matrix, row: str, v: VllmRelease, p: Report,
             if torch_versions and Version(pinned.public) not in torch_versions:
                 p("vllm.yaml", row, f"variants '{var.variant}'.torch_pins.{plat}",
                   f"torch {pinned} is not in torch.yaml's releases")
+    memo: dict[tuple[str, Version, Version], tuple[SpecifierSet, ...]] = {}
     for w in v.wheels:
         spec = w.requires.get("torch")
         exact = exact_pin(spec)
         for comp in ("xformers", "flashinfer-python"):  # a pinned companion must be built for the same torch
             cv = exact_pin(w.requires.get(comp))
-            for cw in m.wheels_of(comp, cv) if cv is not None else ():
-                ct = cw.requires.get("torch")
-                if exact is not None and ct is not None and str(ct) and not ct.contains(exact, prereleases=True):
-                    p("wheels/vllm.yaml", row, f"{w.filename}.requires.{comp}",
-                      f"{comp} {cv} requires torch {ct}, but this wheel pins torch {exact}")
+            for ct in _companion_conflicts(m, comp, cv, exact, memo) if cv is not None and exact is not None else ():
+                p("wheels/vllm.yaml", row, f"{w.filename}.requires.{comp}",
+                  f"{comp} {cv} requires torch {ct}, but this wheel pins torch {exact}")
         if spec is not None and exact is None:
             p("wheels/vllm.yaml", row, f"{w.filename}.requires.torch", f"expected an exact pin, got {str(spec)!r}")
         elif exact is not None and torch_versions and exact not in torch_versions:
             p("wheels/vllm.yaml", row, f"{w.filename}.requires.torch", f"torch {exact} is not in torch.yaml's releases")
+
+
+def _companion_conflicts(m: Matrix, comp: str, cv: Version, torch: Version,
+                         memo: dict[tuple[str, Version, Version], tuple[SpecifierSet, ...]]
+                         ) -> tuple[SpecifierSet, ...]:
+    """The torch requirements of ``comp`` ``cv``'s wheels that exclude ``torch``: worked out once per pin, not
+    once per wheel that pins it (wheels x companion wheels would grow with the square of the files)."""
+    key = (comp, cv, torch)
+    if key not in memo:
+        memo[key] = tuple(ct for cw in m.wheels_of(comp, cv) for ct in [cw.requires.get("torch")]
+                          if ct is not None and str(ct) and not ct.contains(torch, prereleases=True))
+    return memo[key]
 
 
 def _check_generated(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ...]]], p: Report) -> None:

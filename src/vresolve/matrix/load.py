@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,7 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import MatrixError, MatrixProblem
 from ..values import PLATFORMS, VERIFIED_LEVELS, ArchList, Capability, DriverVersion, parse_variant
-from .checks import cross_check
+from .checks import cross_check, cut, problem, shown
 from .model import (
     CAUSE_CODES,
     FILES,
@@ -44,6 +44,7 @@ from .model import (
     VllmRelease,
     VllmVariant,
     Wheel,
+    gpu_key,
     wheel_platform,
 )
 
@@ -73,6 +74,15 @@ class _Rows:
         self.file = file
         self.problems = problems
         self.shared = shared
+        self.seen: dict[Hashable, str] = {}  # what once() saw in this file, and where
+
+    def once(self, key: Hashable, what: str, row: str, fld: str, at: str | None = None) -> None:
+        """A problem when ``key`` was seen before in this file: ``what`` is listed twice; ``at`` (default:
+        the row) names where, in the message of the repeat."""
+        here = at or row
+        first = self.seen.setdefault(key, here)
+        if first != here:
+            self.problem(row, fld, f"{what} listed twice (also {first})")
 
     def share(self, value: _T) -> _T:
         """One object for each value across the matrix: the cache pickles a shared object once, so a
@@ -91,7 +101,7 @@ class _Rows:
         return self.shared.setdefault(key, value)  # type: ignore[no-any-return]
 
     def problem(self, row: str, fld: str, message: str) -> None:
-        self.problems.append(MatrixProblem(self.file, row, fld, message))
+        self.problems.append(problem(self.file, row, fld, message))
 
     def mapping(self, value: Any, row: str, fld: str) -> dict[str, Any] | None:
         if not isinstance(value, dict):
@@ -108,7 +118,7 @@ class _Rows:
         for i, item in enumerate(items):
             name = f"{key}[{i}]"
             if isinstance(item, dict) and isinstance(item.get(label), str):
-                name += f" {item[label]!r}"
+                name += f" {shown(item[label])}"
             d = self.mapping(item, name, "")
             if d is not None:
                 yield name, d
@@ -116,7 +126,7 @@ class _Rows:
     def known(self, d: dict[str, Any], row: str, allowed: tuple[str, ...], prefix: str = "") -> None:
         for k in d:
             if k not in allowed:
-                self.problem(row, prefix + str(k), f"unknown field (expected one of: {', '.join(allowed)})")
+                self.problem(row, prefix + cut(str(k)), f"unknown field (expected one of: {', '.join(allowed)})")
 
     def get(self, d: dict[str, Any], key: str, row: str, kind: type | tuple[type, ...], *,
             required: bool = True, fld: str | None = None) -> Any:
@@ -129,7 +139,7 @@ class _Rows:
         if not isinstance(value, kind) or isinstance(value, bool) and bool not in _as_tuple(kind):
             want = " or ".join(t.__name__ for t in _as_tuple(kind))
             hint = " (quote it: YAML reads 12.10 as a number)" if isinstance(value, (int, float)) and str in _as_tuple(kind) else ""
-            self.problem(row, fld, f"expected {want}, got {_kind(value)} {value!r}{hint}")
+            self.problem(row, fld, f"expected {want}, got {_kind(value)} {shown(value)}{hint}")
             return None
         return value
 
@@ -141,7 +151,7 @@ class _Rows:
         try:
             return self.share(parse(text))
         except (InvalidVersion, InvalidSpecifier, ValueError):
-            self.problem(row, fld or key, f"invalid {what} {text!r} (expected {expected})")
+            self.problem(row, fld or key, f"invalid {what} {shown(text)} (expected {expected})")
             return None
 
     def version(self, d: dict[str, Any], key: str, row: str, **kw: Any) -> Version | None:
@@ -162,22 +172,32 @@ class _Rows:
         return self._parsed(d, key, row, _iso_date, "date", "YYYY-MM-DD or YYYY-MM")
 
     def list_of(self, d: dict[str, Any], key: str, row: str, parse: Callable[[str], Any], what: str,
-                *, required: bool = True, fld: str | None = None) -> tuple[Any, ...] | None:
+                *, required: bool = True, fld: str | None = None, unique: bool = True) -> tuple[Any, ...] | None:
+        """A list of strings, each parsed; an item listed twice is a problem (unless not ``unique``)."""
         fld = fld or key
         items = self.get(d, key, row, list, required=required, fld=fld)
         if items is None:
             return None if required else ()
-        out = []
+        out, seen = [], set()
         for i, item in enumerate(items):
-            if not isinstance(item, str):
-                self.problem(row, f"{fld}[{i}]", f"expected str, got {_kind(item)} {item!r} (quote it)")
+            value = self._item(item, row, f"{fld}[{i}]", parse, what)
+            if value is None:
                 return None
-            try:
-                out.append(self.share(parse(item)))
-            except (InvalidVersion, ValueError, re.error) as e:
-                self.problem(row, f"{fld}[{i}]", f"invalid {what} {item!r}" + (f": {e}" if what == "regular expression" else ""))
-                return None
+            if unique and value in seen:
+                self.problem(row, f"{fld}[{i}]", f"{shown(item)} listed twice")
+            seen.add(value)
+            out.append(value)
         return self.share(tuple(out))
+
+    def _item(self, item: Any, row: str, fld: str, parse: Callable[[str], Any], what: str) -> Any:
+        if not isinstance(item, str):
+            self.problem(row, fld, f"expected str, got {_kind(item)} {shown(item)} (quote it)")
+            return None
+        try:
+            return self.share(parse(item))
+        except (InvalidVersion, ValueError, re.error) as e:
+            self.problem(row, fld, f"invalid {what} {shown(item)}" + (f": {e}" if what == "regular expression" else ""))
+            return None
 
     def caps(self, d: dict[str, Any], key: str, row: str, **kw: Any) -> tuple[Capability, ...] | None:
         return self.list_of(d, key, row, Capability.parse, "compute capability", **kw)
@@ -191,7 +211,7 @@ class _Rows:
         if value is None:
             return None
         if value not in choices:
-            self.problem(row, fld or key, f"invalid value {value!r} (expected one of: {', '.join(choices)})")
+            self.problem(row, fld or key, f"invalid value {shown(value)} (expected one of: {', '.join(choices)})")
             return None
         return choices[choices.index(value)]  # the choice itself, typed as one
 
@@ -203,7 +223,7 @@ class _Rows:
             sources = tuple(src)
         else:
             self.problem(row, "source", "missing" if src is None else
-                         f"expected a URL or 'owner/repo@tag:path', or a list of them, got {src!r}")
+                         f"expected a URL or 'owner/repo@tag:path', or a list of them, got {shown(src)}")
             sources = None
         verified = self.choice(d, "verified", row, VERIFIED_LEVELS)
         note = self.get(d, "note", row, str, required=False)
@@ -224,8 +244,23 @@ class _Rows:
         return DriverFloor(linux=linux, windows=windows)
 
 
+MAX_SIGNATURE = 1000  # characters; the longest shipped signature has about 330
+
+
 def _checked_regex(text: str) -> str:
-    re.compile(text, re.MULTILINE)  # raises re.error, reported with the row
+    """A signature that compiles and whose search takes time in proportion to the log (:mod:`.patterns`);
+    re.error or ValueError, reported with the row, otherwise."""
+    from .patterns import backtracking_problem
+
+    if len(text) > MAX_SIGNATURE:
+        raise ValueError(f"longer than {MAX_SIGNATURE} characters")
+    try:
+        re.compile(text, re.MULTILINE)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    why = backtracking_problem(text)
+    if why is not None:
+        raise ValueError(why)
     return text
 
 
@@ -252,6 +287,8 @@ def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tu
     for row, d in r.rows(doc, "majors", "major"):
         r.known(d, row, ("major", "minor_compat_driver", *_PROV))
         major = r.get(d, "major", row, int)
+        if major is not None:
+            r.once(("major", major), f"CUDA major {major}", row, "major")
         floor = r.driver_floor(d, "minor_compat_driver", row)
         prov = r.provenance(d, row)
         if major is not None and floor is not None and prov is not None:
@@ -262,8 +299,10 @@ def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tu
                          "host_source", "host_verified", *_PROV))
         version = r.version(d, "version", row)
         if version is not None and len(version.release) != 2:
-            r.problem(row, "version", f"expected MAJOR.MINOR, got {d['version']!r}")
+            r.problem(row, "version", f"expected MAJOR.MINOR, got {shown(d['version'])}")
             version = None
+        if version is not None:
+            r.once(("toolkit", version), "toolkit", row, "version")
         released = r.date(d, "released", row)
         floor = r.driver_floor(d, "min_driver", row)
         updates = _read_updates(d, row, r)
@@ -287,6 +326,8 @@ def _read_updates(d: dict[str, Any], row: str, r: _Rows) -> list[ToolkitUpdate]:
             continue
         r.known(u, row, ("version", "linux", "windows"), prefix=fld + ".")
         uv = r.version(u, "version", row, fld=f"{fld}.version")
+        if uv is not None:
+            r.once(("update", row, uv), f"update {uv}", row, f"{fld}.version", at=fld)
         ul = r.driver(u, "linux", row, required="linux" not in u, fld=f"{fld}.linux")
         uw = r.driver(u, "windows", row, required=False, fld=f"{fld}.windows")
         if uv is not None:
@@ -325,7 +366,7 @@ def _read_toolkit_host(d: dict[str, Any], row: str, r: _Rows) -> dict[str, Any]:
             if lo.isdigit() and hi.isdigit() and int(lo) <= int(hi):
                 out["host_gcc"] = (int(lo), int(hi))
             else:
-                r.problem(row, "host_gcc", f"expected GCC major versions min <= max, got {lo!r}..{hi!r}")
+                r.problem(row, "host_gcc", f"expected GCC major versions min <= max, got {shown(lo)}..{shown(hi)}")
     inst = r.get(d, "install", row, dict, required=False)
     if inst is not None:
         r.known(inst, row, ("conda", "pip"), prefix="install.")
@@ -349,6 +390,8 @@ def _read_gpus(doc: dict[str, Any], r: _Rows) -> tuple[tuple[Architecture, ...],
     for row, d in r.rows(doc, "architectures", "family"):
         r.known(d, row, ("family", "compute_capabilities", *_PROV))
         family = r.get(d, "family", row, str)
+        if family is not None:
+            r.once(("family", family), "family", row, "family")
         ccs = r.caps(d, "compute_capabilities", row)
         prov = r.provenance(d, row)
         if family is not None and ccs is not None and prov is not None:
@@ -358,6 +401,8 @@ def _read_gpus(doc: dict[str, Any], r: _Rows) -> tuple[tuple[Architecture, ...],
         r.known(d, row, ("name", "names", "aliases", "compute_capability", "family", "segment",
                          "memory_gib", *_PROV))
         name = r.get(d, "name", row, str)
+        if name is not None:
+            r.once(("gpu", gpu_key(name)), "GPU", row, "name")
         names = r.strings(d, "names", row, required=False)
         aliases = r.strings(d, "aliases", row, required=False)
         cc = r.cap(d, "compute_capability", row)
@@ -379,7 +424,7 @@ def _read_index(doc: dict[str, Any], r: _Rows) -> tuple[str, Provenance] | None:
     r.known(d, "index", ("url", *_PROV))
     url = r.get(d, "url", "index", str)
     if url is not None and not re.match(r"^https?://", url):
-        r.problem("index", "url", f"expected an http(s) URL, got {url!r}")
+        r.problem("index", "url", f"expected an http(s) URL, got {shown(url)}")
         url = None
     prov = r.provenance(d, "index")
     return None if url is None or prov is None else (url.rstrip("/"), prov)
@@ -391,7 +436,7 @@ def _read_archs_by_platform(d: dict[str, Any], key: str, row: str, r: _Rows) -> 
         return None
     out = {}
     for plat, al in m.items():
-        fld = f"{key}.{plat}"
+        fld = f"{key}.{cut(str(plat))}"
         if plat not in PLATFORMS:
             r.problem(row, fld, f"unknown platform (expected one of: {', '.join(PLATFORMS)})")
             continue
@@ -406,8 +451,8 @@ def _read_archlist(al: Any, fld: str, row: str, r: _Rows) -> ArchList | None:
     if al is None:
         return None
     r.known(al, row, ("sass", "ptx", "min_compute_capability"), prefix=fld + ".")
-    sass = r.caps(al, "sass", row, fld=f"{fld}.sass")
-    ptx = r.caps(al, "ptx", row, required=False, fld=f"{fld}.ptx")
+    sass = r.caps(al, "sass", row, fld=f"{fld}.sass", unique=False)  # checked below: ascending, without repeats
+    ptx = r.caps(al, "ptx", row, required=False, fld=f"{fld}.ptx", unique=False)
     if sass is None or ptx is None:
         return None
     for name, caps in (("sass", sass), ("ptx", ptx)):
@@ -441,7 +486,7 @@ def _read_variant_cuda(d: dict[str, Any], row: str, r: _Rows, fld: str) -> tuple
         return None
     cuda = r.version(d, "cuda", row, required=implied is not None, fld=f"{fld}.cuda")
     if implied is not None and cuda is not None and (cuda.major, cuda.minor) != (implied.major, implied.minor):
-        r.problem(row, f"{fld}.cuda", f"{cuda} does not match variant {name!r} (CUDA {implied})")
+        r.problem(row, f"{fld}.cuda", f"{cuda} does not match variant {shown(name)} (CUDA {implied})")
         return None
     if implied is None and cuda is not None:
         r.problem(row, f"{fld}.cuda", "a cpu variant has no CUDA version")
@@ -455,15 +500,19 @@ def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel
     for row, d in r.rows(doc, "releases", "version"):
         r.known(d, row, ("version", "python", "companions", "variants", *_PROV))
         version = r.version(d, "version", row)
+        if version is not None:
+            r.once(("release", version), "release", row, "version")
         python = r.list_of(d, "python", row, Version, "Python version")
         companions = _read_companions(d, row, r)
         variants: list[TorchVariant] = []
+        names: set[str] = set()
         for i, vd in enumerate(r.get(d, "variants", row, list) or ()):
             variant = _read_torch_variant(vd, row, f"variants[{i}]", r)
             if variant is None:
                 continue
-            if any(v.variant == variant.variant for v in variants):
-                r.problem(row, f"variants[{i}].variant", f"variant {variant.variant!r} listed twice")
+            if variant.variant in names:
+                r.problem(row, f"variants[{i}].variant", f"variant {shown(variant.variant)} listed twice")
+            names.add(variant.variant)
             variants.append(variant)
         prov = r.provenance(d, row)
         if version is not None and python is not None and prov is not None:
@@ -480,7 +529,7 @@ def _read_companions(d: dict[str, Any], row: str, r: _Rows) -> dict[str, Version
         if v is None:
             continue  # no release of that companion for this torch
         if k not in ("torchvision", "torchaudio", "triton"):
-            r.problem(row, f"companions.{k}", "unknown companion (expected torchvision, torchaudio, triton)")
+            r.problem(row, f"companions.{cut(str(k))}", "unknown companion (expected torchvision, torchaudio, triton)")
             continue
         cv = r.version(comps, k, row, fld=f"companions.{k}")
         if cv is not None:
@@ -501,7 +550,7 @@ def _read_torch_variant(raw: Any, row: str, fld: str, r: _Rows) -> TorchVariant 
         return None
     for plat in defaults:
         if plat not in archs:
-            r.problem(row, f"{fld}.pypi_default.{plat}", f"the variant has no archs for {plat}")
+            r.problem(row, f"{fld}.pypi_default.{cut(str(plat))}", f"the variant has no archs for {cut(str(plat))}")
     return TorchVariant(variant=vc[0], cuda=vc[1], archs=archs, provenance=prov,
                         pypi_default=frozenset(p for p, flag in defaults.items() if flag is True))
 
@@ -513,6 +562,8 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
     for row, d in r.rows(doc, "releases", "version"):
         r.known(d, row, ("version", "cuda", "kernels", "variants", "build", *_PROV))
         version = r.version(d, "version", row)
+        if version is not None:
+            r.once(("release", version), "release", row, "version")
         cuda = r.version(d, "cuda", row, required=False)
         build = _read_source_build(d["build"], row, r) if d.get("build") is not None else None
         kernels = _read_kernels(d["kernels"], row, r) if d.get("kernels") is not None else None
@@ -542,7 +593,9 @@ def _read_vllm_variant(raw: Any, row: str, fld: str, r: _Rows, version: Version 
     plats = r.strings(vd, "platforms", row, fld=f"{fld}.platforms")
     for p in plats or ():
         if p not in PLATFORMS:
-            r.problem(row, f"{fld}.platforms", f"unknown platform {p!r}")
+            r.problem(row, f"{fld}.platforms", f"unknown platform {shown(p)}")
+        elif vc is not None:  # one build per variant and platform (0.10.2's cu129: release assets, and PyPI's aarch64)
+            r.once(("variant", row, vc[0], p), f"variant {shown(vc[0])} for {p}", row, f"{fld}.variant", at=fld)
     vk = _read_kernels(vd["kernels"], row, r, f"{fld}.kernels") if vd.get("kernels") is not None else None
     torch_pins = _read_torch_pins(vd, row, fld, r, plats or ())
     prov = r.provenance(vd, f"{row} {fld}")
@@ -563,7 +616,7 @@ def _read_torch_pins(vd: dict[str, Any], row: str, fld: str, r: _Rows, plats: tu
     out = {}
     for plat, pin in (r.get(vd, "torch_pins", row, dict, required=False, fld=f"{fld}.torch_pins") or {}).items():
         if plat not in plats:
-            r.problem(row, f"{fld}.torch_pins.{plat}", "not one of the variant's platforms")
+            r.problem(row, f"{fld}.torch_pins.{cut(str(plat))}", "not one of the variant's platforms")
             continue
         pv = r.version({plat: pin}, plat, row, fld=f"{fld}.torch_pins.{plat}")
         if pv is not None:
@@ -586,7 +639,7 @@ def _read_asset(vd: dict[str, Any], row: str, fld: str, r: _Rows, version: Versi
         return None
     name = url.rsplit("/", 1)[-1].replace("{cp}", "cp310")
     if not _ASSET_RE.match(url) or url.replace("{cp}", "").count("{") or url.replace("{cp}", "").count("}"):
-        r.problem(row, f"{fld}.url", f"expected an https URL of a wheel ({{cp}} the only placeholder), got {url!r}")
+        r.problem(row, f"{fld}.url", f"expected an https URL of a wheel ({{cp}} the only placeholder), got {shown(url)}")
         return None
     try:
         _, wversion, _, tags = parse_wheel_filename(name)
@@ -635,6 +688,8 @@ def _read_known_issues(doc: dict[str, Any], r: _Rows) -> tuple[KnownIssue, ...]:
     for row, d in r.rows(doc, "issues", "id"):
         r.known(d, row, ("id", "cause", "severity", "title", "signatures", "explanation", "fix", *_PROV))
         ident = r.get(d, "id", row, str)
+        if ident is not None:
+            r.once(("id", ident), "id", row, "id")
         cause = r.choice(d, "cause", row, CAUSE_CODES)
         severity = r.choice(d, "severity", row, SEVERITIES)
         title = r.get(d, "title", row, str)
@@ -653,7 +708,7 @@ def _read_known_issues(doc: dict[str, Any], r: _Rows) -> tuple[KnownIssue, ...]:
 
 def _read_wheels(doc: dict[str, Any], r: _Rows, package: str) -> dict[Version, tuple[Wheel, ...]]:
     if doc.get("package") != package:
-        r.problem("", "package", f"expected {package!r}, got {doc.get('package')!r}")
+        r.problem("", "package", f"expected {package!r}, got {shown(doc.get('package'))}")
     out: dict[Version, tuple[Wheel, ...]] = {}
     for row, d in r.rows(doc, "releases", "version"):
         r.known(d, row, ("version", "wheels"))
@@ -668,10 +723,10 @@ def _read_wheels(doc: dict[str, Any], r: _Rows, package: str) -> dict[Version, t
                               "yanked", *_PROV), prefix=fld + ".")
             w = _read_wheel(wd, row, fld, r, package, version)
             if w is not None:
+                r.once(("wheel", row, w.filename), "wheel", row, f"{fld}.filename", at=fld)
                 wheels.append(w)
         if version is not None:
-            if version in out:
-                r.problem(row, "version", "release listed twice")
+            r.once(("release", version), "release", row, "version")
             out[version] = tuple(wheels)
     return out
 
@@ -707,7 +762,7 @@ def _read_wheel(wd: dict[str, Any], row: str, fld: str, r: _Rows, package: str,
     features = r.list_of(wd, "features", row, str, "feature", required=False, fld=f"{fld}.features")
     sha = r.get(wd, "sha256", row, str, required=False, fld=f"{fld}.sha256")
     if sha is not None and not re.fullmatch(r"[0-9a-f]{64}", sha):
-        r.problem(row, f"{fld}.sha256", f"expected 64 hex digits, got {sha!r}")
+        r.problem(row, f"{fld}.sha256", f"expected 64 hex digits, got {shown(sha)}")
     yanked = r.get(wd, "yanked", row, bool, required=False, fld=f"{fld}.yanked") or False
     prov = r.provenance(wd, f"{row} {fld}")
     if parsed is None or prov is None or pythons is None or extensions is None or features is None:
@@ -732,32 +787,103 @@ def _module_name(text: str) -> str:
 
 
 
-def _parse_yaml(name: str, tables: tuple[str, ...], data: bytes | None, problems: list[MatrixProblem]
+def _parse_yaml(name: str, tables: tuple[str, ...], data: bytes | str | None, problems: list[MatrixProblem]
                 ) -> dict[str, Any] | None:
-    """One file's YAML document, or None (and a problem) when it is missing, malformed or not a mapping."""
+    """One file's YAML document, or None (and a problem) when it is missing, unreadable, malformed or not a
+    mapping. ``data`` is the file's bytes, None when it is absent, or why it was not read."""
     import yaml
 
     if data is None:
         if name not in OPTIONAL_FILES:
             problems.append(MatrixProblem(name, "", "", "file missing"))
         return None
+    if isinstance(data, str):
+        problems.append(problem(name, "", "", data))
+        return None
     try:
-        doc = yaml.load(data, Loader=_yaml_loader())
+        doc = _load_yaml(data)
+    except _AliasBomb as e:
+        problems.append(problem(name, "", "", str(e)))
+        return None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else ""
-        problems.append(MatrixProblem(name, where, "", f"not valid YAML: {getattr(e, 'problem', e)}"))
+        problems.append(problem(name, where, "", f"not valid YAML: {getattr(e, 'problem', e)}"))
+        return None
+    except (ValueError, OverflowError, RecursionError) as e:  # a value Python cannot make (a 5000-digit int, a 13th month)
+        problems.append(problem(name, "", "", f"not valid YAML: {str(e).split(';')[0]}"))
         return None
     if not isinstance(doc, dict):
         problems.append(MatrixProblem(name, "", "", f"expected a mapping at the top, got {_kind(doc)}"))
         return None
     for k in doc:
         if k not in tables:
-            problems.append(MatrixProblem(name, "", str(k), f"unknown table (expected: {', '.join(tables)})"))
+            problems.append(problem(name, "", cut(str(k)), f"unknown table (expected: {', '.join(tables)})"))
     return doc
 
 
-def parse_matrix(root: Path, raw: Mapping[str, bytes | None], revision: str) -> Matrix:
+class _AliasBomb(ValueError):
+    """YAML aliases that expand a small file into a huge document."""
+
+
+def _load_yaml(data: bytes) -> Any:
+    """The document (PyYAML's C loader): composed first, and when it has aliases (a ``*``), its size with every
+    alias expanded is bounded before anything is built from it."""
+
+    loader = _yaml_loader()(data)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if b"*" in data:
+            limit = max(100_000, 4 * len(data))
+            if _expanded_size(node, limit) > limit:
+                raise _AliasBomb(f"its aliases expand it to more than {limit:,} values (an alias bomb?): a matrix "
+                                 "file needs at most a few thousand values; write them out")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(root: Any, limit: int) -> int:
+    """How many nodes the document has with every alias (a shared node) and merge key counted where it is used,
+    up to ``limit + 1``: each node is visited once, so aliases of aliases (a "billion laughs") cost no more than
+    the file's own nodes. An alias inside the value it names (a cycle) is an _AliasBomb."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    entered: set[int] = set()  # expanded, not finished: the nodes on the path from the root
+    stack = [root]
+    while stack:
+        node = stack[-1]
+        if id(node) in sizes:
+            stack.pop()
+            continue
+        kids = _children(node, yaml.MappingNode, yaml.ScalarNode)
+        if id(node) not in entered:
+            entered.add(id(node))
+            pending = [k for k in kids if not isinstance(k, yaml.ScalarNode) and id(k) not in sizes]
+            if any(id(k) in entered for k in pending):
+                raise _AliasBomb("an alias names a value that contains it (a cycle): a matrix file needs none")
+            if pending:
+                stack.extend(pending)
+                continue
+        stack.pop()
+        size = sizes[id(node)] = 1 + sum(1 if isinstance(k, yaml.ScalarNode) else sizes[id(k)] for k in kids)
+        if size > limit:
+            return size
+    return sizes.get(id(root), 1)
+
+
+def _children(node: Any, mapping: type, scalar: type) -> list[Any]:
+    """A node's children: a mapping's keys and values, a sequence's items; a scalar has none."""
+    value: Any = node.value
+    if isinstance(node, scalar):
+        return []
+    return [n for pair in value for n in pair] if isinstance(node, mapping) else list(value)
+
+
+def parse_matrix(root: Path, raw: Mapping[str, bytes | str | None], revision: str) -> Matrix:
     """The validated matrix from its files' bytes, or MatrixError listing every problem."""
     problems: list[MatrixProblem] = []
     shared: dict[Any, Any] = {}
