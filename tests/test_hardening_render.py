@@ -238,3 +238,24 @@ def test_python_override_from_the_environment(tmp_path: Path, value: str) -> Non
         assert r.returncode == 2 and err.count("\n") == 1 and err.startswith("vresolve: error: VRESOLVE_PYTHON"), err
         assert len(err) < 200
     _no_mark(tmp_path)
+
+
+def test_caches_do_not_grow_without_end(tmp_path: Path) -> None:
+    """Every matrix edit or upgrade adds a validated matrix, every new plan an answer: the oldest go."""
+    import time
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for i in range(12):
+        (cache / f"matrix-old{i:02d}.pickle").write_bytes(b"x")
+        (cache / f"plan-old{i:02d}.out").write_bytes(b"x")
+        os.utime(cache / f"matrix-old{i:02d}.pickle", ns=(i * 10**9, i * 10**9))
+    (cache / "keep-me.txt").write_text("not ours")
+    time.sleep(0.01)
+    env = {"VRESOLVE_CACHE_DIR": str(cache), "VRESOLVE_PLAN_CACHE": "1"}
+    r = _run(tmp_path, "plan", "--gpu", "NVIDIA H200", "--driver", "580.159.04", env=env)
+    assert r.returncode == 0, r.stderr.decode()
+    matrices = sorted(p.name for p in cache.glob("matrix-*.pickle"))
+    assert len(matrices) == 4 and "matrix-old11.pickle" in matrices and "matrix-old00.pickle" not in matrices
+    assert len(list(cache.glob("plan-*.out"))) == 13  # under the limit: all kept
+    assert (cache / "keep-me.txt").exists()

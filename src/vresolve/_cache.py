@@ -152,4 +152,24 @@ def write_plan_output(key: str, code: int, out: bytes, err: bytes) -> None:
     try:
         write_bytes_atomic(Path(d) / _file_name(key), head + rest)
     except (OSError, ValueError):
+        return
+    prune(d, "plan-", ".out", keep=PLAN_OUTPUTS_KEPT)
+
+
+#: the plan answers kept (about 10 KB each); the oldest go first
+PLAN_OUTPUTS_KEPT = 200
+
+
+def prune(directory: str, prefix: str, suffix: str, *, keep: int) -> None:
+    """Delete all but the ``keep`` newest ``prefix*suffix`` files of a cache directory (best effort):
+    a cache must not grow without end (every matrix edit or upgrade adds a file)."""
+    try:
+        entries = [e for e in os.scandir(directory) if e.name.startswith(prefix) and e.name.endswith(suffix)
+                   and e.is_file(follow_symlinks=False)]
+        if len(entries) <= keep:
+            return
+        entries.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime_ns, reverse=True)
+        for e in entries[keep:]:
+            os.unlink(e.path)
+    except OSError:
         pass

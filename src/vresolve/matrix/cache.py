@@ -127,8 +127,14 @@ def read(cfile: Path, revision: str, root: Path) -> Matrix | None:
 
 def write(cfile: Path, m: Matrix) -> None:
     from .._atomic import write_bytes_atomic
+    from .._cache import prune
 
     try:
         write_bytes_atomic(cfile, seal(pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL)))
     except OSError:
-        pass
+        return
+    prune(str(cfile.parent), "matrix-", ".pickle", keep=MATRICES_KEPT)
+
+
+#: validated matrices kept (about 0.7 MB each: a few checkouts or versions side by side)
+MATRICES_KEPT = 4
