@@ -608,3 +608,14 @@ def test_plan_flags_fuzzed_never_give_a_traceback(capsys: pytest.CaptureFixture[
             assert "error" in json.loads(out) and len(out) < 2000
 
     check()
+
+
+@pytest.mark.parametrize("argv", [["doctor", "--no-env", "--log", "a\0b"], ["plan", "--gpu", "H100", "--venv", "x\0"],
+                                  ["lock", "--gpu", "H100", "--profiles", "\0"], ["detect", "--nvidia-smi", ""],
+                                  ["plan", "--gpu", "H100", "--src-dir", "x" * 5000]])
+def test_path_flags_that_no_system_takes(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the flag fuzzer: a NUL byte in a path flag was a ValueError traceback."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "expected a path" in err and len(err) < 1000

@@ -48,6 +48,14 @@ def seconds(text: str) -> float:
     return value
 
 
+def path(text: str) -> str:
+    """A path flag: what the operating system can take as a path (no NUL byte, at most 4096 bytes)."""
+    if "\0" in text or len(text.encode("utf-8", "surrogateescape")) > 4096 or not text:
+        raise argparse.ArgumentTypeError(f"expected a path, got {shown(text)}"
+                                         + (" (it holds a NUL byte)" if "\0" in text else ""))
+    return text
+
+
 def workers(text: str) -> int:
     """``--workers``: 1 to 64 parallel requests."""
     try:
@@ -87,7 +95,7 @@ def _common() -> _Parser:
     p = _Parser(add_help=False)
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                    help="print one JSON object (schema vresolve.<command>/1) on stdout")
-    p.add_argument("--matrix", metavar="DIR", default=argparse.SUPPRESS,
+    p.add_argument("--matrix", metavar="DIR", default=argparse.SUPPRESS, type=path,
                    help="use the compatibility matrix in DIR (default: $VRESOLVE_MATRIX, else the packaged one)")
     p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
                    help="more detail on stderr (repeat for debug)")
@@ -140,7 +148,7 @@ def _plan_command(pl: argparse.ArgumentParser, common: _Parser) -> None:
 
 def _lock_command(lk: argparse.ArgumentParser, common: _Parser) -> None:
     _add_plan_flags(lk)
-    lk.add_argument("-o", "--output", metavar="DIR", default=".",
+    lk.add_argument("-o", "--output", metavar="DIR", default=".", type=path,
                     help="where to write the files (default: .); every file is replaced only once all are written: "
                          "when DIR cannot be written (not a directory, read-only, full) nothing changes, exit 2")
     lk.add_argument("--format", default=",".join(("requirements", "pylock", "conda", "env")),
@@ -150,17 +158,17 @@ def _lock_command(lk: argparse.ArgumentParser, common: _Parser) -> None:
                     help="the index to resolve from (default: your pip/uv configuration)")
     lk.add_argument("--offline", action="store_true", help="only what uv's cache holds")
     lk.add_argument("--timeout", type=seconds, default=600.0, help="seconds uv may take (default 600)")
-    lk.add_argument("--profiles", metavar="FILE",
+    lk.add_argument("--profiles", metavar="FILE", type=path,
                     help="lock every profile of FILE (name: [plan flags]) into DIR/<name>/ (see lockfiles/)")
 
 
 def _doctor_command(doc: argparse.ArgumentParser, common: _Parser) -> None:
-    doc.add_argument("--log", metavar="FILE", help="an error log or traceback to read ('-': standard input)")
-    doc.add_argument("--python", metavar="EXE", dest="env_python",
+    doc.add_argument("--log", metavar="FILE", type=path, help="an error log or traceback to read ('-': standard input)")
+    doc.add_argument("--python", metavar="EXE", dest="env_python", type=path,
                      help="the environment's interpreter (default: $VIRTUAL_ENV's, else $CONDA_PREFIX's, "
                           "else this one)")
     doc.add_argument("--no-env", action="store_true", help="read only the log; do not import the stack")
-    doc.add_argument("--lock", metavar="FILE", dest="lock_file",
+    doc.add_argument("--lock", metavar="FILE", dest="lock_file", type=path,
                      help="check this machine against a lock's assumptions (requirements.txt, pylock.toml, ...)")
     doc.add_argument("--timeout", type=seconds, default=180.0,
                      help="seconds the import checks may take (default 180)")
@@ -169,7 +177,7 @@ def _doctor_command(doc: argparse.ArgumentParser, common: _Parser) -> None:
 def _detect_command(det: argparse.ArgumentParser, common: _Parser) -> None:
     det.add_argument("--torch", action="store_true",
                      help="also ask torch itself (import torch in a subprocess: its CUDA and arch list)")
-    det.add_argument("--nvidia-smi", metavar="PATH", help="the nvidia-smi to run (default: the one on PATH)")
+    det.add_argument("--nvidia-smi", metavar="PATH", type=path, help="the nvidia-smi to run (default: the one on PATH)")
     det.add_argument("--timeout", type=seconds, default=10.0, help="seconds to wait for nvidia-smi (default 10)")
     det.add_argument("--require-gpu", action="store_true", help="exit 3 when no NVIDIA GPU is found")
 
@@ -220,12 +228,12 @@ def _add_plan_flags(p: argparse.ArgumentParser) -> None:
                    help="auto (default): wheels, or a source build when no wheel covers the GPU; never; always")
     p.add_argument("--keep-torch", action="store_true",
                    help="build vLLM from source against the torch installed in this environment (kept)")
-    p.add_argument("--src-dir", default="vllm-src", metavar="DIR", help="where a source build clones vLLM")
+    p.add_argument("--src-dir", default="vllm-src", metavar="DIR", type=path, help="where a source build clones vLLM")
     p.add_argument("--precompiled", action="store_true",
                    help="a checkout for changing vLLM's Python code only: VLLM_USE_PRECOMPILED=1, editable install")
     p.add_argument("--pypi-only", action="store_true",
                    help="only wheels from your configured index (when PyTorch's and vLLM's own indexes are out of reach)")
-    p.add_argument("--venv", metavar="DIR", help="the environment to create (default: .venv-vllm; conda: vllm-VERSION)")
+    p.add_argument("--venv", metavar="DIR", type=path, help="the environment to create (default: .venv-vllm; conda: vllm-VERSION)")
 
 
 def _opt(args: argparse.Namespace, name: str, default: Any = None) -> Any:
