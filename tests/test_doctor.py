@@ -154,3 +154,24 @@ def test_libcudart_in_a_log_is_set_against_the_installed_torch(matrix: Matrix) -
     assert f.cause == "cuda-variant-mismatch"
     assert "torch is built with CUDA 13.0; the failing library asks for CUDA 12's runtime" in f.explanation
     assert "torch.version.cuda = 13.0" in f.evidence
+
+
+@pytest.mark.parametrize(("env", "cause"), [
+    ((("CUDA_VISIBLE_DEVICES", ""),), "gpu-not-visible"),
+    ((("CUDA_VISIBLE_DEVICES", "-1"),), "gpu-not-visible"),
+    ((("NVIDIA_VISIBLE_DEVICES", "void"),), "gpu-not-visible"),
+    ((("CUDA_VISIBLE_DEVICES", "0,1"),), "library-not-found"),
+    ((), "library-not-found"),
+])
+def test_hidden_gpus_are_not_a_missing_library(matrix: Matrix, env: tuple[tuple[str, str], ...], cause: str) -> None:
+    """torch sees no GPU: hidden by the environment (gpu-not-visible), or a driver library that does not load."""
+    from vresolve.host import EnvReport, TorchRuntime
+
+    host = Host(driver=DriverInfo(version=DriverVersion.parse("580.159.04")), env=env,
+                gpus=(HostGpu(index=0, name="NVIDIA H200", compute_capability=Capability(9, 0)),))
+    torch = TorchRuntime(version="2.11.0+cu130", cuda="13.0", available=False, error="No CUDA GPUs are available")
+    findings = [f for f in diagnose(host, matrix, EnvReport(python="python", torch=torch))
+                if f.cause in ("gpu-not-visible", "library-not-found")]
+    assert [(f.cause, f.severity) for f in findings] == [(cause, "error")]
+    if cause == "gpu-not-visible":
+        assert any("VISIBLE_DEVICES=" in e for e in findings[0].evidence)

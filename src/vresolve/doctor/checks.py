@@ -7,10 +7,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from ..host import EnvReport, Host, HostGpu, TorchRuntime
+from ..host import EnvReport, Host, HostGpu, TorchRuntime, describe_gpus
 from ..matrix import Matrix
 from ..values import Capability, core_extension, public_version
-from .facts import REINSTALL_CAUSES, Finding, caps_covered, dedupe, is_source_tree, needs_libcuda, torch_pin
+from .facts import (
+    REINSTALL_CAUSES,
+    Finding,
+    caps_covered,
+    dedupe,
+    hidden_by,
+    is_source_tree,
+    needs_libcuda,
+    torch_pin,
+)
 from .logs import classify, from_issue, issue_for, match_log
 
 
@@ -187,14 +196,18 @@ def _torch(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostG
                  f"(CUDA minor-version compatibility); this machine has {host.driver.version}.",
                  k.fix + f"\nInstall NVIDIA driver >= {floor}, or a torch built for an older CUDA.",
                  ("torch.cuda.is_available() = False", f"driver {host.driver.version}"))
+        elif hidden_by(host.env):
+            k = issue_for(matrix, "gpu-not-visible")
+            emit("gpu-not-visible", "error", f"{len(gpus)} NVIDIA GPU(s) present, hidden from this process",
+                 k.explanation, k.fix,
+                 ("torch.cuda.is_available() = False", *hidden_by(host.env), f"GPUs: {describe_gpus(gpus)}"))
         else:
             emit("library-not-found", "error", "torch does not see the GPUs",
-                 "torch.cuda.is_available() is False although NVIDIA GPUs are present: the CUDA driver library "
-                 "does not load in this environment (container without the GPU, CUDA_VISIBLE_DEVICES, or a "
-                 "broken driver install).", "Run nvidia-smi; check CUDA_VISIBLE_DEVICES and the container's "
-                 "GPU options (--gpus all).",
-                 ("torch.cuda.is_available() = False", *(f"{k}={v}" for k, v in host.env
-                                                         if k.endswith("VISIBLE_DEVICES")), *(torch.error or "",)))
+                 "torch.cuda.is_available() is False although NVIDIA GPUs are present and nothing in the "
+                 "environment hides them: the CUDA driver library does not load in this environment "
+                 "(a container without the NVIDIA runtime, or a broken driver install).",
+                 "Run nvidia-smi; check the container's GPU options (--gpus all) and the driver install.",
+                 ("torch.cuda.is_available() = False", *(torch.error or "",)))
     elif gpus and torch.available:
         missing = [g for g in gpus if not caps_covered(torch.arch_list, g.cc)]
         if missing:

@@ -152,3 +152,20 @@ def _kernels_seen(env: EnvReport) -> list[str]:
                    + (f", {len(driverless)} need the driver's libcuda.so.1" if driverless else "")
                    + (f", {len(fails)} fail" if fails else ""))
     return out
+
+
+def hidden_by(env: Sequence[tuple[str, str]]) -> tuple[str, ...]:
+    """The variables that hide every GPU from CUDA, as ``NAME=value`` evidence; () when none does.
+
+    ``CUDA_VISIBLE_DEVICES`` empty, or starting with an entry that is no device (CUDA stops at the
+    first invalid one: ``-1``); ``NVIDIA_VISIBLE_DEVICES`` ``none``, ``void`` or empty (the NVIDIA
+    container runtime then exposes no GPU).
+    """
+    out = []
+    for name, value in env:
+        first = value.split(",")[0].strip()
+        if name == "CUDA_VISIBLE_DEVICES" and (not first or first.startswith("-") or first.lower() == "nodevfiles"):
+            out.append(f"{name}={value!r}")
+        elif name == "NVIDIA_VISIBLE_DEVICES" and value.strip().lower() in ("", "none", "void"):
+            out.append(f"{name}={value!r}")
+    return tuple(out)

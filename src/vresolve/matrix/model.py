@@ -39,6 +39,7 @@ CAUSE_CODES = (
     "python-unsupported",
     "glibc-too-old",
     "companion-mismatch",
+    "gpu-not-visible",
 )
 
 
