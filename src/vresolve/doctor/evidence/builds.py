@@ -89,9 +89,13 @@ class BuildReader:
 
     def feed(self, line: Line, out: Collector) -> bool:
         body = line.body
-        if any(n in body for n in _BUILD_NEEDLES) and _BUILD_RE.search(body):
-            out.in_build = True
-            out.kinds.add("build_log")
+        for needle in _BUILD_NEEDLES:  # (a loop, not any(): this runs for every line of a big log)
+            if needle in body:
+                if _BUILD_RE.search(body):
+                    out.in_build = True
+                    out.kinds.add("build_log")
+                    out.mark("build-line", line)
+                break
         if _COMMAND_RE.match(body):
             out.last_command = body
             out.mark("command", line)

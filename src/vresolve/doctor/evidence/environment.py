@@ -110,8 +110,12 @@ class EnvironmentReader:
             out.add("container", "docker compose", line, MESSAGE, "log prefix")
         found = False
         for needles, pattern, handler in RULES:
-            if any(n in body for n in needles):
-                for m in pattern.finditer(body):
-                    handler(m, line, out)
-                    found = True
+            for needle in needles:  # (a loop, not any(): this runs for every line of a big log)
+                if needle in body:
+                    break
+            else:
+                continue
+            for m in pattern.finditer(body):
+                handler(m, line, out)
+                found = True
         return found

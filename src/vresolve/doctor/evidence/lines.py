@@ -111,6 +111,7 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("compose", re.compile(r"^[A-Za-z0-9][\w.-]*\s+\|\s?(?=\S|\s+\S)")),
     ("vllm", re.compile(r"^(?:\([\w.-]+(?: pid=\d+)?(?:, ip=[\d.]+)?\)\s+)?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+"
                         r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+(?:\[[^\]]{1,80}\]|[\w.]+:\d+\])\s?")),
+    ("uvicorn", re.compile(r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s{2,}(?=\S)")),
     ("tag", re.compile(r"^(?:\[(?!(?:pip3?|conda|uv)\])[^\]\n]{1,80}\]\s*)+(?=\S)")),
     ("quote", re.compile(r"^(?:>(?!>>)\s?)+")),
 )

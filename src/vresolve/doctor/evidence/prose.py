@@ -30,6 +30,13 @@ GPU_PATTERN = (r"(?:(?:NVIDIA|Nvidia|nvidia)\s+)?(?:(?:GeForce|Tesla|Quadro|TITA
                r"|Max-Q))*")
 _GPU_RE = re.compile(rf"(?<![\w/.-])(?P<name>{GPU_PATTERN})(?![\w-])"
                      r"(?:\s*\((?:[Cc]ompute(?: [Cc]apability)?|cc|sm_?)\s*(?P<cc>\d+\.?\d*)\))?")
+#: what a line naming a GPU model holds (lower-cased), checked before the pattern
+_GPU_NEEDLES = ("gpu", "nvidia", "tesla", "rtx", "gtx", "quadro", "titan", "a100", "h100", "h200", "v100", "a40",
+                "a10", "l40", "t4", "l4", "a6000", "a800", "h800", "h20", "b200", "b100", "p100", "p40", "k80", "m60",
+                "mi2", "mi3", "gb200", "gh200", "a30", "l20")
+_MENTION_NEEDLES = ("torch", "vllm", "python", "cud", "flash", "xformers", "triton", "sgl", "transformers", "nvcc")
+_OS_NEEDLES = ("ubuntu", "debian", "centos", "rocky", "alma", "red hat", "rhel", "fedora", "opensuse", "amazon linux",
+               "arch linux", "windows", "macos", "tencentos")
 _BARE_GPU_RE = re.compile(r"^(?:NVIDIA|Nvidia|Tesla|Quadro|GeForce|AMD Instinct)\b[\w .()-]{0,60}$")
 _MENTION_RE = re.compile(
     r"(?<![\w./-])(?P<name>torch|pytorch|torchvision|torchaudio|vllm|xformers|flash[-_]attn|vllm[-_]flash[-_]attn"
@@ -52,6 +59,13 @@ _ROW_RE = re.compile(r"^\s*(?P<name>[A-Za-z][A-Za-z0-9._-]*)(?P<gap>\s+)v?(?P<v>
 _NOT_A_VERSION_NEXT = ("~", "-", "*", "x ")
 
 Handler = Callable[[str, Line, Collector], None]
+
+
+def _holds(text: str, needles: tuple[str, ...]) -> bool:
+    for needle in needles:  # (a loop, not any(): faster, and this runs for most lines of a big log)
+        if needle in text:
+            return True
+    return False
 
 
 def _version_field(field: str) -> Handler:
@@ -138,7 +152,7 @@ class ProseReader:
     """A user's words about the setup (see the module's docstring)."""
 
     def feed(self, line: Line, out: Collector) -> bool:
-        if line.prefixes and set(line.prefixes) & {"vllm", "ci", "compose"}:
+        if "compose" in line.prefixes or "ci" in line.prefixes:
             return False
         body = line.body.strip()
         if not body:
@@ -185,12 +199,16 @@ class ProseReader:
         return True
 
     def _mentions(self, body: str, line: Line, out: Collector) -> None:
-        for m in (*_MENTION_RE.finditer(body), *_SPECIAL_RE.finditer(body)):
-            self._mention(m, body, line, out)
-        for m in _OS_RE.finditer(body):
-            out.add("os", m[0], line, PROSE, HOW, m.span())
-        for m in _GPU_RE.finditer(body):
-            out.add("gpus", Gpu(name=m["name"], compute_capability=_cc(m["cc"])), line, PROSE, HOW, m.span())
+        lower = line.lower
+        if _holds(lower, _MENTION_NEEDLES):
+            for m in (*_MENTION_RE.finditer(body), *_SPECIAL_RE.finditer(body)):
+                self._mention(m, body, line, out)
+        if _holds(lower, _OS_NEEDLES):
+            for m in _OS_RE.finditer(body):
+                out.add("os", m[0], line, PROSE, HOW, m.span())
+        if _holds(lower, _GPU_NEEDLES):
+            for m in _GPU_RE.finditer(body):
+                out.add("gpus", Gpu(name=m["name"], compute_capability=_cc(m["cc"])), line, PROSE, HOW, m.span())
         if "river" in body and (d := _DRIVER_RE.search(body)):
             out.add("driver", DriverVersion.parse(d["v"]), line, PROSE, HOW, d.span())
         self._platform(body, line, out)

@@ -29,12 +29,21 @@ class _Reader(Protocol):
     def feed(self, line: Line, out: Collector) -> bool: ...
 
 
-def _kinds(line: Line, out: Collector) -> None:
+def _program_output(line: Line, out: Collector) -> bool:
+    """Whether the line is a program's own output that no report or user wrote: a logger's line, a traceback's
+    frame or the source line under it. (Such lines are read by the message readers only.)"""
     body = line.body
-    if "Traceback (most recent call last)" in body or body.lstrip().startswith('File "') and ", line " in body:
+    if body.lstrip().startswith('File "') and ", line " in body:
         out.kinds.add("traceback")
+        out.mark("frame", line)
+        return True
+    if "Traceback (most recent call last)" in body:
+        out.kinds.add("traceback")
+        return True
     if "vllm" in line.prefixes:
         out.kinds.add("log")
+        return True
+    return "uvicorn" in line.prefixes or (out.near("frame", line, 1) and body.startswith("    "))
 
 
 def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
@@ -54,13 +63,14 @@ def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
             continue
         prefixes, body = strip_prefix(text)
         line = Line(no=count, text=text, body=body, lower=body.lower(), prefixes=prefixes)
-        _kinds(line, out)
+        for reader in messages:
+            reader.feed(line, out)
+        if _program_output(line, out):
+            continue
         taken = False
         for reader in reports:
             taken = reader.feed(line, out) or taken
-        for reader in messages:
-            reader.feed(line, out)
-        if not taken:
+        if not taken and not out.near("build-line", line, 0):
             prose.feed(line, out)
     if out.has("signals") and not out.kinds:
         out.kinds.add("log")

@@ -66,13 +66,16 @@ SIGNALS: dict[str, tuple[str, re.Pattern[str]]] = {
 }
 
 
+_RULES = tuple((needle, code, pattern) for code, (needle, pattern) in SIGNALS.items())
+
+
 class SignalReader:
     """Every signal a line holds (one line may hold several)."""
 
     def feed(self, line: Line, out: Collector) -> bool:
         lower = line.lower
         found = False
-        for code, (needle, pattern) in SIGNALS.items():
+        for needle, code, pattern in _RULES:
             if needle in lower and (m := pattern.search(line.body)):
                 detail = m.groupdict().get("detail")
                 out.add("signals", Signal(code=code, detail=detail), line, MESSAGE, "message", m.span())

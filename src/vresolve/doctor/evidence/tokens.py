@@ -22,7 +22,7 @@ NOT_SHOWN = frozenset({"", "n/a", "na", "none", "could not collect", "could not 
                        "unknown", "not available", "-"})
 
 # "Key: value", "Key   : value" (vLLM's boxed collect_env), "- Key: value", "* Key: value", "Key：value"
-_KEY_VALUE_RE = re.compile(r"^\s*(?:[-*•]\s+)?(?P<key>[A-Za-z][\w .()/-]{0,48}?)\s*[:：]\s*(?P<value>.*?)\s*$")
+_KEY_RE = re.compile(r"^(?:[-*•]\s+)?(?P<key>[A-Za-z][\w .()/-]{0,48}?)$")
 _MARKUP = str.maketrans("", "", "`*")
 
 
@@ -40,12 +40,15 @@ def first_version(text: str) -> str | None:
 
 def key_value(line: str) -> tuple[str, str] | None:
     """``"  CUDA used to build PyTorch   : 12.8"`` -> ``("cuda used to build pytorch", "12.8")`` (key lower-cased)."""
-    if ":" not in line and "：" not in line:
+    if "：" in line:
+        line = line.replace("：", ":", 1)
+    key, colon, value = line.partition(":")
+    if not colon or len(key) > 52:
         return None
-    m = _KEY_VALUE_RE.match(line)
+    m = _KEY_RE.match(key.strip())
     if not m:
         return None
-    return " ".join(m["key"].lower().split()), m["value"].translate(_MARKUP).strip()
+    return " ".join(m["key"].lower().split()), value.translate(_MARKUP).strip()
 
 
 def dist_name(name: str) -> str:
