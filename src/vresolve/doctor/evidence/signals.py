@@ -59,7 +59,7 @@ SIGNALS: dict[str, tuple[str, re.Pattern[str]]] = {
         ("gcc-unsupported", "unsupported gnu version", r"unsupported GNU version"),
         ("xformers-cannot-load", "xformers can't load", r"xFormers can't load C\+\+/CUDA extensions"),
         ("version-mismatch", "does not match", r"(?P<detail>[\w-]+) version \(\S+\) does not match"),
-        ("libcuda-missing", "libcuda", r"libcuda\.so(?:\.1)? cannot found|cannot find -lcuda"
+        ("libcuda-missing", "cuda", r"libcuda\.so(?:\.1)? cannot found|cannot find -lcuda"
                                        r"|libcuda\.so\.1: cannot open shared object file"),
         ("cuda-not-available", "cuda is not available", r"CUDA is not available"),
     )
