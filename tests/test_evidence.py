@@ -365,7 +365,7 @@ def test_toolkit_check_in_an_isolated_build() -> None:
 
 @pytest.mark.parametrize(("text", "name", "value"), [
     ('os.environ["CUDA_VISIBLE_DEVICES"]=\'1\'', "CUDA_VISIBLE_DEVICES", "1"),
-    ("export CUDA_VISIBLE_DEVICES=0,1", "CUDA_VISIBLE_DEVICES", "0"),
+    ("export CUDA_VISIBLE_DEVICES=0,1", "CUDA_VISIBLE_DEVICES", "0,1"),
     ('CUDA_VISIBLE_DEVICES="0,1" python serve.py', "CUDA_VISIBLE_DEVICES", "0,1"),
     ("      NVIDIA_VISIBLE_DEVICES: all", "NVIDIA_VISIBLE_DEVICES", "all"),
     ("docker run -e NVIDIA_VISIBLE_DEVICES=void img", "NVIDIA_VISIBLE_DEVICES", "void"),
@@ -493,3 +493,39 @@ def test_big_input_bounded_and_plain(tmp_path: Path) -> None:
     texts = [s.text for s in _all_seen(e)]
     assert texts and not any(ch < " " or "\x7f" <= ch <= "\x9f" for t in texts for ch in t)
     assert e.dists[0].text == "PyTorch version: 2.1.2+cu121 (notes)"
+
+
+def test_python_command_and_inline_answers() -> None:
+    e = read_evidence('$ python -c "import torch; print(torch.__version__, torch.cuda.is_available()); '
+                      'print(torch.cuda.get_device_name(0))"\n2.4.0+cu121 True\nNVIDIA A100-SXM4-80GB\n')
+    assert e.torch == "2.4.0+cu121" and e.value("cuda_available") is True
+    assert [g.value.name for g in e.gpus] == ["NVIDIA A100-SXM4-80GB"]
+    inline = read_evidence("torch.__version__ = '2.3.1+cu118', torch.version.cuda: 11.8, "
+                           "torch.cuda.is_available() -> False")
+    assert (inline.torch, inline.value("torch_cuda"), inline.value("cuda_available")) == ("2.3.1+cu118", "11.8", False)
+
+
+def test_pip_show_and_lists_without_their_header() -> None:
+    e = read_evidence("Name: torch\nVersion: 2.1.0+cu121\nSummary: Tensors and Dynamic neural networks\n"
+                      "pytorch                   2.5.1           py3.11_cuda12.4_cudnn9.1.0_0    pytorch\n"
+                      "vllm                      0.6.3.post1\n")
+    assert [(d.value.name, d.value.version, d.how) for d in e.dists] == [
+        ("torch", "2.1.0+cu121", "pip show"), ("torch", "2.5.1", "conda list"), ("vllm", "0.6.3.post1", "pip list")]
+    assert e.value("torch_cuda") == "12.4" and e.kinds == {"pip_list", "conda_list"}
+
+
+def test_other_programs_name_gpus_and_toolkits() -> None:
+    e = read_evidence("ggml_cuda_init: found 1 CUDA devices:\n"
+                      "  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n"
+                      "-- The CUDA compiler identification is NVIDIA 12.1.105\n"
+                      '-- Found Python: /usr/bin/python3.10 (found version "3.10.12") found components: Interpreter\n'
+                      "GPU: 2x A100 80GB\n")
+    assert summary(e)["gpus"] == ["NVIDIA GeForce RTX 3090"] and e.capabilities() == (Capability(8, 6),)
+    assert "A100 80GB" in [g.value.name for g in e.gpus if g.how == "prose"]  # the user's, ranked below
+    assert e.value("nvcc").version == "12.1.105" and e.value("python") == "3.10.12"
+
+
+def test_values_are_bounded() -> None:
+    e = read_evidence("GPU models and configuration: " + "NVIDIA " * 500 + "\nCUDA_VISIBLE_DEVICES=" + "1," * 900)
+    assert len(e.gpus[0].value.name) == 256 and e.gpus[0].value.name.endswith("…")
+    assert len(e.env[0].value[1]) == 256

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from .collect import Collector
 from .lines import Line
-from .model import MESSAGE, Killed
+from .model import MESSAGE, Killed, Nvcc
 
 __all__ = ["BuildReader"]
 
@@ -65,6 +65,16 @@ def _gencode(m: re.Match[str], line: Line, out: Collector) -> None:
         out.add("gencode", code[1], line, MESSAGE, HOW, code.span())
 
 
+def _cmake_cuda(m: re.Match[str], line: Line, out: Collector) -> None:
+    version = m["version"]
+    out.add("nvcc", Nvcc(release=".".join(version.split(".")[:2]), version=version if version.count(".") == 2 else None),
+            line, MESSAGE, "cmake", m.span())
+
+
+def _cmake_python(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("python", m["version"], line, MESSAGE, "cmake", m.span())
+
+
 def _build_env(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add("build_env_paths", m[1], line, MESSAGE, HOW, m.span())
     out.mark("build-env", line)
@@ -80,6 +90,12 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("137", re.compile(r"(?:exit status|exit code|exited with code|exit code:)\s*137\b"), _exit_137),
     ("ninja: build stopped", re.compile(r"ninja: build stopped"), _stopped),
     ("arch=compute_", re.compile(r"arch=compute_"), _gencode),
+    ("CUDA compiler identification", re.compile(r"The CUDA compiler identification is NVIDIA (?P<version>\d+\.\d+(?:\.\d+)?)"),
+     _cmake_cuda),
+    ("Found CUDA", re.compile(r"Found CUDA(?:Toolkit)?: .*\(found (?:suitable )?version \"(?P<version>\d+\.\d+(?:\.\d+)?)"),
+     _cmake_cuda),
+    ("Found Python", re.compile(r"Found Python\d?: .*\(found (?:suitable )?version \"(?P<version>\d+\.\d+(?:\.\d+)?)"),
+     _cmake_python),
     ("pip-build-env-", _BUILD_ENV_RE, _build_env),
 )
 

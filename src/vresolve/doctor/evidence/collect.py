@@ -8,13 +8,14 @@ is going on, the line of the last driver version, ...).
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import fields, is_dataclass, replace
 from typing import Any
 
 from ...detect.parsers import machine_text
 from .lines import Line
 from .model import Dist, Evidence, Seen
 
-__all__ = ["Collector", "LIMITS", "DEFAULT_LIMIT", "TEXT_LIMIT"]
+__all__ = ["Collector", "LIMITS", "DEFAULT_LIMIT", "TEXT_LIMIT", "VALUE_LIMIT", "bounded"]
 
 #: distinct sightings kept per field (a 200 MB log repeats itself; what is past the limit is counted)
 DEFAULT_LIMIT = 32
@@ -22,6 +23,23 @@ LIMITS = {"dists": 2048, "gpus": 256, "libraries": 256, "symbols": 128, "signals
           "import_failures": 128, "env": 128, "killed": 64, "build_env": 64}
 #: the longest line text kept with a fact
 TEXT_LIMIT = 300
+
+
+#: the longest string kept in a fact's value (a GPU name, an error, an environment variable's value)
+VALUE_LIMIT = 256
+
+
+def bounded(value: Any) -> Any:
+    """``value`` with every string in it (itself, or a dataclass's fields) at most :data:`VALUE_LIMIT` long."""
+    if isinstance(value, str):
+        return value if len(value) <= VALUE_LIMIT else value[:VALUE_LIMIT - 1] + "…"
+    if isinstance(value, tuple):
+        return tuple(bounded(v) for v in value)
+    if is_dataclass(value) and not isinstance(value, type):
+        long = {f.name: bounded(getattr(value, f.name)) for f in fields(value)
+                if isinstance(getattr(value, f.name), (str, tuple))}
+        return replace(value, **long) if long else value
+    return value
 
 
 def excerpt(text: str, span: tuple[int, int] | None = None) -> str:
@@ -47,6 +65,7 @@ class Collector:
     def add(self, name: str, value: Any, line: Line, rank: int, how: str, span: tuple[int, int] | None = None) -> None:
         """Keep ``value`` as a sighting of field ``name`` on ``line`` (once per value and rank)."""
         bucket = self._facts.setdefault(name, {})
+        value = bounded(value)
         key = (value, rank)
         if key in bucket:
             return

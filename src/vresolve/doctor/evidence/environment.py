@@ -24,7 +24,7 @@ ENV_VARS = (r"CUDA_VISIBLE_DEVICES|NVIDIA_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|RO
             r"|NVIDIA_DRIVER_CAPABILITIES|CUDA_HOME|CUDA_PATH|LD_LIBRARY_PATH|LD_PRELOAD|TORCH_CUDA_ARCH_LIST"
             r"|MAX_JOBS|NVCC_THREADS|PJRT_DEVICE|VLLM_[A-Z0-9_]+")
 _ENV_RE = re.compile(rf"(?<![\w.])(?P<name>{ENV_VARS})(?:['\"]\])?\s*(?:=|:(?!:))\s*"
-                     r"(?:f?(?P<q>['\"])(?P<quoted>[^'\"]*)(?P=q)?|(?P<bare>[^\s'\";,)]*))")
+                     r"(?:f?(?P<q>['\"])(?P<quoted>[^'\"]*)(?P=q)?|(?P<bare>[^\s'\";)]*))")
 _IMAGE_RE = re.compile(r"(?<![\w./-])((?:nvcr\.io|docker\.io|ghcr\.io|quay\.io)/[\w.-]+(?:/[\w.-]+)*:[\w.-]+"
                        r"|(?:vllm/vllm-openai|nvidia/cuda|pytorch/pytorch|rocm/[\w.-]+|lmsysorg/sglang)(?::[\w.-]+)?)")
 
@@ -61,7 +61,7 @@ def _platform_string(m: re.Match[str], line: Line, out: Collector) -> None:
 
 
 def _env(m: re.Match[str], line: Line, out: Collector) -> None:
-    value = m["quoted"] if m["quoted"] is not None else (m["bare"] or "").rstrip(".")
+    value = m["quoted"] if m["quoted"] is not None else (m["bare"] or "").rstrip(".,")
     if value is None or (not value and m["q"] is None):
         return
     out.add("env", (m["name"], value), line, MESSAGE if "=" in m[0] else PROSE, "environment", m.span())

@@ -32,6 +32,8 @@ _DIRECT_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[\w,.-]*\])?\s+@\
 _EDITABLE_RE = re.compile(r"^\s*-e\s+(\S+?)#egg=([A-Za-z0-9._-]+)")
 _ROW_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\S+)(?:\s+(\S.*?))?\s*$")
 _WHEEL_RE = re.compile(r"([A-Za-z0-9][A-Za-z0-9._]*)-(\d[^-]*?)(?:-[^-/]+)*\.(?:whl|tar\.gz|zip|tar\.bz2|conda)$")
+# a conda build string: py3.11_cuda12.4_cudnn9.1.0_0, h955ad1f_0, py311h06a4308_0, pypi_0, cuda
+_CONDA_BUILD_RE = re.compile(r"^(?:py\d[\w.]*|h[0-9a-f]{7}_\d+|pypi_0|cuda|cpu|\w+_\d+)$")
 _CONDA_CUDA_RE = re.compile(r"(?:^|_)cuda(\d+\.\d+)")
 _CONDA_PY_RE = re.compile(r"^py(\d)\.?(\d{1,2})")
 
@@ -40,6 +42,12 @@ def wheel_version(url: str) -> tuple[str, str] | None:
     """(name, version) of a wheel or sdist file name in a path or URL (``torch-2.1.2%2Bcu121-cp310-...whl``)."""
     m = _WHEEL_RE.search(unquote(url).rstrip("/").rsplit("/", 1)[-1])
     return (dist_name(m[1]), m[2]) if m else None
+
+
+def _conda_row(m: re.Match[str]) -> bool:
+    """A ``conda list`` row without its header: ``pytorch  2.5.1  py3.11_cuda12.4_cudnn9.1.0_0  pytorch``."""
+    rest = (m[3] or "").split()
+    return 1 <= len(rest) <= 2 and bool(_CONDA_BUILD_RE.match(rest[0])) and version_token(m[2]) == m[2]
 
 
 def read_conda_build(name: str, build: str, line: Line, out: Collector) -> None:
@@ -62,6 +70,7 @@ class ListReader:
 
     def __init__(self) -> None:
         self._table = ""  # "pip" | "conda" while a table's rows follow its header
+        self._shown = ""  # the distribution `pip show` named on the line before
 
     def feed(self, line: Line, out: Collector) -> bool:
         body = line.body
@@ -69,10 +78,22 @@ class ListReader:
             return self._bracket(m[1], m[2], line, out)
         if self._header(line.lower, out):
             return True
-        if self._table and (m := _ROW_RE.match(body)):
-            return self._row(m, line, out, self._table)
+        if (m := _ROW_RE.match(body)) and (self._table or _conda_row(m)):
+            return self._row(m, line, out, self._table or "conda")
         self._table = ""
-        return self._freeze(body, line, out)
+        return self._pip_show(body, line, out) or self._freeze(body, line, out)
+
+    def _pip_show(self, body: str, line: Line, out: Collector) -> bool:
+        """``pip show torch``: ``Name: torch`` then ``Version: 2.1.0+cu121``."""
+        if body.startswith("Name: "):
+            self._shown = body[6:].strip()
+            return bool(self._shown)
+        if body.startswith("Version: ") and self._shown and (version := version_token(body[9:])):
+            out.kinds.add("pip_list")
+            out.add_dist(Dist(name=dist_name(self._shown), version=version), line, REPORT, "pip show")
+            self._shown = ""
+            return True
+        return False
 
     def _header(self, lower: str, out: Collector) -> bool:
         words = lower.split()

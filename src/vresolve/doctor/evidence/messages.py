@@ -75,6 +75,10 @@ def _if_you_want(m: re.Match[str], line: Line, out: Collector) -> None:
     _gpu(out, line, m["name"], None, m.span())
 
 
+def _device_capability(m: re.Match[str], line: Line, out: Collector) -> None:
+    _gpu(out, line, m["name"], Capability.parse(m["cc"]), m.span())
+
+
 def _arch_list(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add("torch_arch_list", tuple(m["archs"].split()), line, MESSAGE, HOW, m.span())
 
@@ -179,6 +183,10 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("Current capability", re.compile(r"Current capability: (?P<cc>\d{2,3})\b"), _current_capability),
     ("CUDA capability sm_", re.compile(r"(?:^|:\s)(?P<name>[A-Za-z][^:]*?) with CUDA capability sm_(?P<sm>\d+) is not "
                                        r"compatible"), _sm_not_compatible),
+    ("compute capability", re.compile(r"Device \d+: (?P<name>[^,]+), compute capability (?P<cc>\d+\.\d+)"),
+     _device_capability),  # llama.cpp, ggml
+    ("compute capability", re.compile(r"name: (?P<name>[^,]+), pci bus id: [^,]+, compute capability: "
+                                      r"(?P<cc>\d+\.\d+)"), _device_capability),  # TensorFlow
     ("GPU with PyTorch", re.compile(r"If you want to use the (?P<name>.+?) GPU with PyTorch"), _if_you_want),
     ("CUDA capabilities", re.compile(r"supports CUDA capabilities (?P<archs>(?:(?:sm|compute)_\d+a?\s*)+)"),
      _arch_list),

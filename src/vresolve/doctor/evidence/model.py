@@ -151,7 +151,7 @@ class BuiltFor:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Signal:
     """A key error line, typed: ``no-kernel-image``, ``driver-too-old``, ``nvml-mismatch``, ``ptx-toolchain``,
-    ``vllm-c-missing``, ``no-cuda-gpus``, ... (:data:`vresolve.doctor.evidence.messages.SIGNALS` lists them)."""
+    ``vllm-c-missing``, ``no-cuda-gpus``, ... (:data:`vresolve.doctor.evidence.signals.SIGNALS` lists them)."""
 
     code: str
     detail: str | None = None

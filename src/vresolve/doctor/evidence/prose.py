@@ -14,7 +14,7 @@ from collections.abc import Callable
 from ...values import Capability, DriverVersion
 from .collect import Collector
 from .lines import Line
-from .model import PROSE, Dist, Gpu, Nvcc
+from .model import PROSE, REPORT, Dist, Gpu, Nvcc
 from .tokens import cuda_of_local, dist_name, key_value, version_token
 
 __all__ = ["ProseReader", "GPU_PATTERN"]
@@ -90,7 +90,7 @@ def _os(value: str, line: Line, out: Collector) -> None:
 
 
 def _gpu(value: str, line: Line, out: Collector) -> None:
-    name = value.strip(" .。,;")
+    name = re.sub(r"^\d+\s*[x×*]\s*", "", value.strip(" .。,;"))  # "2x A100 80GB"
     if name and name[0].isalnum():
         out.add("gpus", Gpu(name=name), line, PROSE, HOW)
 
@@ -125,6 +125,12 @@ def _container(value: str, line: Line, out: Collector) -> None:
         out.add("container", value, line, PROSE, HOW)
 
 
+def _available(value: str, line: Line, out: Collector) -> None:
+    word = value.split()[0].lower() if value else ""
+    if word in ("true", "yes", "false", "no"):
+        out.add("cuda_available", word in ("true", "yes"), line, PROSE, HOW)
+
+
 def _pip(value: str, line: Line, out: Collector) -> None:
     version = version_token(value)
     if version:
@@ -142,6 +148,7 @@ KEYS: dict[str, Handler] = {
     **dict.fromkeys(("vllm", "vllm version"), _dist("vllm")),
     **dict.fromkeys(("compute capability", "cuda capability", "compute cap"), _capability),
     **dict.fromkeys(("nvcc", "nvcc version"), _nvcc),
+    **dict.fromkeys(("cuda available", "cuda is available", "gpu available"), _available),
     **dict.fromkeys(("docker image", "image", "container", "container image"), _container),
     "pip version": _pip,
 }
@@ -192,10 +199,13 @@ class ProseReader:
         name = m["name"].lower()
         if name in _SPECIAL:
             out.add(_SPECIAL[name], version, line, PROSE, HOW)
-        elif name not in ("ubuntu", "debian", "centos", "fedora", "windows", "macos", "version", "release", "step"):
-            out.add_dist(Dist(name=dist_name(name), version=version), line, PROSE, HOW)
-        else:
+        elif name in ("ubuntu", "debian", "centos", "fedora", "windows", "macos", "version", "release", "step"):
             return False
+        elif len(m["gap"]) >= 2:  # columns: a pip list's row without its header ("pip list | grep torch")
+            out.kinds.add("pip_list")
+            out.add_dist(Dist(name=dist_name(name), version=version), line, REPORT, "pip list")
+        else:
+            out.add_dist(Dist(name=dist_name(name), version=version), line, PROSE, HOW)
         return True
 
     def _mentions(self, body: str, line: Line, out: Collector) -> None:

@@ -33,6 +33,11 @@ _PATIENCE = 12
 _EXPRESSIONS = ("torch.__version__", "torch.version.cuda", "torch.cuda.is_available()", "vllm.__version__",
                 "torch.cuda.get_device_name", "torch.cuda.get_arch_list()", "torch.cuda.get_device_capability",
                 "sys.version")
+# expr = value, expr: value (what users copy from a REPL into a sentence or a list)
+_INLINE_RE = re.compile(r"(?P<expr>torch\.__version__|torch\.version\.cuda|torch\.cuda\.is_available\(\)|vllm\.__version__)"
+                        r"\s*(?:==?|:|->|→)\s*['\"]?(?P<value>[\w.+]+)")
+# python -c "import torch; print(torch.__version__, torch.cuda.is_available())"
+_COMMAND_PRINT_RE = re.compile(r"print\(([^()]*(?:\(\d*\)[^()]*)*)\)")
 _ASK_RE = re.compile(r"^\s*(?:>>>\s*)?(?:print\((?P<printed>.*)\)|(?P<bare>[\w.]+(?:\(\d*\))?))\s*(?:#.*)?$")
 _VALUE = r"(?:'[^']*'|\"[^\"]*\"|True|False|None|\d[\w.+]*)"
 _ANSWER_RE = re.compile(rf"^\s*(?:{_VALUE}(?:\s+{_VALUE})*|\[[^\]]*\]|\(\d+,\s*\d+\))\s*$")
@@ -52,17 +57,45 @@ class ReplReader:
 
     def feed(self, line: Line, out: Collector) -> bool:
         body = line.body
-        if ("torch" in body or "vllm" in body or "sys." in body) and self._ask(body, line):
-            return True
-        if self._asked and line.no - self._at <= _PATIENCE and _ANSWER_RE.match(body):
+        if "torch" in body or "vllm" in body or "sys." in body:
+            if self._ask(body, line):
+                return True
+            if self._inline(body, line, out):
+                return True
+        if self._asked and line.no - self._at <= _PATIENCE and self._answerable(body):
             return self._answer(body, line, out)
         return False
 
+    def _answerable(self, body: str) -> bool:
+        if self._asked[0] == "torch.cuda.get_device_name":
+            return bool(body.strip()) and not body.lstrip().startswith((">>>", "```", "$", "#"))
+        return bool(_ANSWER_RE.match(body))
+
+    @staticmethod
+    def _inline(body: str, line: Line, out: Collector) -> bool:
+        found = False
+        for m in _INLINE_RE.finditer(body):
+            _record(m["expr"], m["value"], line, out)
+            found = True
+        return found
+
     def _ask(self, body: str, line: Line) -> bool:
+        if " -c " in body and "print(" in body:
+            return self._ask_command(body, line)
         m = _ASK_RE.match(body)
         if not m:
             return False
-        parts = m["printed"].split(",") if m["printed"] is not None else [m["bare"]]
+        return self._asking(m["printed"].split(",") if m["printed"] is not None else [m["bare"]], line)
+
+    def _ask_command(self, body: str, line: Line) -> bool:
+        """``python -c "import torch; print(torch.__version__); print(torch.version.cuda)"``: one answer line per
+        print, its words in order."""
+        asked = False
+        for printed in _COMMAND_PRINT_RE.findall(body):
+            asked = self._asking(printed.split(","), line) or asked
+        return asked
+
+    def _asking(self, parts: list[str], line: Line) -> bool:
         asked = [e for e in (_expression(p) for p in parts) if e]
         if len(asked) != len(parts):
             return False
@@ -71,7 +104,8 @@ class ReplReader:
         return True
 
     def _answer(self, body: str, line: Line, out: Collector) -> bool:
-        words = body.split() if len(self._asked) > 1 and not body.lstrip().startswith(("[", "(")) else [body]
+        whole = self._asked[0] == "torch.cuda.get_device_name" or body.lstrip().startswith(("[", "("))
+        words = body.split() if len(self._asked) > 1 and not whole else [body]
         for word in words:
             if not self._asked:
                 break

@@ -20,9 +20,10 @@ from .model import MESSAGE, Signal
 
 __all__ = ["SIGNALS", "SignalReader"]
 
-#: code -> (a literal the lower-cased line must hold, the pattern; group "detail", when present, is kept)
-SIGNALS: dict[str, tuple[str, re.Pattern[str]]] = {
-    code: (needle, re.compile(pattern, re.IGNORECASE)) for code, needle, pattern in (
+#: (code, a literal the lower-cased line must hold, the pattern; group "detail", when present, is kept); a code may
+#: have several patterns
+SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
+    (code, needle, re.compile(pattern, re.IGNORECASE)) for code, needle, pattern in (
         ("no-kernel-image", "no kernel image", r"no kernel image is available for execution"),
         ("invalid-device-function", "invalid device function", r"invalid device function"),
         ("driver-too-old", "too old", r"driver on your system is too old(?: \(found version (?P<detail>\d+)\))?"),
@@ -33,11 +34,13 @@ SIGNALS: dict[str, tuple[str, re.Pattern[str]]] = {
         ("no-cuda-gpus", "no cuda gpus", r"No CUDA GPUs are available"),
         ("torch-not-compiled-cuda", "not compiled with cuda", r"Torch not compiled with CUDA enabled"),
         ("no-driver", "driver", r"Found no NVIDIA driver|couldn't communicate with the NVIDIA driver"
-                                r"|no NVIDIA driver is installed|NVIDIA driver is not loaded"),
+                                r"|no NVIDIA driver is installed|NVIDIA driver is not loaded|nvml error: driver not loaded"),
+        ("container-without-gpu", "device driver", r"could not select device driver \"[^\"]*\" with capabilities"),
         ("forward-compat", "forward compatibility", r"forward compatibility was attempted on non supported HW"),
         ("driver-combination", "unsupported", r"system has unsupported display driver / cuda driver combination"),
         ("cuda-init-failed", "cudagetdevicecount", r"Unexpected error from cudaGetDeviceCount\(\)"
                                                    r"(?:.*?(?P<detail>Error \d+))?"),
+        ("cuda-init-failed", "cuda initialization", r"CUDA initialization: (?P<detail>[^(]+?)\s*(?:\(Triggered|$)"),
         ("cuda-oom", "out of memory", r"CUDA out of memory|CUDA error: out of memory"),
         ("flash-attn-needs-ampere", "ampere", r"FlashAttention only supports Ampere GPUs or newer"),
         ("bf16-unsupported", "bfloat16", r"Bfloat16 is only supported on GPUs with compute capability of at least"),
@@ -63,10 +66,10 @@ SIGNALS: dict[str, tuple[str, re.Pattern[str]]] = {
                                        r"|libcuda\.so\.1: cannot open shared object file"),
         ("cuda-not-available", "cuda is not available", r"CUDA is not available"),
     )
-}
+)
 
 
-_RULES = tuple((needle, code, pattern) for code, (needle, pattern) in SIGNALS.items())
+_RULES = tuple((needle, code, pattern) for code, needle, pattern in SIGNALS)
 
 
 class SignalReader:
