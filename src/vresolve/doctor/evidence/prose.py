@@ -2,8 +2,9 @@
 ``ubuntu20.04+python3.10.14+cuda11.8+cudnn8.9.6+A100``, ``My torch version is 1.8.1.``, ``I use H100 gpu.``,
 ``Nvidia GeForce RTX 3050 laptop GPU`` on a line of its own, ``GTX 1080 Ti (Compute 6.1)``.
 
-Every fact read here has rank PROSE: a tool's report or a program's message about the same fact wins. Only lines
-that no report reader took are read here, and no line with a program's log prefix.
+Every fact read here has rank PROSE (a tool's report or a program's message about the same fact wins), but the rows
+of a pip list pasted without its header (``torch     2.1.0``: columns). Only lines that no report reader took are
+read here, and no program's output (a logger's lines, a traceback's frames: see :mod:`.reader`).
 """
 
 from __future__ import annotations
