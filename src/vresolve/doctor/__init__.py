@@ -6,7 +6,9 @@ The inputs come from detection (:func:`vresolve.detect.detect_host`, ``probe_env
 - :mod:`.facts`: a Finding (cause code, severity, what happened, evidence, fix), what doctor observed;
 - :mod:`.logs`: log lines matched against the known-issues table;
 - :mod:`.checks`: the environment and the machine judged (:func:`diagnose`);
-- :mod:`.lock`: a machine judged against the assumptions a lock recorded.
+- :mod:`.lock`: a machine judged against the assumptions a lock recorded;
+- :mod:`.evidence`: pasted text (logs, collect_env reports, nvidia-smi, pip/conda lists) read into typed facts,
+  each with its line, and into the probe's own objects (not yet judged by :mod:`.checks`).
 """
 
 from __future__ import annotations

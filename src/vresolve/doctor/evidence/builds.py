@@ -1,0 +1,123 @@
+"""Build logs: that a build is going on, what killed it (the OOM killer: signal 9, exit status 137), the
+architectures nvcc was asked for, and pip's isolated build environments.
+
+Input::
+
+    /usr/local/cuda/bin/nvcc -I/tmp/pip-build-env-dy69uemu/overlay/... -gencode arch=compute_75,code=sm_75 ...
+    Killed                                                  (the line before ran nvcc: nvcc was killed)
+    c++: fatal error: Killed signal terminated program cc1plus
+    nvcc error   : 'cicc' died due to signal 9 (Kill signal)
+    ninja: build stopped: subcommand failed.
+    error: command '/usr/bin/gcc' failed with exit code 137
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from .collect import Collector
+from .lines import Line
+from .model import MESSAGE, Killed, Nvcc
+
+__all__ = ["BuildReader"]
+
+HOW = "build"
+
+Handler = Callable[[re.Match[str], Line, Collector], None]
+
+_BUILD_RE = re.compile(
+    r"\bnvcc\b.*\s-(?:c|o|gencode)\s|Building (?:CUDA|CXX|C) object|\[\d+/\d+\] (?:Building|Linking)|\bninja: "
+    r"|\bcmake\b.*--build|running build_ext|Building (?:wheels?|editable) for|\bcc1plus\b|FAILED: \S+\.o\b"
+    r"|pip-build-env-|Running setup\.py|error: command .* failed")
+_BUILD_NEEDLES = ("nvcc", "Building", "ninja", "cmake", "build_ext", "cc1plus", "FAILED:", "pip-build-env",
+                  "setup.py", "error: command")
+_COMMAND_RE = re.compile(r"^\s*(?:\S*/)?(nvcc|gcc|g\+\+|c\+\+|cc|clang\+*|ptxas|cicc|ld|ninja|cmake)\s")
+_BUILD_ENV_RE = re.compile(r"(/tmp/pip-build-env-\w+/overlay|[A-Za-z]:\\[^\"\s]*?\\pip-build-env-\w+\\overlay)")
+
+
+def _killed(out: Collector, line: Line, program: str | None, how: str = "signal 9") -> None:
+    out.add("killed", Killed(program=program, how=how, in_build=out.in_build), line, MESSAGE, HOW)
+
+
+def _terminated(m: re.Match[str], line: Line, out: Collector) -> None:
+    _killed(out, line, m["program"])
+
+
+def _alone(m: re.Match[str], line: Line, out: Collector) -> None:
+    """``Killed`` on a line of its own: the shell's word for signal 9; the program is the one the line before ran."""
+    command = _COMMAND_RE.match(out.last_command) if out.near("command", line, 2) else None
+    _killed(out, line, command[1] if command else None)
+
+
+def _exit_137(m: re.Match[str], line: Line, out: Collector) -> None:
+    _killed(out, line, None, "exit status 137")
+
+
+def _stopped(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.in_build = True
+    _killed(out, line, "ninja", "build stopped")
+
+
+def _gencode(m: re.Match[str], line: Line, out: Collector) -> None:
+    for code in re.finditer(r"(?:-gencode[= ]|--generate-code=)arch=compute_\w+,code=\[?((?:sm|compute)_\w+)",
+                            line.body):
+        out.add("gencode", code[1], line, MESSAGE, HOW, code.span())
+
+
+def _cmake_cuda(m: re.Match[str], line: Line, out: Collector) -> None:
+    version = m["version"]
+    out.add("nvcc", Nvcc(release=".".join(version.split(".")[:2]), version=version if version.count(".") == 2 else None),
+            line, MESSAGE, "cmake", m.span())
+
+
+def _cmake_python(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("python", m["version"], line, MESSAGE, "cmake", m.span())
+
+
+def _build_env(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("build_env_paths", m[1], line, MESSAGE, HOW, m.span())
+    out.mark("build-env", line)
+
+
+RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
+    ("Killed", re.compile(r"Killed signal terminated program (?P<program>\S+)"), _terminated),
+    ("Killed", re.compile(r"internal compiler error: Killed \(program (?P<program>\w+)\)"), _terminated),
+    ("signal 9", re.compile(r"['\"]?(?P<program>[\w+]+)['\"]? died due to signal 9"), _terminated),
+    ("illed", re.compile(r"\b(?P<program>nvcc|ptxas|cicc|cc1plus)\b.*\b[Kk]illed\b(?! signal terminated)"),
+     _terminated),
+    ("Killed", re.compile(r"^\s*Killed\s*$"), _alone),
+    ("137", re.compile(r"(?:exit status|exit code|exited with code|exit code:)\s*137\b"), _exit_137),
+    ("ninja: build stopped", re.compile(r"ninja: build stopped"), _stopped),
+    ("arch=compute_", re.compile(r"arch=compute_"), _gencode),
+    ("CUDA compiler identification", re.compile(r"The CUDA compiler identification is NVIDIA (?P<version>\d+\.\d+(?:\.\d+)?)"),
+     _cmake_cuda),
+    ("Found CUDA", re.compile(r"Found CUDA(?:Toolkit)?: .*\(found (?:suitable )?version \"(?P<version>\d+\.\d+(?:\.\d+)?)"),
+     _cmake_cuda),
+    ("Found Python", re.compile(r"Found Python\d?: .*\(found (?:suitable )?version \"(?P<version>\d+\.\d+(?:\.\d+)?)"),
+     _cmake_python),
+    ("pip-build-env-", _BUILD_ENV_RE, _build_env),
+)
+
+
+class BuildReader:
+    """Build lines: they set the build context, and hold kills, gencode flags and build environments."""
+
+    def feed(self, line: Line, out: Collector) -> bool:
+        body = line.body
+        for needle in _BUILD_NEEDLES:  # (a loop, not any(): this runs for every line of a big log)
+            if needle in body:
+                if _BUILD_RE.search(body):
+                    out.in_build = True
+                    out.kinds.add("build_log")
+                    out.mark("build-line", line)
+                break
+        if _COMMAND_RE.match(body):
+            out.last_command = body
+            out.mark("command", line)
+        found = False
+        for needle, pattern, handler in RULES:
+            if needle in body and (m := pattern.search(body)):
+                handler(m, line, out)
+                found = True
+        return found

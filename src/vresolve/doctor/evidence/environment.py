@@ -1,0 +1,121 @@
+"""What paths, prompts and settings in a paste say about the machine: the Python of ``.../python3.10/site-packages``
+and of ``_C.cpython-310-x86_64-linux-gnu.so``, the platform of ``/lib/aarch64-linux-gnu``, ``C:\\Users``
+(Windows) and ``/mnt/c/`` (WSL), environment variables set (``CUDA_VISIBLE_DEVICES=1``,
+``os.environ["CUDA_VISIBLE_DEVICES"] = "0"``, compose's ``NVIDIA_VISIBLE_DEVICES: all``), containers
+(``nvcr.io/nvidia/pytorch:24.08-py3``, a shell prompt ``root@f6ca99dec4b4:``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from .collect import Collector
+from .collect_env import read_platform_string
+from .lines import Line
+from .model import DOWNLOAD, MESSAGE, PROSE, Dist
+
+__all__ = ["EnvironmentReader", "ENV_VARS"]
+
+Handler = Callable[[re.Match[str], Line, Collector], None]
+
+#: the environment variables kept (what decides which GPUs, CUDA and libraries a process gets, and builds)
+ENV_VARS = (r"CUDA_VISIBLE_DEVICES|NVIDIA_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES"
+            r"|NVIDIA_DRIVER_CAPABILITIES|CUDA_HOME|CUDA_PATH|LD_LIBRARY_PATH|LD_PRELOAD|TORCH_CUDA_ARCH_LIST"
+            r"|MAX_JOBS|NVCC_THREADS|PJRT_DEVICE|VLLM_[A-Z0-9_]+")
+_ENV_RE = re.compile(rf"(?<![\w.])(?P<name>{ENV_VARS})(?:['\"]\])?\s*(?:=|:(?!:))\s*"
+                     r"(?:f?(?P<q>['\"])(?P<quoted>[^'\"]*)(?P=q)?|(?P<bare>[^\s'\";)]*))")
+_IMAGE_RE = re.compile(r"(?<![\w./-])((?:nvcr\.io|docker\.io|ghcr\.io|quay\.io)/[\w.-]+(?:/[\w.-]+)*:[\w.-]+"
+                       r"|(?:vllm/vllm-openai|nvidia/cuda|pytorch/pytorch|rocm/[\w.-]+|lmsysorg/sglang)(?::[\w.-]+)?)")
+
+
+def _python_path(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("python", m["v"], line, MESSAGE, "path", m.span())
+
+
+def _cpython_tag(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("python", f"3.{m['minor']}", line, MESSAGE if m["ext"] else DOWNLOAD, "path", m.span())
+
+
+def _triplet(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("machine", m["machine"], line, MESSAGE, "path", m.span())
+    out.add("system", "linux", line, MESSAGE, "path", m.span())
+
+
+def _wheel_platform(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("machine", m["machine"], line, DOWNLOAD, "wheel", m.span())
+    out.add("system", "linux", line, DOWNLOAD, "wheel", m.span())
+
+
+def _windows(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("system", "windows", line, MESSAGE, "path", m.span())
+
+
+def _wsl(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("wsl", True, line, MESSAGE, "path", m.span())
+    out.add("system", "linux", line, MESSAGE, "path", m.span())
+
+
+def _platform_string(m: re.Match[str], line: Line, out: Collector) -> None:
+    read_platform_string(m[1], line, out, MESSAGE, "platform")
+
+
+def _env(m: re.Match[str], line: Line, out: Collector) -> None:
+    value = m["quoted"] if m["quoted"] is not None else (m["bare"] or "").rstrip(".,")
+    if value is None or (not value and m["q"] is None):
+        return
+    out.add("env", (m["name"], value), line, MESSAGE if "=" in m[0] else PROSE, "environment", m.span())
+    if m["name"] == "LD_LIBRARY_PATH":
+        entries = tuple(e for e in value.split(":") if e and not any(c in e for c in "{}$"))
+        if entries:
+            out.add("ld_library_path", entries, line, MESSAGE, "environment", m.span())
+
+
+def _image(m: re.Match[str], line: Line, out: Collector) -> None:
+    image = m[1]
+    out.add("container", image, line, PROSE, "image", m.span())
+    tag = re.match(r"vllm/vllm-openai:v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)$", image)
+    if tag:
+        out.add_dist(Dist(name="vllm", version=tag[1]), line, PROSE, "image tag")
+
+
+def _prompt(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("container", "docker", line, MESSAGE, "prompt", m.span())
+
+
+#: (literals one of which the line must hold, the pattern, what it says)
+RULES: tuple[tuple[tuple[str, ...], re.Pattern[str], Handler], ...] = (
+    (("python",), re.compile(r"[/\\](?:lib|lib64|Lib|include)[/\\]python(?P<v>\d\.\d{1,2})(?:[/\\]|$)"), _python_path),
+    (("cpython-3", "-cp3"), re.compile(r"(?:(?P<ext>\.cpython-)|-cp)3(?P<minor>\d{1,2})[-m]"), _cpython_tag),
+    (("-linux-gnu",), re.compile(r"(?P<machine>x86_64|aarch64)-linux-gnu"), _triplet),
+    ((".whl",), re.compile(r"(?:manylinux\w*|linux)_(?P<machine>x86_64|aarch64)\.whl"), _wheel_platform),
+    ((":\\",), re.compile(r"(?<![\w])[A-Za-z]:\\(?:Users|Program Files|ProgramData|Windows|Python\d+|[\w.-]+\\)"),
+     _windows),
+    (("/mnt/",), re.compile(r"/mnt/[a-z]/(?:Users|Windows|Program Files)"), _wsl),
+    (("-with-glibc",), re.compile(r"\b((?:Linux|Windows|macOS)-[\w.+-]+-with-glibc\d+\.\d+)"), _platform_string),
+    (("VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "TORCH_CUDA_ARCH_LIST",
+      "MAX_JOBS", "NVCC_THREADS", "PJRT_DEVICE", "VLLM_", "DRIVER_CAPABILITIES"), _ENV_RE, _env),
+    (("nvcr.io", "docker.io", "ghcr.io", "quay.io", "vllm-openai", "nvidia/cuda", "pytorch/pytorch", "rocm/",
+      "sglang"), _IMAGE_RE, _image),
+    (("root@",), re.compile(r"\broot@[0-9a-f]{12}:"), _prompt),
+)
+
+
+class EnvironmentReader:
+    """Paths, environment variables and containers (see the module's docstring)."""
+
+    def feed(self, line: Line, out: Collector) -> bool:
+        body = line.body
+        if "compose" in line.prefixes:
+            out.add("container", "docker compose", line, MESSAGE, "log prefix")
+        found = False
+        for needles, pattern, handler in RULES:
+            for needle in needles:  # (a loop, not any(): this runs for every line of a big log)
+                if needle in body:
+                    break
+            else:
+                continue
+            for m in pattern.finditer(body):
+                handler(m, line, out)
+                found = True
+        return found

@@ -1,0 +1,207 @@
+"""What pip and uv say while they install: what they uninstalled and installed, what they could not find or
+resolve, the Python they ran for, and what they put in an isolated build environment.
+
+Input::
+
+      Attempting uninstall: torch
+        Found existing installation: torch 2.10.0+cu130
+        Successfully uninstalled torch-2.10.0+cu130
+     + torch==2.7.1+cu128                                       (uv)
+    Requirement already satisfied: torch>=2.4.0 in /venv/lib/python3.12/site-packages (from -r r.txt (line 1)) (2.10.0)
+    torchvision 0.15.2+cu118 requires torch==2.0.1, but you have torch 2.1.0 which is incompatible.
+    ERROR: Ignored the following versions that require a different python version: 0.10.0 Requires-Python <3.13,>=3.9
+    ERROR: No matching distribution found for vllm==0.10
+      Running command pip subprocess to install build dependencies
+      Collecting torch==2.3.0                                   (into the build environment)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from .collect import Collector
+from .lines import Line
+from .lists import wheel_version
+from .model import DOWNLOAD, MESSAGE, Dist, InstallerEvent
+from .tokens import VERSION, dist_name, version_token
+
+__all__ = ["InstallerReader"]
+
+HOW = "installer"
+_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+
+#: reads a match; False: the line is left to the other readers (not what the pattern took it for, or more in it)
+Handler = Callable[[re.Match[str], Line, Collector], "bool | None"]
+
+
+def _event(out: Collector, line: Line, action: str, name: str | None = None, version: str | None = None,
+           detail: str | None = None) -> None:
+    out.add("installer", InstallerEvent(action=action, name=dist_name(name) if name else None, version=version,
+                                        detail=detail), line, MESSAGE, HOW)
+
+
+def _context(m: re.Match[str], line: Line, out: Collector) -> None:
+    """``Found existing installation: torch 2.4.1``, ``Attempting uninstall: torch``: what is about to go."""
+    return None
+
+
+def _uninstalled(m: re.Match[str], line: Line, out: Collector) -> None:
+    _event(out, line, "uninstalled", m["name"], m["version"])
+
+
+def _successfully_installed(m: re.Match[str], line: Line, out: Collector) -> None:
+    for item in m["items"].split():
+        name, _, version = item.rpartition("-")
+        if name and version_token(version) == version:
+            out.add_dist(Dist(name=dist_name(name), version=version), line, MESSAGE, HOW)
+            _event(out, line, "installed", name, version)
+
+
+def _uv_summary(m: re.Match[str], line: Line, out: Collector) -> bool:
+    out.mark("uv", line)
+    return False  # the line may say more (a command line's flags)
+
+
+def _uv(m: re.Match[str], line: Line, out: Collector) -> bool:
+    """`` + torch==2.7.1+cu128`` / `` - torch==2.7.0``; a "- x==1" is a list's bullet unless uv is talking."""
+    if m["sign"] != "+" and not out.near("uv", line, 1000):
+        return False
+    if m["sign"] == "-":
+        _event(out, line, "uninstalled", m["name"], m["version"])
+        return True
+    out.add_dist(Dist(name=dist_name(m["name"]), version=m["version"]), line, MESSAGE, "uv")
+    _event(out, line, "installed", m["name"], m["version"])
+    return True
+
+
+def _satisfied(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add_dist(Dist(name=dist_name(m["name"]), version=m["version"]), line, MESSAGE, HOW)
+
+
+def _you_have(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add_dist(Dist(name=dist_name(m["name"]), version=m["version"]), line, MESSAGE, HOW)
+    out.add_dist(Dist(name=dist_name(m["have"]), version=m["have_version"]), line, MESSAGE, HOW)
+
+
+def _no_match(m: re.Match[str], line: Line, out: Collector) -> None:
+    req = m["req"].strip()
+    name = re.match(_NAME, req)
+    _event(out, line, "no-matching-distribution", name[0] if name else None, None, req)
+
+
+def _ignored_python(m: re.Match[str], line: Line, out: Collector) -> None:
+    _event(out, line, "requires-python", None, None, m["spec"].strip())
+
+
+def _different_python(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("python", m["python"], line, MESSAGE, HOW)
+    _event(out, line, "requires-python", m["name"], None, m["spec"])
+
+
+def _uv_python(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("python", m["python"], line, MESSAGE, "uv")
+    _event(out, line, "requires-python", None, None, m["spec"])
+
+
+def _resolution(m: re.Match[str], line: Line, out: Collector) -> None:
+    _event(out, line, "resolution-failed", None, None, m[0].strip())
+
+
+def _build_failed(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.in_build = True
+    out.kinds.add("build_log")
+    _event(out, line, "build-failed", m["name"])
+
+
+def _not_found(m: re.Match[str], line: Line, out: Collector) -> None:
+    for name in m["names"].split(","):
+        if name.strip():
+            _event(out, line, "not-installed", name.strip())
+
+
+def _pip_python(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("python", m["python"], line, MESSAGE, HOW)
+    out.add("tools", ("pip", m["pip"]), line, MESSAGE, HOW)
+
+
+def _build_deps(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.in_build = True
+    out.kinds.add("build_log")
+    if m["state"] is not None:
+        out.mark("build-deps", line)
+    else:
+        out.marks.pop("build-deps", None)
+
+
+def _collecting(m: re.Match[str], line: Line, out: Collector) -> None:
+    """``Collecting torch==2.3.0``: into the build environment while pip installs build dependencies."""
+    if "build-deps" in out.marks and m["version"]:
+        out.mark("build-deps", line)
+        out.add_dist(Dist(name=dist_name(m["name"]), version=m["version"]), line, MESSAGE, HOW, field="build_env")
+
+
+def _download(m: re.Match[str], line: Line, out: Collector) -> None:
+    """``Downloading torch-2.0.0-cp310-cp310-manylinux1_x86_64.whl``, ``Using cached flash_attn-2.7.4.tar.gz``."""
+    wheel = wheel_version(m["file"])
+    if wheel is None:
+        return
+    if "build-deps" in out.marks:
+        out.add_dist(Dist(name=wheel[0], version=wheel[1]), line, MESSAGE, HOW, field="build_env")
+    else:
+        out.add_dist(Dist(name=wheel[0], version=wheel[1]), line, DOWNLOAD, "download")
+
+
+#: (a literal that the line must hold, the pattern, what it says)
+RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
+    ("uninstalled", re.compile(rf"Successfully uninstalled (?P<name>{_NAME}?)-(?P<version>{VERSION})\s*$"),
+     _uninstalled),
+    ("existing installation", re.compile(r"Found existing installation: "), _context),
+    ("ninstall", re.compile(r"Attempting uninstall: |^\s*Uninstalling \S+:\s*$"), _context),
+    ("Successfully installed", re.compile(r"Successfully installed (?P<items>.+)$"), _successfully_installed),
+    ("package", re.compile(r"^\s*(?:Resolved|Prepared|Installed|Uninstalled|Audited) \d+ packages? in "), _uv_summary),
+    ("uv pip", re.compile(r"\buv pip (?:install|sync)\b"), _uv_summary),
+    ("==", re.compile(rf"^\s*(?P<sign>[-+~])\s+(?P<name>{_NAME})==(?P<version>\S+)\s*$"), _uv),
+    ("already satisfied", re.compile(rf"Requirement already satisfied: (?P<name>{_NAME}).*\((?P<version>{VERSION})\)\s*$"),
+     _satisfied),
+    ("but you", re.compile(rf"(?P<name>{_NAME}) (?P<version>{VERSION}) (?:requires|has requirement) .*?, but you(?:'ll)? "
+                           rf"have (?P<have>{_NAME}) (?P<have_version>{VERSION}) which is incompatible"), _you_have),
+    ("matching distribution", re.compile(r"No matching distribution found for (?P<req>\S+)"), _no_match),
+    ("satisfies the requirement", re.compile(r"Could not find a version that satisfies the requirement (?P<req>\S+)"),
+     _no_match),
+    ("different python version", re.compile(r"require a different python version: \S+ Requires-Python (?P<spec>[^;]+)"),
+     _ignored_python),
+    ("requires a different Python", re.compile(
+        rf"Package '(?P<name>{_NAME})' requires a different Python: (?P<python>\d+\.\d+(?:\.\d+)?) not in "
+        r"'(?P<spec>[^']+)'"), _different_python),
+    ("Python version", re.compile(r"current Python version \((?P<python>\d+\.\d+(?:\.\d+)?)\) does not satisfy "
+                                  r"Python(?P<spec>\S+)"), _uv_python),
+    ("solution found", re.compile(r"No solution found when resolving dependencies.*"), _resolution),
+    ("ResolutionImpossible", re.compile(r"ResolutionImpossible.*"), _resolution),
+    ("conflicting dependencies", re.compile(r"Cannot install .* conflicting dependencies.*"), _resolution),
+    ("unsatisfiable", re.compile(r".*requirements are unsatisfiable.*"), _resolution),
+    ("building", re.compile(rf"(?:Failed building (?:wheel|editable) for|Could not build wheels for) (?P<name>{_NAME})"),
+     _build_failed),
+    ("Failed to build", re.compile(rf"^\s*Failed to build (?P<name>{_NAME})\s*$"), _build_failed),
+    ("not found:", re.compile(r"Package\(s\) not found: (?P<names>.+)$"), _not_found),
+    ("Using pip", re.compile(r"Using pip (?P<pip>\S+) from .* \(python (?P<python>\d+\.\d+)\)"), _pip_python),
+    ("build dependencies", re.compile(
+        r"(?:Running command pip subprocess to install build dependencies|Installing build dependencies: started)"
+        r"(?P<state>)|(?:Installing build dependencies(?: \.\.\. |: finished)|Getting requirements to build)"
+        r"(?P<stop>)"), _build_deps),
+    ("Collecting", re.compile(rf"^\s*Collecting (?P<name>{_NAME})(?:==(?P<version>{VERSION}))?"), _collecting),
+    ("Downloading", re.compile(r"^\s*Downloading (?P<file>\S+\.(?:whl|tar\.gz|zip))\b"), _download),
+    ("Using cached", re.compile(r"^\s*Using cached (?P<file>\S+\.(?:whl|tar\.gz|zip))\b"), _download),
+)
+
+
+class InstallerReader:
+    """pip's and uv's messages (see the module's docstring)."""
+
+    def feed(self, line: Line, out: Collector) -> bool:
+        body = line.body
+        consumed = False
+        for needle, pattern, handler in RULES:
+            if needle in body and (m := pattern.search(body)) and handler(m, line, out) is not False:
+                consumed = True
+        return consumed

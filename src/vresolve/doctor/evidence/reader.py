@@ -1,0 +1,77 @@
+"""Any pasted text -> :class:`~.model.Evidence`: each line read once, in bounded memory, by every reader.
+
+The report readers (collect_env, nvidia-smi, package lists, installers) say whether a line was theirs; a line no
+report reader took, and that carries no program's log prefix, is also read as a user's words (:mod:`.prose`).
+The message readers (signals, messages, builds, environment, Python's answers) read every line.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from .builds import BuildReader
+from .collect import Collector
+from .collect_env import CollectEnvReader
+from .environment import EnvironmentReader
+from .installer import InstallerReader
+from .lines import LINE_LIMIT, Line, Source, iter_lines, strip_prefix
+from .lists import ListReader
+from .messages import MessageReader
+from .model import Evidence
+from .prose import ProseReader
+from .repl import ReplReader
+from .signals import SignalReader
+from .smi import SmiReader
+
+__all__ = ["read_evidence"]
+
+class _Reader(Protocol):
+    def feed(self, line: Line, out: Collector) -> bool: ...
+
+
+def _program_output(line: Line, out: Collector) -> bool:
+    """Whether the line is a program's own output that no report or user wrote: a logger's line, a traceback's
+    frame or the source line under it. (Such lines are read by the message readers only.)"""
+    body = line.body
+    if body.lstrip().startswith('File "') and ", line " in body:
+        out.kinds.add("traceback")
+        out.mark("frame", line)
+        return True
+    if "Traceback (most recent call last)" in body:
+        out.kinds.add("traceback")
+        return True
+    if "vllm" in line.prefixes:
+        out.kinds.add("log")
+        return True
+    return "uvicorn" in line.prefixes or (out.near("frame", line, 1) and body.startswith("    "))
+
+
+def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
+    """The facts in ``source`` (a str, bytes, or a text or binary stream), each with the line that shows it.
+
+    Reads line by line: memory stays bounded whatever the size (a line keeps its first ``line_limit``
+    characters; each kind of fact keeps a bounded number of distinct sightings).
+    """
+    out = Collector()
+    reports: tuple[_Reader, ...] = (CollectEnvReader(), SmiReader(), ListReader(), InstallerReader(), ReplReader())
+    messages: tuple[_Reader, ...] = (SignalReader(), MessageReader(), BuildReader(), EnvironmentReader())
+    prose = ProseReader()
+    count = cut_lines = 0
+    for count, (text, cut) in enumerate(iter_lines(source, line_limit), start=1):
+        cut_lines += cut
+        if not text.strip():
+            continue
+        prefixes, body = strip_prefix(text)
+        line = Line(no=count, text=text, body=body, lower=body.lower(), prefixes=prefixes)
+        for reader in messages:
+            reader.feed(line, out)
+        if _program_output(line, out):
+            continue
+        taken = False
+        for reader in reports:
+            taken = reader.feed(line, out) or taken
+        if not taken and not out.near("build-line", line, 0):
+            prose.feed(line, out)
+    if out.has("signals") and not out.kinds:
+        out.kinds.add("log")
+    return out.freeze(count, cut_lines)

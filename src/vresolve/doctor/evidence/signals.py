@@ -1,0 +1,86 @@
+"""Key error lines, typed: each a :class:`~.model.Signal` with a code, so that checks need not match text.
+
+Input (one signal each)::
+
+    RuntimeError: CUDA error: no kernel image is available for execution on the device       no-kernel-image
+    The NVIDIA driver on your system is too old (found version 11040).                         driver-too-old
+    Failed to initialize NVML: Driver/library version mismatch                                 nvml-mismatch
+    CUDA error: the provided PTX was compiled with an unsupported toolchain.                   ptx-toolchain
+    ModuleNotFoundError: No module named 'vllm._C'                                             vllm-c-missing
+    RuntimeError: No CUDA GPUs are available                                                   no-cuda-gpus
+"""
+
+from __future__ import annotations
+
+import re
+
+from .collect import Collector
+from .lines import Line
+from .model import MESSAGE, Signal
+
+__all__ = ["SIGNALS", "SignalReader"]
+
+#: (code, a literal the lower-cased line must hold, the pattern; group "detail", when present, is kept); a code may
+#: have several patterns
+SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
+    (code, needle, re.compile(pattern, re.IGNORECASE)) for code, needle, pattern in (
+        ("no-kernel-image", "no kernel image", r"no kernel image is available for execution"),
+        ("invalid-device-function", "invalid device function", r"invalid device function"),
+        ("driver-too-old", "too old", r"driver on your system is too old(?: \(found version (?P<detail>\d+)\))?"),
+        ("driver-insufficient", "insufficient", r"driver version is insufficient for CUDA runtime version"),
+        ("nvml-mismatch", "mismatch", r"(?P<detail>Driver/library version mismatch|NVML/RM version mismatch)"),
+        ("ptx-toolchain", "ptx", r"PTX was compiled with an unsupported toolchain|CUDA_ERROR_UNSUPPORTED_PTX_VERSION"),
+        ("vllm-c-missing", "vllm._c", r"No module named ['\"](?P<detail>vllm\._C(?:_stable_libtorch)?)['\"]"),
+        ("no-cuda-gpus", "no cuda gpus", r"No CUDA GPUs are available"),
+        ("torch-not-compiled-cuda", "not compiled with cuda", r"Torch not compiled with CUDA enabled"),
+        ("no-driver", "driver", r"Found no NVIDIA driver|couldn't communicate with the NVIDIA driver"
+                                r"|no NVIDIA driver is installed|NVIDIA driver is not loaded|nvml error: driver not loaded"),
+        ("container-without-gpu", "device driver", r"could not select device driver \"[^\"]*\" with capabilities"),
+        ("forward-compat", "forward compatibility", r"forward compatibility was attempted on non supported HW"),
+        ("driver-combination", "unsupported", r"system has unsupported display driver / cuda driver combination"),
+        ("cuda-init-failed", "cudagetdevicecount", r"Unexpected error from cudaGetDeviceCount\(\)"
+                                                   r"(?:.*?(?P<detail>Error \d+))?"),
+        ("cuda-init-failed", "cuda initialization", r"CUDA initialization: (?P<detail>[^(]+?)\s*(?:\(Triggered|$)"),
+        ("cuda-oom", "out of memory", r"CUDA out of memory|CUDA error: out of memory"),
+        ("flash-attn-needs-ampere", "ampere", r"FlashAttention only supports Ampere GPUs or newer"),
+        ("bf16-unsupported", "bfloat16", r"Bfloat16 is only supported on GPUs with compute capability of at least"),
+        ("gpu-too-old", "below", r"GPUs with compute capability below (?P<detail>\d+\.\d+) are not supported"),
+        ("capability-too-low", "minimum capability", r"Minimum capability: (?P<detail>\d+)"),
+        ("arch-not-in-build", "cuda capability sm_", r"with CUDA capability sm_\d+ is not compatible"),
+        ("toolkit-mismatch", "mismatches", r"detected CUDA version \(\d+\.\d+\) mismatches the version"),
+        ("undefined-symbol", "undefined symbol", r"undefined symbol"),
+        ("glibc-too-old", "glibc_", r"GLIBC_(?P<detail>\d+\.\d+(?:\.\d+)?)['`’]? not found"),
+        ("libstdcxx-too-old", "glibcxx_", r"GLIBCXX_(?P<detail>\d+\.\d+(?:\.\d+)?)['`’]? not found"),
+        ("flash-attn-not-found", "package is not found", r"because the (?P<detail>[\w.]+) package is not found"),
+        ("torchvision-nms-missing", "torchvision::nms", r"operator torchvision::nms does not exist"),
+        ("vllm-c-obsolete", "custom op", r"Error in calling custom op (?P<detail>\w+)"),
+        ("vllm-circular-import", "from partially initialized module", r"partially initialized module 'vllm'"),
+        ("vllm-no-version-module", "vllm._version", r"No module named ['\"]vllm\._version['\"]"),
+        ("cuda-home-unset", "cuda_home", r"CUDA_HOME environment variable is not set"),
+        ("nvcc-unsupported-arch", "unsupported gpu architecture",
+         r"Unsupported gpu architecture '(?P<detail>compute_\w+)'"),
+        ("gcc-unsupported", "unsupported gnu version", r"unsupported GNU version"),
+        ("xformers-cannot-load", "xformers can't load", r"xFormers can't load C\+\+/CUDA extensions"),
+        ("version-mismatch", "does not match", r"(?P<detail>[\w-]+) version \(\S+\) does not match"),
+        ("libcuda-missing", "cuda", r"libcuda\.so(?:\.1)? cannot found|cannot find -lcuda"
+                                       r"|libcuda\.so\.1: cannot open shared object file"),
+        ("cuda-not-available", "cuda is not available", r"CUDA is not available"),
+    )
+)
+
+
+_RULES = tuple((needle, code, pattern) for code, needle, pattern in SIGNALS)
+
+
+class SignalReader:
+    """Every signal a line holds (one line may hold several)."""
+
+    def feed(self, line: Line, out: Collector) -> bool:
+        lower = line.lower
+        found = False
+        for needle, code, pattern in _RULES:
+            if needle in lower and (m := pattern.search(line.body)):
+                detail = m.groupdict().get("detail")
+                out.add("signals", Signal(code=code, detail=detail), line, MESSAGE, "message", m.span())
+                found = True
+        return found
