@@ -40,7 +40,8 @@ from packaging.utils import (
 from packaging.version import Version
 
 from .errors import MatrixError, PackageIndexError, UsageError
-from .index import IndexClient, IndexFile, _one_line
+from .index import IndexClient, IndexFile
+from .index.transport import _one_line
 from .matrix import wheel_platform
 from .matrix.dump import dump_yaml
 from .values import EXTENSION_FILE_PATTERN
