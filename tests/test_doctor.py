@@ -175,3 +175,21 @@ def test_hidden_gpus_are_not_a_missing_library(matrix: Matrix, env: tuple[tuple[
     assert [(f.cause, f.severity) for f in findings] == [(cause, "error")]
     if cause == "gpu-not-visible":
         assert any("VISIBLE_DEVICES=" in e for e in findings[0].evidence)
+
+
+def test_a_pasted_collect_env_is_judged_by_the_same_checks(capsys: pytest.CaptureFixture[str]) -> None:
+    """``doctor --no-env --log``: a collect_env report from another machine, its facts judged (not this machine's)."""
+    report = Path(__file__).parent / "data" / "corpus" / "004-collect-env-vllm-new-format-cpu-torch-rtx3090.txt"
+    assert main(["doctor", "--no-env", "--log", str(report), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [f["cause"] for f in doc["findings"]] == ["cpu-only-build"]
+    assert any("GeForce RTX 3090" in e for e in doc["findings"][0]["evidence"])
+    assert doc["host"]["gpus"][0]["source"].startswith("pasted line ")
+
+
+@pytest.mark.parametrize("name", ["002-collect-env-vllm-healthy-wsl-rtx4070.txt", "006-collect-env-healthy-a100-cu128.txt",
+                                  "076-collect-env-tpu-v5p-healthy.txt"])
+def test_healthy_pasted_reports_give_no_error(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    report = Path(__file__).parent / "data" / "corpus" / name
+    assert main(["doctor", "--no-env", "--log", str(report), "--json"]) == 0
+    assert not [f for f in json.loads(capsys.readouterr().out)["findings"] if f["severity"] == "error"]

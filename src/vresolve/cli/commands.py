@@ -262,10 +262,19 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
     log, header = _doctor_inputs(args)
     m = _load(args)
-    host = fill_capabilities(detect_host(Overrides.from_env(), installed=False), m)
-    env = None if args.no_env else probe_environment(_env_python(args.env_python), timeout=args.timeout)
-    findings = diagnose(host, m, env, shadows=() if args.no_env else library_shadows(), log=log,
-                        reinstall=_reinstall_lines(host, m))
+    if args.no_env and log is not None and header is None:
+        # only the pasted text: its facts (collect_env, nvidia-smi, pip list, tracebacks...) are judged
+        # by the same checks as a live environment's, those it does not show left out
+        from ..doctor.evidence import read_evidence, to_host_facts
+
+        facts = to_host_facts(read_evidence(log))
+        host, env = fill_capabilities(facts.host, m), facts.env
+        findings = diagnose(host, m, env, log=log, unknown=facts.unknown)
+    else:
+        host = fill_capabilities(detect_host(Overrides.from_env(), installed=False), m)
+        env = None if args.no_env else probe_environment(_env_python(args.env_python), timeout=args.timeout)
+        findings = diagnose(host, m, env, shadows=() if args.no_env else library_shadows(), log=log,
+                            reinstall=_reinstall_lines(host, m))
     if header is not None:
         findings = check_against_lock(header, host, env, name=args.lock_file) + findings
     if _opt(args, "json"):

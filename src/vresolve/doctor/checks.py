@@ -25,11 +25,13 @@ from .logs import classify, from_issue, issue_for, match_log
 
 def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
              shadows: Sequence[tuple[str, Sequence[str]]] = (), log: str | None = None,
-             reinstall: Sequence[str] = ()) -> list[Finding]:
+             reinstall: Sequence[str] = (), unknown: frozenset[str] = frozenset()) -> list[Finding]:
     """Findings about this environment and/or a log.
 
     ``reinstall``: the shell lines of the corrected plan (from the resolver), appended to the fix
-    of every finding whose cure is a reinstall.
+    of every finding whose cure is a reinstall. ``unknown``: the facts that hold a default, not an
+    observation (pasted text that does not show them: ``torch.cuda``, ``torch.available``); the
+    checks that need one of them do not run.
     """
     out = _Findings(("\nReinstall into a fresh environment with the plan vresolve computes for this machine:\n  "
                      + "\n  ".join(reinstall)) if reinstall else "")
@@ -41,7 +43,7 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
                 k.fix,
                 [p for p in host.problems if "mismatch" in p])
     if env is not None:
-        _environment(host, matrix, env, gpus, out.add)
+        _environment(host, matrix, env, gpus, out.add, unknown)
     torch_cuda = env.torch.cuda if env is not None and env.torch is not None else None
     if shadows:
         _shadows(shadows, torch_cuda, out)
@@ -154,7 +156,7 @@ def _other_extensions(matrix: Matrix, env: EnvReport, expected: Sequence[str], c
 
 
 def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu],
-                 emit: Callable[..., None]) -> None:
+                 emit: Callable[..., None], unknown: frozenset[str] = frozenset()) -> None:
     """torch, vLLM and its compiled modules, and the companions, as the environment imported them."""
     if env.error:
         emit("library-not-found", "warning", "The environment could not be inspected", env.error,
@@ -167,48 +169,24 @@ def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[Host
              (k.explanation if k else "importing torch fails in this environment."),
              (k.fix if k else "Reinstall torch."), (torch_mod.error,))
     if env.torch is not None:
-        _torch(host, matrix, env.torch, gpus, emit)
+        _torch(host, matrix, env.torch, gpus, emit, unknown)
     _vllm(host, matrix, env, gpus, emit)
     _companions(matrix, env, emit)
 
 
 def _torch(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostGpu],
-           emit: Callable[..., None]) -> None:
-    """A CPU torch on a GPU machine, a torch that does not see the GPUs, or one without their kernels."""
-    cpu_build = torch.cuda is None
-    if gpus and cpu_build:
-        k = issue_for(matrix, "cpu-only-build")
-        emit("cpu-only-build", "error", f"torch {torch.version} is a CPU build on a machine with NVIDIA GPUs",
-             "torch.version.cuda is None: this torch cannot use the GPUs, and vLLM's CUDA kernels cannot load "
-             "against it.", k.fix,
-             (f"torch {torch.version}, torch.version.cuda = None", f"GPUs: {', '.join(g.name for g in gpus)}"))
-    elif gpus and not torch.available:
-        floor = None
-        tc = public_version(torch.cuda)
-        if tc is not None:
-            from ..resolve import driver_floor
-
-            floor = driver_floor(matrix, tc, "minor-compat", False)
-        if floor is not None and host.driver.version is not None and host.driver.version < floor:
-            k = issue_for(matrix, "driver-too-old")
-            emit("driver-too-old", "error", f"driver {host.driver.version} is too old for torch's CUDA {torch.cuda}",
-                 f"torch {torch.version} is built with CUDA {torch.cuda}, which needs NVIDIA driver >= {floor} "
-                 f"(CUDA minor-version compatibility); this machine has {host.driver.version}.",
-                 k.fix + f"\nInstall NVIDIA driver >= {floor}, or a torch built for an older CUDA.",
-                 ("torch.cuda.is_available() = False", f"driver {host.driver.version}"))
-        elif hidden_by(host.env):
-            k = issue_for(matrix, "gpu-not-visible")
-            emit("gpu-not-visible", "error", f"{len(gpus)} NVIDIA GPU(s) present, hidden from this process",
-                 k.explanation, k.fix,
-                 ("torch.cuda.is_available() = False", *hidden_by(host.env), f"GPUs: {describe_gpus(gpus)}"))
-        else:
-            emit("library-not-found", "error", "torch does not see the GPUs",
-                 "torch.cuda.is_available() is False although NVIDIA GPUs are present and nothing in the "
-                 "environment hides them: the CUDA driver library does not load in this environment "
-                 "(a container without the NVIDIA runtime, or a broken driver install).",
-                 "Run nvidia-smi; check the container's GPU options (--gpus all) and the driver install.",
-                 ("torch.cuda.is_available() = False", *(torch.error or "",)))
-    elif gpus and torch.available:
+           emit: Callable[..., None], unknown: frozenset[str] = frozenset()) -> None:
+    """A CPU torch on a GPU machine, a torch that does not see the GPUs, or one without their kernels.
+    Facts in ``unknown`` were not observed (pasted text): the checks that need them do not run."""
+    if "torch.cuda" in unknown:
+        return  # which CUDA torch is built with was not seen: nothing here can be judged
+    if gpus and torch.cuda is None:
+        _cpu_torch(matrix, torch, gpus, emit)
+    elif not gpus or "torch.available" in unknown:
+        return
+    elif not torch.available:
+        _torch_sees_no_gpu(host, matrix, torch, gpus, emit)
+    elif torch.arch_list:  # (a paste may not show it)
         missing = [g for g in gpus if not caps_covered(torch.arch_list, g.cc)]
         if missing:
             k = issue_for(matrix, "arch-not-in-build")
@@ -219,6 +197,44 @@ def _torch(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostG
                  "nor older PTX: kernels fail with 'no kernel image is available'.",
                  k.fix,
                  (f"torch.cuda.get_arch_list() = {torch.arch_list}",))
+
+
+def _torch_sees_no_gpu(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostGpu],
+                       emit: Callable[..., None]) -> None:
+    """GPUs present, torch.cuda.is_available() False: a driver too old, GPUs hidden, or no driver library."""
+    floor = None
+    tc = public_version(torch.cuda)
+    if tc is not None:
+        from ..resolve import driver_floor
+
+        floor = driver_floor(matrix, tc, "minor-compat", False)
+    if floor is not None and host.driver.version is not None and host.driver.version < floor:
+        k = issue_for(matrix, "driver-too-old")
+        emit("driver-too-old", "error", f"driver {host.driver.version} is too old for torch's CUDA {torch.cuda}",
+             f"torch {torch.version} is built with CUDA {torch.cuda}, which needs NVIDIA driver >= {floor} "
+             f"(CUDA minor-version compatibility); this machine has {host.driver.version}.",
+             k.fix + f"\nInstall NVIDIA driver >= {floor}, or a torch built for an older CUDA.",
+             ("torch.cuda.is_available() = False", f"driver {host.driver.version}"))
+    elif hidden_by(host.env):
+        k = issue_for(matrix, "gpu-not-visible")
+        emit("gpu-not-visible", "error", f"{len(gpus)} NVIDIA GPU(s) present, hidden from this process",
+             k.explanation, k.fix,
+             ("torch.cuda.is_available() = False", *hidden_by(host.env), f"GPUs: {describe_gpus(gpus)}"))
+    else:
+        emit("library-not-found", "error", "torch does not see the GPUs",
+             "torch.cuda.is_available() is False although NVIDIA GPUs are present and nothing in the "
+             "environment hides them: the CUDA driver library does not load in this environment "
+             "(a container without the NVIDIA runtime, or a broken driver install).",
+             "Run nvidia-smi; check the container's GPU options (--gpus all) and the driver install.",
+             ("torch.cuda.is_available() = False", *(torch.error or "",)))
+
+
+def _cpu_torch(matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostGpu], emit: Callable[..., None]) -> None:
+    k = issue_for(matrix, "cpu-only-build")
+    emit("cpu-only-build", "error", f"torch {torch.version} is a CPU build on a machine with NVIDIA GPUs",
+         "torch.version.cuda is None: this torch cannot use the GPUs, and vLLM's CUDA kernels cannot load "
+         "against it.", k.fix,
+         (f"torch {torch.version}, torch.version.cuda = None", f"GPUs: {', '.join(g.name for g in gpus)}"))
 
 
 def _vllm(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu], emit: Callable[..., None]) -> None:
