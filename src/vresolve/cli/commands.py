@@ -266,10 +266,14 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         # only the pasted text: its facts (collect_env, nvidia-smi, pip list, tracebacks...) are judged
         # by the same checks as a live environment's, those it does not show left out
         from ..doctor.evidence import read_evidence, to_host_facts
+        from ..doctor.facts import dedupe
+        from ..doctor.pasted import judge_pasted
 
-        facts = to_host_facts(read_evidence(log))
+        evidence = read_evidence(log)
+        facts = to_host_facts(evidence)
         host, env = fill_capabilities(facts.host, m), facts.env
         findings = diagnose(host, m, env, log=log, unknown=facts.unknown)
+        findings = dedupe(findings + judge_pasted(evidence, m, findings))
     else:
         host = fill_capabilities(detect_host(Overrides.from_env(), installed=False), m)
         env = None if args.no_env else probe_environment(_env_python(args.env_python), timeout=args.timeout)
