@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .collect import Collector
+from .collect import Collector, apply_rules
 from .lines import Line
 from .model import MESSAGE, Killed, Nvcc
 
@@ -115,9 +115,4 @@ class BuildReader:
         if _COMMAND_RE.match(body):
             out.last_command = body
             out.mark("command", line)
-        found = False
-        for needle, pattern, handler in RULES:
-            if needle in body and (m := pattern.search(body)):
-                handler(m, line, out)
-                found = True
-        return found
+        return apply_rules(RULES, line, out)

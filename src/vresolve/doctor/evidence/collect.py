@@ -7,7 +7,9 @@ is going on, the line of the last driver version, ...).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import fields, is_dataclass, replace
 from typing import Any
 
@@ -111,3 +113,18 @@ class Collector:
             kinds.add("log")
         return Evidence(**facts, kinds=frozenset(kinds), lines=lines, cut_lines=cut_lines,
                         dropped=tuple(sorted(self.dropped.items())))
+
+
+Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str], Line, Collector], "bool | None"]]
+
+
+def apply_rules(rules: tuple[Rule, ...], line: Line, out: Collector) -> bool:
+    """Run every rule whose needle is in the line (a substring test first: this runs for every line of
+    a big log) and whose pattern then matches; True when one took the line (its handler did not
+    return False)."""
+    body = line.body
+    took = False
+    for needle, pattern, handler in rules:
+        if needle in body and (m := pattern.search(body)) and handler(m, line, out) is not False:
+            took = True
+    return took

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .collect import Collector
+from .collect import Collector, apply_rules
 from .lines import Line
 from .lists import wheel_version
 from .model import DOWNLOAD, MESSAGE, Dist, InstallerEvent
@@ -199,9 +199,4 @@ class InstallerReader:
     """pip's and uv's messages (see the module's docstring)."""
 
     def feed(self, line: Line, out: Collector) -> bool:
-        body = line.body
-        consumed = False
-        for needle, pattern, handler in RULES:
-            if needle in body and (m := pattern.search(body)) and handler(m, line, out) is not False:
-                consumed = True
-        return consumed
+        return apply_rules(RULES, line, out)

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 
 from ...values import Capability
-from .collect import Collector
+from .collect import Collector, apply_rules
 from .lines import Line
 from .model import MESSAGE, BuiltFor, Dist, Gpu, ImportFailure, Library, Nvcc
 from .symbols import attribute
@@ -222,10 +222,4 @@ class MessageReader:
     """The facts in programs' messages (see the module's docstring)."""
 
     def feed(self, line: Line, out: Collector) -> bool:
-        body = line.body
-        found = False
-        for needle, pattern, handler in RULES:
-            if needle in body and (m := pattern.search(body)):
-                handler(m, line, out)
-                found = True
-        return found
+        return apply_rules(RULES, line, out)
