@@ -193,3 +193,24 @@ def test_healthy_pasted_reports_give_no_error(name: str, capsys: pytest.CaptureF
     report = Path(__file__).parent / "data" / "corpus" / name
     assert main(["doctor", "--no-env", "--log", str(report), "--json"]) == 0
     assert not [f for f in json.loads(capsys.readouterr().out)["findings"] if f["severity"] == "error"]
+
+
+def test_markdown_report_keeps_hostile_text_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``doctor --format markdown``: a log line cannot add a link, image, heading or HTML to the comment
+    (read back with markdown-it, the parser rich uses)."""
+    from markdown_it import MarkdownIt
+
+    log = tmp_path / "log.txt"
+    hostile = ("# Heading [click](https://evil.example/) ![x](https://evil.example/x.png) <script>alert(1)</script> "
+               "```` ` *bold* _u_ | cell |")
+    log.write_text(f"RuntimeError: CUDA error: no kernel image is available for execution on the device {hostile}\n"
+                   f"1. {hostile}\n")
+    assert main(["doctor", "--no-env", "--log", str(log), "--format", "markdown"]) == 1
+    text = capsys.readouterr().out
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    flat = [t for tok in tokens for t in (tok.children or [tok])]
+    assert not [t for t in flat if t.type in ("link_open", "image", "html_inline", "html_block", "table_open")]
+    headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
+    assert headings == ["vresolve doctor"]
+    code = "\n".join(t.content for t in tokens if t.type == "fence")
+    assert hostile in code  # the evidence line, exactly, inside a fenced block

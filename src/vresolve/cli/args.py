@@ -172,6 +172,8 @@ def _doctor_command(doc: argparse.ArgumentParser, common: _Parser) -> None:
                      help="check this machine against a lock's assumptions (requirements.txt, pylock.toml, ...)")
     doc.add_argument("--timeout", type=seconds, default=180.0,
                      help="seconds the import checks may take (default 180)")
+    doc.add_argument("--format", choices=("text", "markdown"), default="text", dest="doctor_format",
+                     help="markdown: a short comment to answer a bug report with (--json for JSON)")
 
 
 def _detect_command(det: argparse.ArgumentParser, common: _Parser) -> None:

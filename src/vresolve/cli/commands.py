@@ -285,6 +285,10 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         _print_json(envelope("doctor", {"findings": [f.to_dict() for f in findings],
                                         "observations": observations(host, env),
                                         "host": host.to_dict(), "environment": env.to_dict() if env else None}))
+    elif args.doctor_format == "markdown":
+        from ..render.markdown import doctor_markdown
+
+        sys.stdout.write(doctor_markdown(findings, observations(host, env)))
     else:
         console = _console()
         for item in doctor_human(findings, host, env):

@@ -1,0 +1,49 @@
+"""``vresolve doctor --format markdown``: the findings as a short Markdown comment, for answering a
+bug report (the facts read, each cause with its evidence and fix).
+
+Every text from the machine or a paste is inert in Markdown: evidence sits in code blocks fenced
+longer than any run of backticks it holds, and prose has its Markdown characters escaped, so a
+log line cannot add a link, an image, a heading or HTML to the comment.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from .shell import escape_controls
+
+# what can start emphasis, code, a link or image, HTML, a table cell or strikethrough anywhere in a line
+_SPECIAL_RE = re.compile(r"([\\`*_\[\]<>|~!&])")
+# what can start a heading, a list, a quote or a rule at the start of a line
+_LEADING_RE = re.compile(r"^([#>+=-]|\d+[.)])")
+
+
+def _prose(text: str) -> str:
+    """One line of Markdown that shows ``text`` as it is."""
+    line = _SPECIAL_RE.sub(r"\\\1", " ".join(escape_controls(text).split()))
+    return _LEADING_RE.sub(r"\\\1", line)
+
+
+def _block(lines: Sequence[str]) -> list[str]:
+    """A fenced code block of ``lines``, its fence longer than any backtick run inside."""
+    body = [escape_controls(x) for x in lines]
+    longest = max((len(m) for x in body for m in re.findall(r"`+", x)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, *body, fence]
+
+
+def doctor_markdown(findings: Sequence[Any], observed: Sequence[str]) -> str:
+    """The comment: what was read, then each finding (cause, severity, evidence, fix)."""
+    out = ["### vresolve doctor", "", "**Facts read**", ""]
+    out += [f"- {_prose(x)}" for x in observed] or ["- (none)"]
+    out.append("")
+    if not findings:
+        out.append("**No problem found.**")
+    for f in findings:
+        out += [f"**{f.severity}: {_prose(f.title)}** (`{f.cause}`)", "", _prose(f.explanation), ""]
+        if f.evidence:
+            out += ["Evidence:", "", *_block(f.evidence), ""]
+        out += ["Fix:", "", *_block(f.fix.splitlines()), ""]
+    return "\n".join(out).rstrip("\n") + "\n"
