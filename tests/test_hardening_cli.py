@@ -434,6 +434,33 @@ def test_signal_stops_uv_and_removes_the_temporary_directory(sig: int, code: int
         proc.wait()
 
 
+def test_uv_dies_with_a_killed_vresolve(index: _Server, tmp_path: Path) -> None:
+    """SIGKILL reaches no handler: uv is stopped by the kernel's parent-death signal instead."""
+    index.delay["/simple/vllm/"] = [120.0]
+    env = _env(UV_CACHE_DIR=str(tmp_path / "uv-cache"))
+    proc = subprocess.Popen([sys.executable, "-m", "vresolve", *_lock_argv(index, tmp_path / "out")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    uv: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while "/simple/vllm/" not in index.requests:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        uv = _children(proc.pid)
+        assert uv
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while [pid for pid in uv if _alive(pid)] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [pid for pid in uv if _alive(pid)]
+    finally:
+        for pid in [proc.pid, *uv]:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        proc.wait()
+
+
 def test_uv_pip_compile_is_run_once(index: _Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                     capsys: pytest.CaptureFixture[str]) -> None:
     """uv retries its own requests (UV_HTTP_RETRIES): vresolve does not run it again on a network error."""

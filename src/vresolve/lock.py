@@ -211,6 +211,28 @@ def _stop(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
+def _dies_with_us() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has Linux send uv SIGTERM when vresolve dies, even by SIGKILL (which no
+    handler sees): prctl(PR_SET_PDEATHSIG). None where there is no such call."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import signal
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # loaded here: the child must not import after fork
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def hook() -> None:
+        prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # vresolve died before the call: nobody would send it
+            os._exit(143)
+
+    return hook
+
+
 def _run_uv(argv: list[str], what: str, platform: str, timeout: float, retries: int | None,
             progress: Callable[[str], None] | None) -> tuple[str, float]:
     """(uv's stderr, the seconds it took), from one run of uv: it retries its own requests."""
@@ -223,8 +245,9 @@ def _run_uv(argv: list[str], what: str, platform: str, timeout: float, retries: 
         progress(f"uv pip compile: resolving {what}")
     t0 = time.perf_counter()
     # its own process group: stopped as a whole, by vresolve, whatever signal vresolve gets
+    # and it dies with vresolve, even when vresolve is killed
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_dies_with_us())
     try:
         _warm_up()  # while uv works: import what reading its answer needs (the CPU is otherwise idle)
         _, stderr = proc.communicate(timeout=max(1.0, timeout - (time.perf_counter() - t0)))
