@@ -214,3 +214,26 @@ def test_markdown_report_keeps_hostile_text_inert(tmp_path: Path, capsys: pytest
     assert headings == ["vresolve doctor"]
     code = "\n".join(t.content for t in tokens if t.type == "fence")
     assert hostile in code  # the evidence line, exactly, inside a fenced block
+
+
+def test_a_big_log_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    """The signatures read a log's first 4 MiB and last 12 MiB; the evidence reader reads it all, a line at a time."""
+    import io as _io
+
+    from vresolve.doctor.logs import LOG_HEAD, LOG_TAIL, KeptLog
+
+    first = b"PyTorch version: 2.8.0+cpu\n"
+    last = b"RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    filler = b"INFO 05-16 18:10:11 [engine.py:123] Avg prompt throughput: 12.3 tokens/s\n" * 500_000  # ~37 MB
+    kept = KeptLog(_io.BytesIO(first + filler + last))
+    kept.drain()
+    text = kept.text()
+    assert kept.size == len(first + filler + last)
+    assert text.startswith(first.decode()) and text.endswith(last.decode())
+    assert len(text) <= LOG_HEAD + LOG_TAIL + 100 and "bytes in the middle not read by the signatures" in text
+    log = tmp_path / "big.log"
+    log.write_bytes(first + b"GPU models and configuration: GPU 0: NVIDIA GeForce RTX 3090\n" + filler + last)
+    r = subprocess.run([sys.executable, "-m", "vresolve", "doctor", "--no-env", "--log", str(log), "--json"],
+                       capture_output=True, text=True, timeout=300)
+    causes = {f["cause"] for f in json.loads(r.stdout)["findings"]}
+    assert {"cpu-only-build", "arch-not-in-build"} <= causes, r.stderr

@@ -260,16 +260,29 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     from ..doctor import check_against_lock, diagnose, observations, worst_exit_code
     from ..render import doctor_human, envelope
 
-    log, header = _doctor_inputs(args)
     m = _load(args)
-    if args.no_env and log is not None and header is None:
+    kept, header = _doctor_inputs(args)
+    evidence = None
+    try:
+        if args.no_env and kept is not None and header is None:
+            from ..doctor.evidence import read_evidence
+
+            evidence = read_evidence(kept)  # the whole log, line by line, in bounded memory
+        elif kept is not None:
+            kept.drain()
+    except OSError as e:
+        raise UsageError(f"--log: cannot read {args.log!r} ({e.strerror or e})") from None
+    finally:
+        if kept is not None:
+            kept.close()
+    log = kept.text() if kept is not None else None
+    if evidence is not None:
         # only the pasted text: its facts (collect_env, nvidia-smi, pip list, tracebacks...) are judged
         # by the same checks as a live environment's, those it does not show left out
-        from ..doctor.evidence import read_evidence, to_host_facts
+        from ..doctor.evidence import to_host_facts
         from ..doctor.facts import dedupe
         from ..doctor.pasted import judge_pasted
 
-        evidence = read_evidence(log)
         facts = to_host_facts(evidence)
         host, env = fill_capabilities(facts.host, m), facts.env
         findings = diagnose(host, m, env, log=log, unknown=facts.unknown)
@@ -296,18 +309,17 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     return worst_exit_code(findings)
 
 
-def _doctor_inputs(args: argparse.Namespace) -> tuple[str | None, dict[str, Any] | None]:
-    """(the log to read, the lock's recorded assumptions), each read from its flag."""
-    from pathlib import Path
-
+def _doctor_inputs(args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None]:
+    """(the log to read, as a KeptLog, or None; the lock's recorded assumptions), each from its flag."""
+    from ..doctor.logs import KeptLog
     from ..lock import read_lock_header
 
     log = None
     if args.log == "-":
-        log = sys.stdin.read()
+        log = KeptLog(getattr(sys.stdin, "buffer", sys.stdin))
     elif args.log:
         try:
-            log = Path(args.log).read_text(encoding="utf-8", errors="replace")
+            log = KeptLog(open(args.log, "rb"))  # noqa: SIM115 - read to its end by the caller, then closed
         except OSError as e:
             raise UsageError(f"--log: cannot read {args.log!r} ({e.strerror or e})") from None
     if args.no_env and log is None and not args.lock_file:

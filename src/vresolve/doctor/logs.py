@@ -10,7 +10,9 @@ that overlap by :data:`OVERLAP`, so that a match up to that long is still found 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Sequence
+from typing import Any
 
 from ..matrix import KnownIssue, Matrix
 from .facts import Finding
@@ -68,3 +70,50 @@ def issue_for(matrix: Matrix, cause: str) -> KnownIssue:
 def classify(matrix: Matrix, text: str) -> KnownIssue | None:
     hits = match_log(text, matrix.known_issues)
     return hits[0][0] if hits else None
+
+
+#: what of a log the signatures read: its first and last bytes (a collect_env or a command line comes
+#: first, the error last); the evidence reader reads the whole log, line by line, in bounded memory
+LOG_HEAD = 4 << 20
+LOG_TAIL = 12 << 20
+
+
+class KeptLog:
+    """A log read once, as a binary stream (``read(n)``, for the evidence reader), that keeps its first
+    :data:`LOG_HEAD` and last :data:`LOG_TAIL` bytes for the signatures: memory stays bounded for a
+    log of any size, standard input included."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.size = 0
+
+    def read(self, n: int) -> bytes:
+        data = self._stream.read(n)
+        if isinstance(data, str):  # a text stream (a test's standard input): read on as UTF-8 bytes
+            data = data.encode("utf-8", "surrogateescape")
+        self.size += len(data)
+        room = max(0, LOG_HEAD - len(self._head))
+        self._head += data[:room]
+        self._tail += data[room:]
+        if len(self._tail) > 2 * LOG_TAIL:  # trimmed now and then, not on every read
+            del self._tail[:-LOG_TAIL]
+        return data
+
+    def close(self) -> None:
+        """Close the stream (not standard input's, which is not ours)."""
+        if self._stream not in (sys.stdin, getattr(sys.stdin, "buffer", None)):
+            self._stream.close()
+
+    def drain(self) -> None:
+        """Read what is left (when no evidence reader reads it)."""
+        while self.read(1 << 20):
+            pass
+
+    def text(self) -> str:
+        """The kept text: all of a small log; the head and the tail of a big one, with a line between."""
+        tail = bytes(self._tail[-LOG_TAIL:])
+        skipped = self.size - len(self._head) - len(tail)
+        gap = f"\n[vresolve: {skipped} bytes in the middle not read by the signatures]\n" if skipped > 0 else ""
+        return self._head.decode("utf-8", "replace") + gap + tail.decode("utf-8", "replace")
