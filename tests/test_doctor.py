@@ -185,6 +185,19 @@ def test_a_pasted_collect_env_is_judged_by_the_same_checks(capsys: pytest.Captur
     assert [f["cause"] for f in doc["findings"]] == ["cpu-only-build"]
     assert any("GeForce RTX 3090" in e for e in doc["findings"][0]["evidence"])
     assert doc["host"]["gpus"][0]["source"].startswith("pasted line ")
+    # the fix carries the corrected plan for the pasted machine (its GPU, driver, Python and platform)
+    fix = doc["findings"][0]["fix"]
+    assert "uv venv --python 3.12 " in fix and "uv pip install" in fix and " vllm==" in fix
+
+
+def test_no_corrected_plan_from_defaults(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A paste that does not show the Python gets no plan computed for a default one."""
+    log = tmp_path / "paste.txt"
+    log.write_text("PyTorch version: 2.6.0+cpu\nGPU models and configuration: GPU 0: NVIDIA GeForce RTX 3090\n"
+                   "Nvidia driver version: 570.124.06\n")
+    assert main(["doctor", "--no-env", "--log", str(log), "--json"]) == 1
+    (finding,) = json.loads(capsys.readouterr().out)["findings"]
+    assert finding["cause"] == "cpu-only-build" and "uv pip install --python" not in finding["fix"]
 
 
 @pytest.mark.parametrize("name", ["002-collect-env-vllm-healthy-wsl-rtx4070.txt", "006-collect-env-healthy-a100-cu128.txt",

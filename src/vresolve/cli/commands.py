@@ -285,7 +285,11 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
         facts = to_host_facts(evidence)
         host, env = fill_capabilities(facts.host, m), facts.env
-        findings = diagnose(host, m, env, log=log, unknown=facts.unknown)
+        # the corrected plan for the pasted machine, when the paste names all it needs (never from defaults)
+        whole = (host.driver.version is not None and host.known_gpus()
+                 and not {"python", "platform.os", "platform.machine"} & facts.unknown)
+        findings = diagnose(host, m, env, log=log, unknown=facts.unknown,
+                            reinstall=_reinstall_lines(host, m) if whole else ())
         findings = dedupe(findings + judge_pasted(evidence, m, findings))
     else:
         host = fill_capabilities(detect_host(Overrides.from_env(), installed=False), m)
