@@ -78,6 +78,13 @@ def core_extension(extensions: Sequence[str]) -> str:
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64")
 VERIFIED_LEVELS = ("primary", "observed", "secondary", "unverified")
 
+#: the characters no name, version, message or artefact line may carry as they are (a regex class body):
+#: C0 and C1 controls (line breaks, ESC), DEL, and the invisible format characters that reorder or hide
+#: text (soft hyphen, bidi marks, overrides and isolates, zero-width, line and paragraph separators, BOM)
+INVISIBLE = ("\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff"
+             "\ufff9-\ufffb")
+
+
 _CC_RE = re.compile(
     r"""^\s*(?:
         (?P<maj>\d{1,2})\.(?P<min>\d)          # 8.6, 12.0

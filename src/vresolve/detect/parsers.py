@@ -8,15 +8,11 @@ import re
 
 from packaging.version import InvalidVersion, Version
 
-from ..values import DriverVersion
+from ..values import INVISIBLE, DriverVersion
 
 NVML_MISMATCH = "Failed to initialize NVML: Driver/library version mismatch"
 
-# what no GPU name, version or probe message holds: C0 and C1 controls (newlines, ESC), DEL, and the
-# invisible format characters that reorder or hide text (bidi overrides and isolates, zero-width,
-# line and paragraph separators, BOM)
-_INVISIBLE_RE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e"
-                           "\u2060-\u206f\ufeff\ufff9-\ufffb]")
+_INVISIBLE_RE = re.compile(f"[{INVISIBLE}]")  # what no GPU name, version or probe message holds
 
 #: the longest name or message kept from the machine (NVIDIA's longest GPU names are under 60 characters)
 MACHINE_TEXT_LIMIT = 256

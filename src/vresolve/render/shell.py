@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..names import SHELLS
 from ..plan.steps import Expand
+from ..values import INVISIBLE
 
 if TYPE_CHECKING:
     from ..names import Shell
@@ -25,9 +26,8 @@ def shell_line(argv: Sequence[str]) -> str:
 
 _EXPANDED = ("$PWD", "$CUDA_HOME", "$PATH")  # the only variables vresolve's own values refer to
 
-# characters that end a comment's line, or that a terminal or editor would act on: C0/C1 controls, DEL,
-# line and paragraph separators, bidi overrides and isolates
-_UNPRINTABLE_RE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# what ends a comment's line, or what a terminal or editor would act on (values.INVISIBLE)
+_UNPRINTABLE_RE = re.compile(f"[{INVISIBLE}]")
 
 
 def escape_controls(text: str, *, lines: bool = False) -> str:

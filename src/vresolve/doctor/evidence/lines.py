@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, AnyStr, cast
 
+from ...values import INVISIBLE
+
 __all__ = ["LINE_LIMIT", "Line", "Source", "iter_lines", "clean", "strip_prefix", "split_lines"]
 
 #: the longest line kept, in characters (bytes for binary input); longer lines keep their start
@@ -24,8 +26,7 @@ Source = str | bytes | bytearray | IO[str] | IO[bytes]
 # CSI (colours, cursor), OSC (titles, hyperlinks; ended by BEL or ST), and the two-character escapes
 _ANSI_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -/]*[0-~]?)|\x9b[0-?]*[ -/]*[@-~]?")
 # every control character but TAB, and the invisible format characters that reorder or hide text
-_CONTROL_RE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff"
-                         "\ufff9-\ufffb]")
+_CONTROL_RE = re.compile(f"(?!\t)[{INVISIBLE}]")
 _GARBAGE_RE = re.compile("[\ufffd\x00-\x08\x0e-\x1f\x7f-\x9f]")
 
 
