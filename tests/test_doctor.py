@@ -14,7 +14,7 @@ from packaging.version import Version
 from vresolve.cli import main
 from vresolve.detect import library_shadows, probe_environment
 from vresolve.doctor import diagnose, worst_exit_code
-from vresolve.host import DriverInfo, Host, HostGpu, PlatformInfo
+from vresolve.host import DriverInfo, EnvReport, Host, HostGpu, ModuleReport, PlatformInfo, TorchRuntime
 from vresolve.matrix import Matrix, load_matrix
 from vresolve.values import Capability, DriverVersion
 
@@ -100,6 +100,32 @@ def test_source_checkout_shadows_the_installed_vllm(cpu_torch_env: Path, matrix:
     # the same error, without the checkout in the way, is a CPU-torch problem instead
     assert "source-tree-shadowing" not in {f.cause for f in diagnose(gpu_host(), matrix,
                                                                          probe_environment(str(cpu_torch_env)))}
+
+
+def _env_without_c(torch_version: str, pin: str) -> EnvReport:
+    """What the live probe reports for a vLLM 0.33.0 package directory without _C beside a CUDA torch."""
+    site = "/venv/lib/python3.12/site-packages"
+    return EnvReport(python="/venv/bin/python", torch=TorchRuntime(version=torch_version, cuda="13.0", available=True,
+                                                                  arch_list=("sm_90", "sm_100")),
+                     modules=(ModuleReport(name="torch", origin=f"{site}/torch/__init__.py", version=torch_version),
+                              ModuleReport(name="vllm", origin=f"{site}/vllm/__init__.py", version="0.33.0"),
+                              ModuleReport(name="vllm._C_stable_libtorch",
+                                           error="ModuleNotFoundError: No module named 'vllm._C_stable_libtorch'",
+                                           traceback="ModuleNotFoundError: No module named "
+                                                     "'vllm._C_stable_libtorch'")),
+                     requires=(("vllm", (f"torch=={pin}",)),))
+
+
+def test_vllm_without_its_extension_beside_the_torch_it_pins(matrix: Matrix) -> None:
+    """torch is the CUDA build vLLM pins: the install lacks the extension (not a CPU torch, not another ABI)."""
+    causes = {f.cause: f for f in diagnose(gpu_host(), matrix, _env_without_c("2.11.0+cu130", "2.11.0"))}
+    assert set(causes) & {"cpu-only-build", "torch-abi-mismatch"} == set(), causes
+    found = causes["incomplete-install"]
+    assert found.severity == "error" and "vllm==0.33.0" in found.fix
+    assert "vllm requires torch==2.11.0; installed torch 2.11.0+cu130 (CUDA 13.0)" in found.evidence
+    # beside another torch, the same missing module is that torch's ABI
+    other = {f.cause for f in diagnose(gpu_host(), matrix, _env_without_c("2.10.0+cu130", "2.11.0"))}
+    assert "torch-abi-mismatch" in other and "incomplete-install" not in other
 
 
 def test_library_shadows(tmp_path: Path) -> None:

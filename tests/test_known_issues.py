@@ -1,4 +1,5 @@
-"""The known-issues table against real log excerpts collected from public issue threads.
+"""The known-issues table (and the facts doctor judges a log by) against real log excerpts collected from
+public issue threads: each excerpt goes through ``doctor --no-env --log`` as a user would paste it.
 
 Each file in data/logs/ starts with ``# source: <thread URL>``, ``# expect: <cause>`` and
 optionally ``# also: <cause>`` lines; the rest is the excerpt, verbatim.
@@ -6,12 +7,15 @@ optionally ``# also: <cause>`` lines; the rest is the excerpt, verbatim.
 
 from __future__ import annotations
 
+import io
+import json
 from collections import Counter
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 
-from vresolve.doctor import match_log
+from vresolve.cli import main
 from vresolve.matrix import CAUSE_CODES, load_matrix
 
 from .conftest import DATA, SHIPPED
@@ -37,21 +41,38 @@ def issues():  # type: ignore[no-untyped-def]
     return load_matrix(SHIPPED).known_issues
 
 
+def _judged(body: str, tmp_path: Path) -> dict[str, set[str]]:
+    log = tmp_path / "log.txt"
+    log.write_text(body, encoding="utf-8")
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        main(["doctor", "--no-env", "--log", str(log), "--json"])
+    findings = json.loads(out.getvalue())["findings"]
+    return {sev: {f["cause"] for f in findings if f["severity"] in sev} for sev in ("error warning info", "error")}
+
+
 @pytest.mark.parametrize("path", LOGS, ids=[p.stem for p in LOGS])
-def test_excerpt_is_classified_right(path: Path, issues) -> None:  # type: ignore[no-untyped-def]
+def test_excerpt_is_classified_right(path: Path, tmp_path: Path) -> None:
     head, body = _header(path)
     (expected,) = head["expect"]
     allowed = {expected, *head.get("also", [])}
     assert head["source"][0].startswith("https://"), "every excerpt cites its thread"
-    matched = {k.cause for k, _ in match_log(body, issues)}
-    assert expected in matched, f"{path.name}: expected {expected}, matched {sorted(matched)}"
-    assert matched <= allowed, f"{path.name}: also matched {sorted(matched - allowed)}"
+    judged = _judged(body, tmp_path)
+    assert expected in judged["error warning info"], f"{path.name}: expected {expected}, got {sorted(judged)}"
+    assert judged["error"] <= allowed, f"{path.name}: also errors {sorted(judged['error'] - allowed)}"
+
+
+#: causes judged only from an environment's facts, never from a log line: a vLLM without its compiled extension
+#: beside the very torch it pins (the live probe sees the package directory; tests/test_doctor.py checks it); no
+#: public thread we read shows it with the facts that tell it from a CPU torch or another torch
+FACTS_ONLY = {"incomplete-install"}
 
 
 def test_every_cause_code_has_two_real_excerpts() -> None:
     counts = Counter(_header(p)[0]["expect"][0] for p in LOGS)
-    assert {c: counts[c] for c in CAUSE_CODES if counts[c] < 2} == {}
-    sources = {c: {_header(p)[0]["source"][0] for p in LOGS if _header(p)[0]["expect"][0] == c} for c in CAUSE_CODES}
+    codes = [c for c in CAUSE_CODES if c not in FACTS_ONLY]
+    assert {c: counts[c] for c in codes if counts[c] < 2} == {}
+    sources = {c: {_header(p)[0]["source"][0] for p in LOGS if _header(p)[0]["expect"][0] == c} for c in codes}
     assert {c: len(s) for c, s in sources.items() if len(s) < 2} == {}, "two different threads per cause"
 
 

@@ -264,24 +264,21 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     kept, header = _doctor_inputs(args)
     evidence = None
     try:
-        if args.no_env and kept is not None and header is None:
+        if kept is not None:
             from ..doctor.evidence import read_evidence
 
             evidence = read_evidence(kept)  # the whole log, line by line, in bounded memory
-        elif kept is not None:
-            kept.drain()
     except OSError as e:
         raise UsageError(f"--log: cannot read {args.log!r} ({e.strerror or e})") from None
     finally:
         if kept is not None:
             kept.close()
     log = kept.text() if kept is not None else None
-    if evidence is not None:
+    unclear: list[Any] = []
+    if evidence is not None and args.no_env and header is None:
         # only the pasted text: its facts (collect_env, nvidia-smi, pip list, tracebacks...) are judged
         # by the same checks as a live environment's, those it does not show left out
         from ..doctor.evidence import to_host_facts
-        from ..doctor.facts import dedupe
-        from ..doctor.pasted import judge_pasted
 
         facts = to_host_facts(evidence)
         host, env = fill_capabilities(facts.host, m), facts.env
@@ -290,27 +287,33 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
                  and not {"python", "platform.os", "platform.machine"} & facts.unknown)
         findings = diagnose(host, m, env, log=log, unknown=facts.unknown,
                             reinstall=_reinstall_lines(host, m) if whole else ())
-        findings = dedupe(findings + judge_pasted(evidence, m, findings))
     else:
         host = fill_capabilities(detect_host(Overrides.from_env(), installed=False), m)
         env = None if args.no_env else probe_environment(_env_python(args.env_python), timeout=args.timeout)
         findings = diagnose(host, m, env, shadows=() if args.no_env else library_shadows(), log=log,
                             reinstall=_reinstall_lines(host, m))
+    if evidence is not None:  # what only the log's typed lines show, judged the same way for both
+        from ..doctor.facts import dedupe
+        from ..doctor.pasted import judge_pasted
+
+        pasted, unclear = judge_pasted(evidence, m, findings)
+        findings = dedupe(findings + pasted)
     if header is not None:
         findings = check_against_lock(header, host, env, name=args.lock_file) + findings
     if _opt(args, "json"):
         _print_json(envelope("doctor", {"findings": [f.to_dict() for f in findings],
+                                        "unclear": [u.to_dict() for u in unclear],
                                         "observations": observations(host, env),
                                         "host": host.to_dict(), "environment": env.to_dict() if env else None}))
     elif args.doctor_format == "markdown":
         from ..render.markdown import doctor_markdown
 
-        sys.stdout.write(doctor_markdown(findings, observations(host, env)))
+        sys.stdout.write(doctor_markdown(findings, observations(host, env), unclear))
     else:
         console = _console()
-        for item in doctor_human(findings, host, env):
+        for item in doctor_human(findings, host, env, unclear):
             console.print(item)
-    return worst_exit_code(findings)
+    return 1 if unclear else worst_exit_code(findings)
 
 
 def _doctor_inputs(args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None]:

@@ -20,7 +20,8 @@ from .facts import (
     needs_libcuda,
     torch_pin,
 )
-from .logs import classify, from_issue, issue_for, match_log
+from .logs import from_issue, issue_for, match_log
+from .pasted import classify
 
 
 def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
@@ -273,11 +274,7 @@ def _vllm(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu], e
                      k.explanation,
                      k.fix, (vllm_c.error or "", f"torch {torch.version}, CUDA None"))
             else:
-                hit = classify(matrix, text)  # a known failure, or None: then the ABI, the usual cause
-                abi = issue_for(matrix, "torch-abi-mismatch")
-                emit(hit.cause if hit else abi.cause, "error", hit.title if hit else f"{core} does not load",
-                     hit.explanation if hit else "vLLM's compiled extension fails to load with this torch.",
-                     hit.fix if hit else abi.fix, (vllm_c.error or "",))
+                _core_fails(matrix, env, core, text, vllm_c.error or "", emit)
         if not tree:
             _other_extensions(matrix, env, expected, core, no_driver, emit)
         pin = torch_pin(env.requirement_lines("vllm"))
@@ -288,6 +285,29 @@ def _vllm(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu], e
                  "Every vLLM wheel pins an exact torch: its kernels link against that torch's C++ ABI. Something "
                  "(another install, --no-deps, a later pip install torch) replaced it.",
                  k.fix, (f"vllm requires torch=={pin}", f"installed torch {torch.version}"))
+
+
+def _core_fails(matrix: Matrix, env: EnvReport, core: str, text: str, error: str,
+                emit: Callable[..., None]) -> None:
+    """vLLM's main module fails beside a CUDA torch: a known failure; a module missing although torch is the one
+    vLLM pins (the install lacks it); else torch's ABI, the usual cause."""
+    hit = classify(matrix, text)
+    pin = torch_pin(env.requirement_lines("vllm"))
+    torch = env.torch
+    if hit is None and f"No module named '{core}'" in text and torch is not None and pin is not None \
+            and pin == public_version(torch.version):
+        k = issue_for(matrix, "incomplete-install")
+        vllm = env.module("vllm")
+        version = str(vllm.version) if vllm is not None and vllm.version else "<version>"
+        emit(k.cause, "error", k.title, k.explanation,
+             k.fix.replace("<the installed version>", version).replace("<version>", version),
+             (error, f"vllm requires torch=={pin}; installed torch {torch.version} "
+                                                     f"(CUDA {torch.cuda})"))
+        return
+    abi = issue_for(matrix, "torch-abi-mismatch")
+    emit(hit.cause if hit else abi.cause, "error", hit.title if hit else f"{core} does not load",
+         hit.explanation if hit else "vLLM's compiled extension fails to load with this torch.",
+         hit.fix if hit else abi.fix, (error,))
 
 
 def _companions(matrix: Matrix, env: EnvReport, emit: Callable[..., None]) -> None:

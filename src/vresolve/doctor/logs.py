@@ -67,11 +67,6 @@ def issue_for(matrix: Matrix, cause: str) -> KnownIssue:
     return found
 
 
-def classify(matrix: Matrix, text: str) -> KnownIssue | None:
-    hits = match_log(text, matrix.known_issues)
-    return hits[0][0] if hits else None
-
-
 #: what of a log the signatures read: its first and last bytes (a collect_env or a command line comes
 #: first, the error last); the evidence reader reads the whole log, line by line, in bounded memory
 LOG_HEAD = 4 << 20

@@ -8,24 +8,36 @@ names the pasted lines it used, and takes its explanation and fix from the known
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ..matrix import Matrix
+from packaging.version import InvalidVersion, Version
+
+from ..matrix import KnownIssue, Matrix
+from ..values import public_version
 from .evidence import Evidence, Seen
 from .facts import Finding
-from .logs import issue_for
+from .logs import issue_for, match_log
 
-# a typed error line whose cause is plain from the line alone
-_SIGNAL_CAUSES = {
-    "forward-compat": "driver-too-old",  # CUDA error 804: the compat package cannot stand in for this driver
-    "glibc-too-old": "glibc-too-old",
-    "libcuda-missing": "library-not-found",
-    "flash-attn-not-found": "optional-kernel-missing",
-    "vllm-circular-import": "source-tree-shadowing",
-    "ptx-toolchain": "ptx-toolchain-too-new",
-    "toolkit-mismatch": "toolkit-mismatch",
-}
+#: vLLM's main compiled modules (``_C_stable_libtorch`` from 0.24 on)
+CORE_MODULES = ("vllm._C", "vllm._C_stable_libtorch")
+#: what a paste without the facts to judge a failure by should add
+ASK_FOR = "the output of `vllm collect-env` (or `python -m torch.utils.collect_env`) from the same environment"
+
+
+@dataclass(frozen=True)
+class Unclear:
+    """An error the paste shows whose cause its facts do not settle: what is missing, and what to paste."""
+
+    error: str
+    missing: str
+    evidence: tuple[str, ...]
+    paste: str = ASK_FOR
+
+    def to_dict(self) -> dict[str, object]:
+        return {"error": self.error, "missing": self.missing, "evidence": list(self.evidence), "paste": self.paste}
 
 # whose C++ ABI a torch-owned undefined symbol in this library breaks: a companion's, else the ABI's
 _COMPANIONS = ("flash_attn", "flashinfer", "xformers", "torchvision", "torchaudio")
@@ -46,15 +58,124 @@ def _symbol_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
         yield ("companion-mismatch" if companion else "torch-abi-mismatch"), s
 
 
-def _causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
+def signal_causes(matrix: Matrix) -> dict[str, str]:
+    """signal code -> the cause it shows by itself: the known-issues rows' ``signals`` (one table for every error
+    line doctor types)."""
+    return {code: k.cause for k in matrix.known_issues for code in k.signals}
+
+
+def _is_installed_path(root: str) -> bool:
+    return any(part in ("site-packages", "dist-packages") for part in root.replace("\\", "/").split("/"))
+
+
+def _pin_holds(matrix: Matrix, vllm: str, torch: str) -> bool | None:
+    """Whether the torch the vLLM release's wheel pins is this torch (None: the release or versions unknown)."""
+    try:
+        release = matrix.vllm_release(Version(vllm.partition("+")[0]))
+        have = public_version(torch)
+    except InvalidVersion:
+        return None
+    if release is None or have is None:
+        return None
+    pins = release.pins("linux-x86_64") or release.pins("linux-aarch64")
+    spec = pins.get("torch")
+    return None if spec is None else spec.contains(have, prereleases=True)
+
+
+def _vllm_core(e: Evidence, matrix: Matrix) -> tuple[str, list[Seen[Any]]] | Unclear | None:
+    """vLLM's main compiled module failing to import, judged by what else the paste shows: a source checkout
+    imported instead of the package, a platform where it is not used, a CPU torch, a torch vLLM does not pin,
+    or an install without its compiled modules. ``Unclear`` when the paste does not show torch."""
+    failed = [f for f in e.import_failures if f.value.module in CORE_MODULES]
+    unbuilt = [f for f in e.import_failures if f.value.module == "vllm._version"]  # written only by a build
+    trees = [p for p in e.vllm_paths if not _is_installed_path(p.value)]
+    if trees and (failed or unbuilt):
+        return "source-tree-shadowing", [(failed or unbuilt)[0], trees[0]]
+    if not failed:
+        return None
+    first = failed[0]
+    if e.accelerator or e.rocm:  # TPU, ROCm, XPU, CPU backends: vLLM does not use vllm._C there
+        return None
+    vllm = e.dist("vllm")
+    if vllm is not None and (vllm.value.version or "").partition("+")[2].startswith(("cpu", "rocm", "tpu", "xpu")):
+        return None
+    cuda = e.torch_cuda_seen()
+    if cuda is not None and cuda.value is None:
+        return "cpu-only-build", [first, cuda]
+    torch = e.dist("torch")
+    if cuda is None or torch is None:
+        return Unclear(error=first.value.error, evidence=(_line(first),),
+                       missing="which torch is installed, and whether it is a CUDA build")
+    holds = _pin_holds(matrix, vllm.value.version or "", torch.value.version or "") if vllm is not None else None
+    if holds is False:
+        return "torch-abi-mismatch", [first, vllm, torch] if vllm is not None else [first, torch]
+    if holds is None:
+        return Unclear(error=first.value.error, evidence=(_line(first), _line(torch)),
+                       missing="the vLLM version (to set against the torch its wheel pins)")
+    return "incomplete-install", [first, vllm, torch] if vllm is not None else [first, torch]
+
+
+#: a traceback's frame in the torch inside pip's isolated build environment (its code ran the failing build)
+_BUILD_ENV_TORCH_RE = re.compile(r"File \"[^\"]*pip-build-env-\w+[/\\]overlay[/\\][^\"]*?[/\\]torch[/\\]")
+
+
+def _build_isolation(e: Evidence) -> list[Seen[Any]]:
+    """The lines that show a build using pip's isolated environment's torch, or none, instead of the torch
+    installed: torch not importable while a build runs; a torch frame inside ``pip-build-env-*/overlay``; that
+    torch's CUDA unlike the installed torch's."""
+    # an install that fails for want of the torch the same paste shows installed builds in isolation too
+    building = "build_log" in e.kinds or bool(e.build_env_paths) or bool(e.dist("torch") and e.installer)
+    no_torch = [f for f in e.import_failures if f.value.module == "torch"]
+    if no_torch and building:
+        return [no_torch[0], *e.build_env_paths[:1]]
+    in_env = [p for p in e.build_env_paths if _BUILD_ENV_TORCH_RE.search(p.text)]
+    if in_env:
+        return [in_env[0], *e.build_env_torch_cuda[:1]]
+    installed = e.torch_cuda_seen()
+    other = [c for c in e.build_env_torch_cuda if installed is not None and c.value != installed.value]
+    return [other[0], installed] if other and installed is not None else []
+
+
+def _build_oom(e: Evidence) -> list[Seen[Any]]:
+    """The lines that show a build running out of memory: a compiler killed; else, in a build, the host's memory
+    used up (top) or out of memory said in words."""
+    killed = [k for k in e.killed if k.value.in_build]
+    if killed:
+        return killed
+    if not ("build_log" in e.kinds or e.gencode or e.build_env_paths or e.build_jobs):
+        return []
+    used_up = [m for m in e.memory if m.value[1] < 0.03 * m.value[0]]
+    if used_up:
+        return [used_up[0], *e.build_jobs[:1]]
+    return list(e.oom_words[:1])
+
+
+def _parallel_build_failed(e: Evidence) -> list[Seen[Any]]:
+    """A build of many parallel jobs that failed without a compiler's error: the usual sign of the OOM killer
+    when the lines that name it were not pasted (a weaker sign than :func:`_build_oom`'s)."""
+    many = [j for j in e.build_jobs if j.value >= 32]
+    failed = [ev for ev in e.installer if ev.value.action == "build-failed"]
+    return [many[0], failed[0]] if many and failed else []
+
+
+def _causes(e: Evidence, table: dict[str, str]) -> Iterator[tuple[str, Seen[Any]]]:
     for sig in e.signals:
-        cause = _SIGNAL_CAUSES.get(sig.value.code)
+        cause = table.get(sig.value.code)
         if cause is not None:
             yield cause, sig
     yield from _symbol_causes(e)
-    for k in e.killed:
-        if k.value.in_build:
-            yield "build-oom", k
+    yield from _build_causes(e)
+    yield from _install_causes(e)
+
+
+def _build_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
+    for seen in _build_isolation(e):
+        yield "build-isolation", seen
+    for seen in _build_oom(e):
+        yield "build-oom", seen
+
+
+def _install_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
     for lib in e.libraries:
         if lib.value.missing and lib.value.name in _MISSING_LIBRARIES:
             yield "library-not-found", lib
@@ -65,14 +186,25 @@ def _causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
             yield "installer-replaced-torch", ev
 
 
-def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -> list[Finding]:
+def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -> tuple[list[Finding], list[Unclear]]:
     """Findings for the causes the paste's typed lines show, one per cause (with every line that shows
-    it, up to five), leaving out causes ``already`` found."""
+    it, up to five), leaving out causes ``already`` found; and the errors whose cause the paste does not settle."""
     lines: dict[str, list[str]] = {}
-    for cause, seen in _causes(e):
+    unclear: list[Unclear] = []
+
+    def note(cause: str, seen: Seen[Any]) -> None:
         lines.setdefault(cause, [])
         if len(lines[cause]) < 5 and _line(seen) not in lines[cause]:
             lines[cause].append(_line(seen))
+
+    core = _vllm_core(e, matrix)
+    if isinstance(core, Unclear):
+        unclear.append(core)
+    elif core is not None:
+        for seen in core[1]:
+            note(core[0], seen)
+    for cause, seen in _causes(e, signal_causes(matrix)):
+        note(cause, seen)
     found = {f.cause for f in already}
     out = []
     for cause, evidence in lines.items():
@@ -81,4 +213,27 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -
         k = issue_for(matrix, cause)
         out.append(Finding(cause=cause, severity=k.severity, title=k.title, explanation=k.explanation,
                            fix=k.fix, evidence=tuple(evidence), source="log"))
-    return out
+    if not any(f.severity == "error" for f in (*out, *already)):
+        weak = _parallel_build_failed(e)
+        if weak:
+            k = issue_for(matrix, "build-oom")
+            out.append(Finding(cause=k.cause, severity="warning",
+                               title=f"A build of {weak[0].value} parallel jobs failed without a compiler error: most "
+                                     "likely out of memory", explanation=k.explanation, fix=k.fix,
+                               evidence=tuple(_line(s) for s in weak), source="log"))
+    if any(f.severity == "error" for f in (*out, *already)):
+        unclear = []  # an error's cause is named: the failure is explained
+    return out, unclear
+
+
+def classify(matrix: Matrix, text: str) -> KnownIssue | None:
+    """The known issue a short text (an import's traceback) shows: a signature's, else the first typed error line's
+    or undefined torch symbol's; None when it shows none."""
+    hits = match_log(text, matrix.known_issues)
+    if hits:
+        return hits[0][0]
+    from .evidence import read_evidence
+
+    e = read_evidence(text)
+    first = min(_causes(e, signal_causes(matrix)), key=lambda cs: cs[1].line, default=None)
+    return issue_for(matrix, first[0]) if first is not None else None

@@ -24,7 +24,7 @@ from typing import Any
 
 from .model import Matrix
 
-FORMAT = 3
+FORMAT = 4  # 4: KnownIssue.signals
 MAGIC = b"vresolve-matrix-cache\0"
 MAX_BYTES = 64 * 2**20  # the shipped matrix pickles to well under 1 MiB
 

@@ -145,7 +145,8 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
     }
     issues = {"issues": [{
         "id": k.id, "cause": k.cause, "severity": k.severity, "title": k.title,
-        "signatures": list(k.signatures), "explanation": k.explanation, "fix": k.fix,
+        **({"signals": list(k.signals)} if k.signals else {}),
+        **({"signatures": list(k.signatures)} if k.signatures else {}), "explanation": k.explanation, "fix": k.fix,
         **_prov(k.provenance)} for k in m.known_issues]}
     return {
         "cuda.yaml": cuda, "gpus.yaml": gpus, "torch.yaml": torch, "vllm.yaml": vllm,

@@ -247,6 +247,16 @@ class _Rows:
 MAX_SIGNATURE = 1000  # characters; the longest shipped signature has about 330
 
 
+_SIGNAL_CODE = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+
+
+def _signal_code(text: str) -> str:
+    """A signal code: kebab-case, at most 40 characters (the evidence reader's codes; a test checks each exists)."""
+    if len(text) > 40 or not _SIGNAL_CODE.fullmatch(text):
+        raise ValueError("expected a kebab-case code")
+    return text
+
+
 def _checked_regex(text: str) -> str:
     """A signature that compiles and whose search takes time in proportion to the log (:mod:`.patterns`);
     re.error or ValueError, reported with the row, otherwise."""
@@ -686,23 +696,23 @@ def _read_source_build(b: Any, row: str, r: _Rows) -> SourceBuild | None:
 def _read_known_issues(doc: dict[str, Any], r: _Rows) -> tuple[KnownIssue, ...]:
     out = []
     for row, d in r.rows(doc, "issues", "id"):
-        r.known(d, row, ("id", "cause", "severity", "title", "signatures", "explanation", "fix", *_PROV))
+        r.known(d, row, ("id", "cause", "severity", "title", "signals", "signatures", "explanation", "fix", *_PROV))
         ident = r.get(d, "id", row, str)
         if ident is not None:
             r.once(("id", ident), "id", row, "id")
         cause = r.choice(d, "cause", row, CAUSE_CODES)
         severity = r.choice(d, "severity", row, SEVERITIES)
         title = r.get(d, "title", row, str)
-        sigs = r.list_of(d, "signatures", row, _checked_regex, "regular expression")
-        if sigs == ():
-            r.problem(row, "signatures", "expected at least one regular expression")
+        signals = r.list_of(d, "signals", row, _signal_code, "signal code", required=False)
+        sigs = r.list_of(d, "signatures", row, _checked_regex, "regular expression", required=False)
         explanation = r.get(d, "explanation", row, str)
         fix = r.get(d, "fix", row, str)
         prov = r.provenance(d, row)
         if (ident is not None and cause is not None and severity is not None and title is not None and
-            sigs is not None and explanation is not None and fix is not None and prov is not None):
+            sigs is not None and signals is not None and explanation is not None and fix is not None
+                and prov is not None):
             out.append(KnownIssue(id=ident, cause=cause, severity=severity, title=title, signatures=sigs,
-                                  explanation=explanation, fix=fix, provenance=prov))
+                                  explanation=explanation, fix=fix, provenance=prov, signals=signals))
     return tuple(out)
 
 

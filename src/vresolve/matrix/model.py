@@ -40,6 +40,7 @@ CAUSE_CODES = (
     "glibc-too-old",
     "companion-mismatch",
     "gpu-not-visible",
+    "incomplete-install",
 )
 
 
@@ -278,7 +279,8 @@ class VllmRelease:
 
 @dataclass(frozen=True, kw_only=True)
 class KnownIssue:
-    """A log signature -> cause -> explanation and fix. ``patterns()`` compiles on first use."""
+    """Error lines (typed ``signals``, or ``signatures`` for opaque messages) -> cause -> explanation and fix.
+    ``patterns()`` compiles on first use."""
 
     id: str
     cause: str
@@ -288,6 +290,9 @@ class KnownIssue:
     explanation: str
     fix: str
     provenance: Provenance
+    #: the typed error lines (doctor's evidence reader's signal codes, e.g. ``driver-too-old``) that show this
+    #: issue by themselves, wherever they come from
+    signals: tuple[str, ...] = ()
 
     def patterns(self) -> tuple[re.Pattern[str], ...]:
         return tuple(re.compile(s, re.MULTILINE) for s in self.signatures)  # re caches compiled patterns

@@ -104,6 +104,8 @@ def backtracking_problem(pattern: str, flags: int = re.MULTILINE) -> str | None:
         tree = _p.parse(pattern, flags)
     except RecursionError:
         return "nested too deeply"
+    if _nested_lookaround(list(tree), False):
+        return "a look-ahead or look-behind inside another (write the context as two signatures, or as facts)"
     walker = _Walker(pattern, int(tree.state.flags))
     try:
         walker.sequence(list(tree))
@@ -113,6 +115,17 @@ def backtracking_problem(pattern: str, flags: int = re.MULTILINE) -> str | None:
     except RecursionError:
         return "nested too deeply"
     return None
+
+
+def _nested_lookaround(items: list[tuple[Any, Any]], inside: bool) -> bool:
+    """Whether a lookaround holds another (signatures stay readable: one level of context at most)."""
+    for op, av in items:
+        if op in _LOOKAROUND:
+            if inside or _nested_lookaround(list(av[1]), True):
+                return True
+        elif any(_nested_lookaround(seq, inside) for seq, _ in _inside(op, av, 0)):
+            return True
+    return False
 
 
 class _Walker:

@@ -34,16 +34,22 @@ def _block(lines: Sequence[str]) -> list[str]:
     return [fence, *body, fence]
 
 
-def doctor_markdown(findings: Sequence[Any], observed: Sequence[str]) -> str:
-    """The comment: what was read, then each finding (cause, severity, evidence, fix)."""
+def doctor_markdown(findings: Sequence[Any], observed: Sequence[str], unclear: Sequence[Any] = ()) -> str:
+    """The comment: what was read, then each finding (cause, severity, evidence, fix), then the errors whose cause
+    the text does not settle."""
     out = ["### vresolve doctor", "", "**Facts read**", ""]
     out += [f"- {_prose(x)}" for x in observed] or ["- (none)"]
     out.append("")
-    if not findings:
+    if not findings and not unclear:
         out.append("**No problem found.**")
     for f in findings:
         out += [f"**{f.severity}: {_prose(f.title)}** (`{f.cause}`)", "", _prose(f.explanation), ""]
         if f.evidence:
             out += ["Evidence:", "", *_block(f.evidence), ""]
         out += ["Fix:", "", *_block(f.fix.splitlines()), ""]
+    for u in unclear:
+        out += [f"**error, cause not named:** {_prose(u.error)}", "", f"Not shown: {_prose(u.missing)}.", ""]
+        if u.evidence:
+            out += ["Evidence:", "", *_block(u.evidence), ""]
+        out += [f"To name it, paste {_prose(u.paste)}.", ""]
     return "\n".join(out).rstrip("\n") + "\n"

@@ -243,8 +243,9 @@ def source_plan_human(p: Any, detected_by: str) -> list[Any]:
     return out
 
 
-def doctor_human(findings: Any, host: Host, env: Any) -> list[Any]:
-    """One screen: what was checked, then each finding with its evidence and fix."""
+def doctor_human(findings: Any, host: Host, env: Any, unclear: Any = ()) -> list[Any]:
+    """One screen: what was checked, then each finding with its evidence and fix, then the errors whose cause
+    the text does not settle (with what to paste)."""
     from rich.text import Text
 
     style = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
@@ -253,7 +254,7 @@ def doctor_human(findings: Any, host: Host, env: Any) -> list[Any]:
 
     out.append(Text("checked:", style="bold"))
     out += [_t(f"  - {line}") for line in observations(host, env)]
-    if not findings:
+    if not findings and not unclear:
         out.append(Text("no problems found", style="bold green"))
     for f in findings:
         out.append(_t(f"{f.severity}: {f.title} [{f.cause}]" + (" (from the log)" if f.source == "log" else ""),
@@ -262,4 +263,10 @@ def doctor_human(findings: Any, host: Host, env: Any) -> list[Any]:
         for ev in f.evidence:
             out.append(_t(f"  > {ev}", "dim"))
         out.append(_t("  fix: " + f.fix.replace("\n", "\n       "), lines=True))
+    for u in unclear:
+        out.append(_t(f"error, cause not named: {u.error}", style["error"]))
+        out.append(_t(f"  not shown: {u.missing}", lines=True))
+        for ev in u.evidence:
+            out.append(_t(f"  > {ev}", "dim"))
+        out.append(_t(f"  to name it, paste {u.paste}", lines=True))
     return out

@@ -75,6 +75,25 @@ def _cmake_python(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add("python", m["version"], line, MESSAGE, "cmake", m.span())
 
 
+_UNIT = {"KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0}
+
+
+def _top_memory(m: re.Match[str], line: Line, out: Collector) -> None:
+    unit = _UNIT[m["unit"]]
+    out.add("memory", (float(m["total"]) * unit, (float(m["free"]) + float(m["cache"])) * unit), line, MESSAGE, "top",
+            m.span())
+
+
+def _oom_words(m: re.Match[str], line: Line, out: Collector) -> None:
+    lower = line.lower
+    if not any(word in lower for word in ("cuda", "gpu", "vram", "device", "torch.", "outofmemoryerror")):
+        out.add("oom_words", m[0], line, MESSAGE, HOW, m.span())
+
+
+def _jobs(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("build_jobs", int(m["n"]), line, MESSAGE, HOW, m.span())
+
+
 def _build_env(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add("build_env_paths", m[1], line, MESSAGE, HOW, m.span())
     out.mark("build-env", line)
@@ -97,6 +116,13 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("Found Python", re.compile(r"Found Python\d?: .*\(found (?:suitable )?version \"(?P<version>\d+\.\d+(?:\.\d+)?)"),
      _cmake_python),
     ("pip-build-env-", _BUILD_ENV_RE, _build_env),
+    ("Mem", re.compile(r"(?P<unit>KiB|MiB|GiB) Mem\s*:\s*(?P<total>[\d.]+) total,\s*(?P<free>[\d.]+) free,"
+                       r"\s*[\d.]+ used,\s*(?P<cache>[\d.]+) buff/cache"), _top_memory),
+    ("OOM", re.compile(r"\bOOM\b(?:[- ](?:error|kill(?:ed|er)?))?"), _oom_words),
+    ("memory", re.compile(r"\b(?:out of (?:host |system )?memory|ran out of (?:RAM|memory)|Cannot allocate memory)\b",
+                          re.IGNORECASE), _oom_words),
+    ("MAX_JOBS", re.compile(r"\bMAX_JOBS=(?P<n>\d{1,4})\b"), _jobs),
+    ("-j", re.compile(r"\b(?:cmake|make|ninja)\b[^\n]*?[\s'\"]-j\s?=?(?P<n>\d{1,4})\b"), _jobs),
 )
 
 

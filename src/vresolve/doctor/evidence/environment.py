@@ -2,7 +2,8 @@
 and of ``_C.cpython-310-x86_64-linux-gnu.so``, the platform of ``/lib/aarch64-linux-gnu``, ``C:\\Users``
 (Windows) and ``/mnt/c/`` (WSL), environment variables set (``CUDA_VISIBLE_DEVICES=1``,
 ``os.environ["CUDA_VISIBLE_DEVICES"] = "0"``, compose's ``NVIDIA_VISIBLE_DEVICES: all``), containers
-(``nvcr.io/nvidia/pytorch:24.08-py3``, a shell prompt ``root@f6ca99dec4b4:``).
+(``nvcr.io/nvidia/pytorch:24.08-py3``, a shell prompt ``root@f6ca99dec4b4:``), and the directory vLLM's Python
+files were loaded from (``File "/src/vllm/vllm/engine/llm.py"`` -> ``/src/vllm``).
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ def _env(m: re.Match[str], line: Line, out: Collector) -> None:
             out.add("ld_library_path", entries, line, MESSAGE, "environment", m.span())
 
 
+def _vllm_path(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("vllm_paths", m["root"], line, MESSAGE, "path", m.span())
+
+
 def _image(m: re.Match[str], line: Line, out: Collector) -> None:
     image = m[1]
     out.add("container", image, line, PROSE, "image", m.span())
@@ -98,6 +103,9 @@ RULES: tuple[tuple[tuple[str, ...], re.Pattern[str], Handler], ...] = (
     (("nvcr.io", "docker.io", "ghcr.io", "quay.io", "vllm-openai", "nvidia/cuda", "pytorch/pytorch", "rocm/",
       "sglang"), _IMAGE_RE, _image),
     (("root@",), re.compile(r"\broot@[0-9a-f]{12}:"), _prompt),
+    # where vLLM's Python files were loaded from: a traceback's frame, a warning's location
+    (("/vllm/", "\\vllm\\"), re.compile(r"(?:File \"|^\s*)(?P<root>[^\s\"]*)[/\\]vllm[/\\][\w.-]+(?:[/\\][\w.-]+)*\.py(?:\"|:\d)"),
+     _vllm_path),
 )
 
 

@@ -1,0 +1,66 @@
+"""How many corpus excerpts ``doctor --no-env --log`` judges right, per expected cause.
+
+    PYTHONPATH=src python bench/doctor_causes.py [DIR] [--misses]
+
+DIR holds ``NNN-slug.txt`` excerpts with ``NNN-slug.yaml`` sidecars (default: tests/data/corpus). An excerpt
+labelled with a cause is right when that cause is among the findings; one labelled ``healthy`` is right when
+no finding is an error. Excerpts labelled ``unknown`` are counted apart: they must give no false error either.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from collections import Counter
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import yaml
+
+from vresolve.cli import main as vresolve
+
+
+def judge(txt: Path) -> list[dict]:
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        vresolve(["doctor", "--no-env", "--log", str(txt), "--json"])
+    return json.loads(out.getvalue())["findings"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("corpus", nargs="?", type=Path, default=Path(__file__).resolve().parents[1] / "tests/data/corpus")
+    ap.add_argument("--misses", action="store_true", help="list every excerpt judged wrong, with what doctor said")
+    args = ap.parse_args()
+    total: Counter[str] = Counter()
+    right: Counter[str] = Counter()
+    silent = wrong = 0
+    misses = []
+    for sidecar in sorted(args.corpus.glob("*.yaml")):
+        cause = (yaml.safe_load(sidecar.read_text()) or {}).get("expected_cause", "unknown")
+        findings = judge(sidecar.with_suffix(".txt"))
+        errors = [f["cause"] for f in findings if f["severity"] == "error"]
+        causes = [f["cause"] for f in findings]
+        ok = not errors if cause in ("healthy", "unknown") else cause in causes
+        total[cause] += 1
+        right[cause] += ok
+        if not ok:
+            if cause not in ("healthy", "unknown"):
+                silent += not causes
+                wrong += bool(causes)
+            misses.append(f"{sidecar.stem}: expected {cause}, got {causes or 'nothing'}")
+    named = [c for c in total if c not in ("healthy", "unknown")]
+    n, r = sum(total[c] for c in named), sum(right[c] for c in named)
+    print(f"causes named right: {r}/{n} ({100 * r / max(n, 1):.0f} %); no finding {silent}, other cause {wrong}")
+    for extra in ("healthy", "unknown"):
+        if total[extra]:
+            print(f"{extra} without an error: {right[extra]}/{total[extra]}")
+    for cause in sorted(named, key=lambda c: (-total[c], c)):
+        print(f"  {cause:26} {right[cause]}/{total[cause]}")
+    if args.misses:
+        print("\n".join(misses))
+
+
+if __name__ == "__main__":
+    main()
