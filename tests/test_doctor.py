@@ -276,3 +276,28 @@ def test_a_big_log_is_read_in_bounded_memory(tmp_path: Path) -> None:
                        capture_output=True, text=True, timeout=300)
     causes = {f["cause"] for f in json.loads(r.stdout)["findings"]}
     assert {"cpu-only-build", "arch-not-in-build"} <= causes, r.stderr
+
+
+def test_an_error_the_paste_does_not_explain_says_what_to_paste(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """vllm._C missing, and nothing shows torch: no guess; the error, what is missing, and what to paste."""
+    log = tmp_path / "log.txt"
+    log.write_text("Traceback (most recent call last):\n"
+                   '  File "/venv/lib/python3.12/site-packages/vllm/_custom_ops.py", line 9, in <module>\n'
+                   "ModuleNotFoundError: No module named 'vllm._C'\n")
+    assert main(["doctor", "--no-env", "--log", str(log), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert [f for f in out["findings"] if f["severity"] == "error"] == []
+    (unclear,) = out["unclear"]
+    assert unclear["error"] == "No module named 'vllm._C'" and "torch" in unclear["missing"]
+    assert "vllm collect-env" in unclear["paste"] and unclear["evidence"][0].startswith("pasted line 3:")
+    assert main(["doctor", "--no-env", "--log", str(log)]) == 1
+    human = capsys.readouterr().out
+    assert "cause not named" in human and "vllm collect-env" in human
+    assert main(["doctor", "--no-env", "--log", str(log), "--format", "markdown"]) == 1
+    assert "**error, cause not named:**" in capsys.readouterr().out
+    # with a CPU torch beside it, the same line has its cause
+    log.write_text(log.read_text() + "PyTorch version: 2.8.0+cpu\n")
+    assert main(["doctor", "--no-env", "--log", str(log), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert "cpu-only-build" in {f["cause"] for f in out["findings"]} and out["unclear"] == []

@@ -19,25 +19,11 @@ import yaml
 from vresolve.cli import main
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
-NOT_YET = {  # the causes doctor does not name yet (issue 14): build isolation, pins from pip lists, ...
-    "041-python-314-unsupported-vllm-install",
-    "050-fp8e4nv-ampere-sglang",
-    "064-build-oom-flash-attn-max-jobs-top",
-    "065-build-oom-flash-attn-arm-wheel-nvcc",
-    "086-build-isolation-flash-attn-torch-installed-first",
-    "087-build-isolation-wan22-requirements-torch-satisfied",
-    "088-build-isolation-flash-attn-py313-venv",
-    "098-collect-env-h100-cu121-flash-attn-not-found",
-    "106-cuda-variant-vllm-cu13-wheel-with-cu129-torch",
-    "121-collect-env-gtx1080ti-sm61-no-kernel-image",
-    "124-build-isolation-windows-build-env-cpu-torch",
-    "125-installer-replaced-torch-xformers-0019-pins-200",
-    "130-collect-env-torch-nightly-torchaudio-date-mismatch",
-    "132-flashinfer-cubin-version-mismatch",
-    "139-build-oom-vllm-cmake-j64-flash-attn",
-    "148-uv-installs-cpu-torch-for-vllm-cuda-env",
-    "150-vllm-pin-mismatch-llamafactory-081",
-    "151-collect-env-in-docker-no-cuda-8xv100",
+NOT_YET = {  # what the pasted text itself does not show (see each sidecar's why): doctor says what to paste instead
+    "041-python-314-unsupported-vllm-install",  # Python 3.14 and an install command; today's vLLM wheels take 3.14
+    "086-build-isolation-flash-attn-torch-installed-first",  # cut before the build's own error
+    "088-build-isolation-flash-attn-py313-venv",  # cut before the build's own error
+    "148-uv-installs-cpu-torch-for-vllm-cuda-env",  # shows the working uv run; the failing one is only in prose
 }
 
 

@@ -320,10 +320,33 @@ WARNING: Package(s) not found: torch
     events = [(s.value.action, s.value.name, s.value.version, s.value.detail) for s in e.installer]
     assert events == [("uninstalled", "torch", "2.10.0+cu130", None), ("installed", "torch", "2.9.1", None),
                       ("installed", "vllm", "0.15.1", None), ("requires-python", "vllm", None, "<3.13,>=3.9"),
-                      ("no-matching-distribution", "vllm", None, "vllm==0.10"), ("not-installed", "torch", None, None)]
+                      ("no-matching-distribution", "vllm", None, "vllm==0.10"),
+                      ("conflict", "torchvision", "0.15.2+cu118", "torch"), ("not-installed", "torch", None, None)]
     assert e.torch == "2.9.1" and e.value("python") == "3.13.1"
     assert {d.value.name: d.value.version for d in e.dists if d.line == 8} == {"torchvision": "0.15.2+cu118",
                                                                                 "torch": "2.1.0"}
+
+
+def test_build_memory_jobs_and_vllm_paths() -> None:
+    """The host's memory used up (top), OOM in words (not a GPU's), parallel jobs, and where vLLM's files were
+    loaded from (a checkout, or site-packages)."""
+    e = read_evidence("""\
+MiB Mem : 128686.2 total,    571.3 free, 128028.8 used,     86.1 buff/cache
+MAX_JOBS=64 pip install flash-attn --no-build-isolation
+subprocess.CalledProcessError: Command '['cmake', '--build', '.', '-j=64', '--target=_C']' returned non-zero exit status 1.
+I'm seeing OOM Error while building flash_attn
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB
+  File "/home/u/vllm/vllm/engine/llm_engine.py", line 3, in <module>
+  File "/venv/lib/python3.12/site-packages/vllm/_custom_ops.py", line 9, in <module>
+/src/vllm/vllm/__init__.py:7: RuntimeWarning: Failed to read commit hash:
+Collecting torch==2.0.0 (from xformers==0.0.19)
+""")
+    assert [m.value for m in e.memory] == [(128686.2, 571.3 + 86.1)]
+    assert sorted({j.value for j in e.build_jobs}) == [64]
+    assert [w.value for w in e.oom_words] == ["OOM Error"]  # the CUDA OOM is a GPU's, not the host's
+    assert [p.value for p in e.vllm_paths] == ["/home/u/vllm", "/venv/lib/python3.12/site-packages", "/src/vllm"]
+    assert [(x.value.action, x.value.name, x.value.version, x.value.detail) for x in e.installer] == [
+        ("collecting", "torch", "2.0.0", "xformers")]
 
 
 def test_uv_lines_and_list_bullets() -> None:

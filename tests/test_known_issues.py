@@ -78,3 +78,22 @@ def test_every_cause_code_has_two_real_excerpts() -> None:
 
 def test_every_cause_code_has_an_issue_row(issues) -> None:  # type: ignore[no-untyped-def]
     assert sorted({k.cause for k in issues}) == sorted(CAUSE_CODES)
+
+
+def test_signal_codes_of_the_rows_are_the_readers(issues) -> None:  # type: ignore[no-untyped-def]
+    """The rows' signals are codes the evidence reader types, and each code shows one cause only."""
+    from vresolve.doctor.evidence.signals import SIGNALS
+
+    codes = {code for code, _, _ in SIGNALS}
+    named = [(code, k.cause) for k in issues for code in k.signals]
+    assert {code for code, _ in named} - codes == set()
+    causes: dict[str, set[str]] = {}
+    for code, cause in named:
+        causes.setdefault(code, set()).add(cause)
+    assert {code: c for code, c in causes.items() if len(c) > 1} == {}
+
+
+def test_shipped_signatures_have_no_nested_lookaround(issues) -> None:  # type: ignore[no-untyped-def]
+    from vresolve.matrix.patterns import backtracking_problem
+
+    assert [s for k in issues for s in k.signatures if backtracking_problem(s)] == []

@@ -146,7 +146,7 @@ BROKEN = [
                   "arch-not-in-build, driver-too-old, ptx-toolchain-too-new, optional-kernel-missing, "
                   "toolkit-mismatch, build-isolation, build-oom, installer-replaced-torch, library-not-found, "
                   "nvml-driver-mismatch, gpu-too-old-for-feature, python-unsupported, glibc-too-old, "
-                  "companion-mismatch, gpu-not-visible)",
+                  "companion-mismatch, gpu-not-visible, incomplete-install)",
                   # the row is dropped, so its cause has none left: doctor explains each cause from this table
                   "known_issues.yaml: issues: cause: no row for cause 'cpu-only-build' (doctor explains every cause "
                   "from this table)"], id="unknown-cause"),

@@ -41,6 +41,7 @@ class Unclear:
 
 # whose C++ ABI a torch-owned undefined symbol in this library breaks: a companion's, else the ABI's
 _COMPANIONS = ("flash_attn", "flashinfer", "xformers", "torchvision", "torchaudio")
+_COMPANION_DISTS = ("torchvision", "torchaudio", "xformers", "flashinfer-python", "flash-attn")
 
 _MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cublasLt", "cusparse", "cufft", "curand", "cusolver", "cuda")
 
@@ -124,7 +125,9 @@ def _build_isolation(e: Evidence) -> list[Seen[Any]]:
     installed: torch not importable while a build runs; a torch frame inside ``pip-build-env-*/overlay``; that
     torch's CUDA unlike the installed torch's."""
     # an install that fails for want of the torch the same paste shows installed builds in isolation too
-    building = "build_log" in e.kinds or bool(e.build_env_paths) or bool(e.dist("torch") and e.installer)
+    torch = e.dist("torch")
+    building = "build_log" in e.kinds or bool(e.build_env_paths) or bool(
+        torch is not None and (torch.how == "installer" or e.installer))
     no_torch = [f for f in e.import_failures if f.value.module == "torch"]
     if no_torch and building:
         return [no_torch[0], *e.build_env_paths[:1]]
@@ -175,7 +178,48 @@ def _build_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
         yield "build-oom", seen
 
 
+def _replaced(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
+    """pip's check that a package needs another torch (or companion) than the one installed; an installer about
+    to bring in another torch than the one the paste shows installed."""
+    torch = e.dist("torch")
+    have = public_version(torch.value.version) if torch is not None and torch.value.version else None
+    for ev in e.installer:
+        x = ev.value
+        if x.action == "conflict" and x.detail in ("torch", *_COMPANION_DISTS, "vllm"):
+            yield ("torch-abi-mismatch" if x.name == "vllm" and x.detail == "torch" else "companion-mismatch"), ev
+        elif x.action == "collecting" and x.name == "torch" and x.detail and have is not None \
+                and public_version(x.version or "") not in (None, have):
+            yield "installer-replaced-torch", ev
+
+
+def _vllm_cuda(e: Evidence, matrix: Matrix) -> list[Seen[Any]]:
+    """A vLLM from PyPI (no local version tag) beside a torch for another CUDA major than its wheel's: vLLM's
+    kernels then look for the other major's runtime libraries."""
+    vllm, cuda = e.dist("vllm"), e.torch_cuda_seen()
+    if vllm is None or cuda is None or cuda.value is None or "+" in (vllm.value.version or "+"):
+        return []
+    try:
+        release = matrix.vllm_release(Version(vllm.value.version or ""))
+    except InvalidVersion:
+        return []
+    torch_cuda = public_version(cuda.value)
+    if release is None or release.cuda is None or torch_cuda is None or release.cuda.major == torch_cuda.major:
+        return []
+    return [vllm, cuda]
+
+
+def _container_without_gpus(e: Evidence) -> list[Seen[Any]]:
+    """A report from inside a container where a CUDA torch sees no GPU, and no GPU or driver shows at all: the
+    container was started without GPUs (``--gpus``, the NVIDIA runtime)."""
+    cuda, available = e.torch_cuda_seen(), e.best("cuda_available")
+    if (e.container and cuda is not None and cuda.value is not None and available is not None
+            and available.value is False and not e.gpus and not e.driver):
+        return [e.container[0], available]
+    return []
+
+
 def _install_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
+    yield from _replaced(e)
     for lib in e.libraries:
         if lib.value.missing and lib.value.name in _MISSING_LIBRARIES:
             yield "library-not-found", lib
@@ -186,41 +230,45 @@ def _install_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
             yield "installer-replaced-torch", ev
 
 
+def _all_causes(e: Evidence, matrix: Matrix) -> tuple[list[tuple[str, Seen[Any]]], list[Unclear]]:
+    """Every (cause, line that shows it) the paste holds, and the errors it does not settle."""
+    found: list[tuple[str, Seen[Any]]] = []
+    core = _vllm_core(e, matrix)
+    if isinstance(core, tuple):
+        found += [(core[0], seen) for seen in core[1]]
+    found += _causes(e, signal_causes(matrix))
+    found += [("cuda-variant-mismatch", seen) for seen in _vllm_cuda(e, matrix)]
+    found += [("gpu-not-visible", seen) for seen in _container_without_gpus(e)]
+    return found, [core] if isinstance(core, Unclear) else []
+
+
+def _weak_build_oom(e: Evidence, matrix: Matrix) -> list[Finding]:
+    weak = _parallel_build_failed(e)
+    if not weak:
+        return []
+    k = issue_for(matrix, "build-oom")
+    return [Finding(cause=k.cause, severity="warning", title=f"A build of {weak[0].value} parallel jobs failed without "
+                    "a compiler error: most likely out of memory", explanation=k.explanation, fix=k.fix,
+                    evidence=tuple(_line(s) for s in weak), source="log")]
+
+
 def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -> tuple[list[Finding], list[Unclear]]:
     """Findings for the causes the paste's typed lines show, one per cause (with every line that shows
     it, up to five), leaving out causes ``already`` found; and the errors whose cause the paste does not settle."""
     lines: dict[str, list[str]] = {}
-    unclear: list[Unclear] = []
-
-    def note(cause: str, seen: Seen[Any]) -> None:
-        lines.setdefault(cause, [])
-        if len(lines[cause]) < 5 and _line(seen) not in lines[cause]:
-            lines[cause].append(_line(seen))
-
-    core = _vllm_core(e, matrix)
-    if isinstance(core, Unclear):
-        unclear.append(core)
-    elif core is not None:
-        for seen in core[1]:
-            note(core[0], seen)
-    for cause, seen in _causes(e, signal_causes(matrix)):
-        note(cause, seen)
-    found = {f.cause for f in already}
+    found, unclear = _all_causes(e, matrix)
+    for cause, seen in found:
+        shown = lines.setdefault(cause, [])
+        if len(shown) < 5 and _line(seen) not in shown:
+            shown.append(_line(seen))
     out = []
     for cause, evidence in lines.items():
-        if cause in found:
-            continue
-        k = issue_for(matrix, cause)
-        out.append(Finding(cause=cause, severity=k.severity, title=k.title, explanation=k.explanation,
-                           fix=k.fix, evidence=tuple(evidence), source="log"))
+        if cause not in {f.cause for f in already}:
+            k = issue_for(matrix, cause)
+            out.append(Finding(cause=cause, severity=k.severity, title=k.title, explanation=k.explanation,
+                               fix=k.fix, evidence=tuple(evidence), source="log"))
     if not any(f.severity == "error" for f in (*out, *already)):
-        weak = _parallel_build_failed(e)
-        if weak:
-            k = issue_for(matrix, "build-oom")
-            out.append(Finding(cause=k.cause, severity="warning",
-                               title=f"A build of {weak[0].value} parallel jobs failed without a compiler error: most "
-                                     "likely out of memory", explanation=k.explanation, fix=k.fix,
-                               evidence=tuple(_line(s) for s in weak), source="log"))
+        out += _weak_build_oom(e, matrix)
     if any(f.severity == "error" for f in (*out, *already)):
         unclear = []  # an error's cause is named: the failure is explained
     return out, unclear

@@ -118,7 +118,7 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("pip-build-env-", _BUILD_ENV_RE, _build_env),
     ("Mem", re.compile(r"(?P<unit>KiB|MiB|GiB) Mem\s*:\s*(?P<total>[\d.]+) total,\s*(?P<free>[\d.]+) free,"
                        r"\s*[\d.]+ used,\s*(?P<cache>[\d.]+) buff/cache"), _top_memory),
-    ("OOM", re.compile(r"\bOOM\b(?:[- ](?:error|kill(?:ed|er)?))?"), _oom_words),
+    ("OOM", re.compile(r"\bOOM\b(?:[- ](?:[Ee]rror|[Kk]ill(?:ed|er)?))?"), _oom_words),
     ("memory", re.compile(r"\b(?:out of (?:host |system )?memory|ran out of (?:RAM|memory)|Cannot allocate memory)\b",
                           re.IGNORECASE), _oom_words),
     ("MAX_JOBS", re.compile(r"\bMAX_JOBS=(?P<n>\d{1,4})\b"), _jobs),

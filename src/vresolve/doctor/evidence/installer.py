@@ -82,6 +82,8 @@ def _satisfied(m: re.Match[str], line: Line, out: Collector) -> None:
 def _you_have(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add_dist(Dist(name=dist_name(m["name"]), version=m["version"]), line, MESSAGE, HOW)
     out.add_dist(Dist(name=dist_name(m["have"]), version=m["have_version"]), line, MESSAGE, HOW)
+    # pip's check: this package needs another version of ``have`` than the one installed
+    _event(out, line, "conflict", m["name"], m["version"], dist_name(m["have"]))
 
 
 def _no_match(m: re.Match[str], line: Line, out: Collector) -> None:
@@ -139,6 +141,8 @@ def _collecting(m: re.Match[str], line: Line, out: Collector) -> None:
     if "build-deps" in out.marks and m["version"]:
         out.mark("build-deps", line)
         out.add_dist(Dist(name=dist_name(m["name"]), version=m["version"]), line, MESSAGE, HOW, field="build_env")
+    elif m["version"]:  # an exact version on its way in, and who asks for it: ``(from xformers==0.0.19)``
+        _event(out, line, "collecting", m["name"], m["version"], m["by"])
 
 
 def _download(m: re.Match[str], line: Line, out: Collector) -> None:
@@ -189,7 +193,8 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
         r"(?:Running command pip subprocess to install build dependencies|Installing build dependencies: started)"
         r"(?P<state>)|(?:Installing build dependencies(?: \.\.\. |: finished)|Getting requirements to build)"
         r"(?P<stop>)"), _build_deps),
-    ("Collecting", re.compile(rf"^\s*Collecting (?P<name>{_NAME})(?:==(?P<version>{VERSION}))?"), _collecting),
+    ("Collecting", re.compile(rf"^\s*Collecting (?P<name>{_NAME})(?:==(?P<version>{VERSION}))?"
+                              rf"(?: \(from (?P<by>{_NAME})[^)]*\))?"), _collecting),
     ("Downloading", re.compile(r"^\s*Downloading (?P<file>\S+\.(?:whl|tar\.gz|zip))\b"), _download),
     ("Using cached", re.compile(r"^\s*Using cached (?P<file>\S+\.(?:whl|tar\.gz|zip))\b"), _download),
 )

@@ -122,7 +122,9 @@ class InstallerEvent:
     """What pip, uv or conda said it did or could not do.
 
     ``action``: ``uninstalled``, ``installed``, ``no-matching-distribution``, ``requires-python``,
-    ``resolution-failed``, ``build-failed``, ``not-installed``.
+    ``resolution-failed``, ``build-failed``, ``not-installed``; ``collecting`` (an exact version on its way in;
+    ``detail``: the package that asks for it); ``conflict`` (pip's check: ``name`` ``version`` needs another
+    version of ``detail`` than the one installed).
     """
 
     action: str

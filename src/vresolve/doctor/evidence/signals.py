@@ -25,6 +25,7 @@ __all__ = ["SIGNALS", "SignalReader"]
 SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
     (code, needle, re.compile(pattern, re.IGNORECASE)) for code, needle, pattern in (
         ("no-kernel-image", "no kernel image", r"no kernel image is available for execution"),
+        ("no-kernel-image", "kernel image not available", r"kernel image not available for"),
         ("invalid-device-function", "invalid device function", r"invalid device function"),
         ("driver-too-old", "too old", r"driver on your system is too old(?: \(found version (?P<detail>\d+)\))?"),
         ("driver-insufficient", "insufficient", r"driver version is insufficient for CUDA runtime version"),
@@ -51,7 +52,9 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("undefined-symbol", "undefined symbol", r"undefined symbol"),
         ("glibc-too-old", "glibc_", r"GLIBC_(?P<detail>\d+\.\d+(?:\.\d+)?)['`’]? not found"),
         ("libstdcxx-too-old", "glibcxx_", r"GLIBCXX_(?P<detail>\d+\.\d+(?:\.\d+)?)['`’]? not found"),
-        ("flash-attn-not-found", "package is not found", r"because the (?P<detail>[\w.]+) package is not found"),
+        ("flash-attn-not-found", "package is not found",
+         r"because the (?P<detail>[\w.]+) package is not found|Cannot use FlashAttention because the package is not found"),
+        ("fp8-unsupported-arch", "fp8e4nv", r"type fp8e4nv not supported in this architecture"),
         ("torchvision-nms-missing", "torchvision::nms", r"operator torchvision::nms does not exist"),
         ("vllm-c-obsolete", "custom op", r"Error in calling custom op (?P<detail>\w+)"),
         ("vllm-circular-import", "from partially initialized module", r"partially initialized module 'vllm'"),
@@ -62,6 +65,7 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("gcc-unsupported", "unsupported gnu version", r"unsupported GNU version"),
         ("xformers-cannot-load", "xformers can't load", r"xFormers can't load C\+\+/CUDA extensions"),
         ("version-mismatch", "does not match", r"(?P<detail>[\w-]+) version \(\S+\) does not match"),
+        ("version-check", "is required", r"(?P<detail>[\w.-]+)[<>=!~][^ ]* is required for .*, but found [\w.-]+=="),
         ("libcuda-missing", "cuda", r"libcuda\.so(?:\.1)? cannot found|cannot find -lcuda"
                                        r"|libcuda\.so\.1: cannot open shared object file"),
         ("cuda-not-available", "cuda is not available", r"CUDA is not available"),
