@@ -43,7 +43,9 @@ class Unclear:
 _COMPANIONS = ("flash_attn", "flashinfer", "xformers", "torchvision", "torchaudio")
 _COMPANION_DISTS = ("torchvision", "torchaudio", "xformers", "flashinfer-python", "flash-attn")
 
-_MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cublasLt", "cusparse", "cufft", "curand", "cusolver", "cuda")
+#: the CUDA libraries whose absence is a missing library, not another CUDA major's runtime (cudart, nvrtc):
+#: cuDNN's and NCCL's, cuBLAS's family (``libcudnn_ops_infer.so.8`` is cuDNN's); ``libcuda`` is the driver's
+_MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cusparse", "cufft", "curand", "cusolver")
 
 
 def _line(seen: Seen[Any]) -> str:
@@ -221,7 +223,7 @@ def _container_without_gpus(e: Evidence) -> list[Seen[Any]]:
 def _install_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
     yield from _replaced(e)
     for lib in e.libraries:
-        if lib.value.missing and lib.value.name in _MISSING_LIBRARIES:
+        if lib.value.missing and (lib.value.name == "cuda" or lib.value.name.startswith(_MISSING_LIBRARIES)):
             yield "library-not-found", lib
     for ev in e.installer:
         if ev.value.action == "requires-python":

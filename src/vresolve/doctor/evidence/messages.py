@@ -37,7 +37,7 @@ _EXTENSION_RE = re.compile(r"(?:\.abi3|\.cpython-[\w-]+|\.cp\d+-[\w-]+)?\.(?:so|
 # a Python extension module's file (not a shared library: libcusparse.so.12, libtorchaudio.so)
 _MODULE_FILE_RE = re.compile(r"(?:^|/)(?!lib)\w+(?:\.abi3|\.cpython-[\w-]+)?\.(?:so|pyd)$")
 _MISSING = ("cannot open shared object", "no such file", "cannot find", "cannot found", "failed to load",
-            "could not load", "unable to load", "not found")
+            "could not load", "unable to load", "not found", "couldn't open", "could not open")
 
 
 def module_of(path: str) -> str:
@@ -138,6 +138,11 @@ def _failed_import(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add("import_failures", ImportFailure(module=m["module"], error=error), line, MESSAGE, HOW, m.span())
 
 
+def _torch_required(m: re.Match[str], line: Line, out: Collector) -> None:
+    """A build's own check that torch imports (``please install PyTorch first!``): torch is not importable there."""
+    out.add("import_failures", ImportFailure(module="torch", error=m[0]), line, MESSAGE, HOW, m.span())
+
+
 def _no_module(m: re.Match[str], line: Line, out: Collector) -> None:
     if "Failed to import from" not in line.body:
         out.add("import_failures", ImportFailure(module=m[1], error=f"No module named '{m[1]}'"), line, MESSAGE, HOW,
@@ -201,7 +206,9 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("-l", re.compile(r"cannot find -l\w+"), _libraries),
     ("Failed to import from", re.compile(r"Failed to import from (?P<module>[\w.]+) with \w+\((?P<error>.*)$"),
      _failed_import),
-    ("No module named", re.compile(r"No module named ['\"]([\w.]+)['\"]"), _no_module),
+    ("No module named", re.compile(r"No module named ['\"]?([\w.]*\w)['\"]?"), _no_module),
+    ("PyTorch", re.compile(r"requires PyTorch\S* (?:been |to be |is )?installed|please install PyTorch first",
+                           re.IGNORECASE), _torch_required),
     ("server version", re.compile(rf"vLLM API server version (?P<v>{VERSION})"), _dist("v", name="vllm")),
     ("LLM engine (v", re.compile(rf"LLM engine \(v(?P<v>{VERSION})\)"), _dist("v", name="vllm")),
     ("but found", re.compile(rf"but found (?P<n>[\w.-]+)==(?P<v>{VERSION})"), _dist("v", "n")),

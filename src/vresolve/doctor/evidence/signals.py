@@ -54,6 +54,9 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("libstdcxx-too-old", "glibcxx_", r"GLIBCXX_(?P<detail>\d+\.\d+(?:\.\d+)?)['`’]? not found"),
         ("flash-attn-not-found", "package is not found",
          r"because the (?P<detail>[\w.]+) package is not found|Cannot use FlashAttention because the package is not found"),
+        ("flash-attn-not-found", "flash_attn is not found", r"flash_attn is not found"),
+        ("torch-replaced", "torch", r"(?i:uninstall(?:ed|s)? (?:the )?(?:existing |installed |my )?(?:version of )?`?torch\b"
+                                    r"|replaces? (?:it )?with `?torch\b)"),
         ("fp8-unsupported-arch", "fp8e4nv", r"type fp8e4nv not supported in this architecture"),
         ("torchvision-nms-missing", "torchvision::nms", r"operator torchvision::nms does not exist"),
         ("vllm-c-obsolete", "custom op", r"Error in calling custom op (?P<detail>\w+)"),
