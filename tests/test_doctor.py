@@ -103,12 +103,12 @@ def test_source_checkout_shadows_the_installed_vllm(cpu_torch_env: Path, matrix:
 
 
 def _env_without_c(torch_version: str, pin: str) -> EnvReport:
-    """What the live probe reports for a vLLM 0.33.0 package directory without _C beside a CUDA torch."""
+    """What the live probe reports for a vLLM 0.26.0 package directory (it pins torch 2.11.0) without its extension."""
     site = "/venv/lib/python3.12/site-packages"
     return EnvReport(python="/venv/bin/python", torch=TorchRuntime(version=torch_version, cuda="13.0", available=True,
                                                                   arch_list=("sm_90", "sm_100")),
                      modules=(ModuleReport(name="torch", origin=f"{site}/torch/__init__.py", version=torch_version),
-                              ModuleReport(name="vllm", origin=f"{site}/vllm/__init__.py", version="0.33.0"),
+                              ModuleReport(name="vllm", origin=f"{site}/vllm/__init__.py", version="0.26.0"),
                               ModuleReport(name="vllm._C_stable_libtorch",
                                            error="ModuleNotFoundError: No module named 'vllm._C_stable_libtorch'",
                                            traceback="ModuleNotFoundError: No module named "
@@ -121,7 +121,7 @@ def test_vllm_without_its_extension_beside_the_torch_it_pins(matrix: Matrix) -> 
     causes = {f.cause: f for f in diagnose(gpu_host(), matrix, _env_without_c("2.11.0+cu130", "2.11.0"))}
     assert set(causes) & {"cpu-only-build", "torch-abi-mismatch"} == set(), causes
     found = causes["incomplete-install"]
-    assert found.severity == "error" and "vllm==0.33.0" in found.fix
+    assert found.severity == "error" and "vllm==0.26.0" in found.fix
     assert "vllm requires torch==2.11.0; installed torch 2.11.0+cu130 (CUDA 13.0)" in found.evidence
     # beside another torch, the same missing module is that torch's ABI
     other = {f.cause for f in diagnose(gpu_host(), matrix, _env_without_c("2.10.0+cu130", "2.11.0"))}
@@ -301,3 +301,19 @@ def test_an_error_the_paste_does_not_explain_says_what_to_paste(tmp_path: Path,
     assert main(["doctor", "--no-env", "--log", str(log), "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert "cpu-only-build" in {f["cause"] for f in out["findings"]} and out["unclear"] == []
+
+
+def test_kept_log_cites_the_line_numbers_of_the_whole_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line kept in the tail of a big log is cited by its number in the whole log, not in the kept text."""
+    import io as _io
+
+    from vresolve.doctor import logs
+
+    monkeypatch.setattr(logs, "LOG_HEAD", 64)
+    monkeypatch.setattr(logs, "LOG_TAIL", 256)
+    data = "".join(f"line {i}\n" for i in range(5000)).encode()
+    kept = logs.KeptLog(_io.BytesIO(data))
+    kept.drain()
+    assert "bytes in the middle not read" in kept.text()
+    assert kept.cite(["line 3", "line 4990", "no such line"]) == (
+        "pasted line 4: line 3", "pasted line 4991: line 4990", "no such line")

@@ -285,19 +285,22 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         # the corrected plan for the pasted machine, when the paste names all it needs (never from defaults)
         whole = (host.driver.version is not None and host.known_gpus()
                  and not {"python", "platform.os", "platform.machine"} & facts.unknown)
-        findings = diagnose(host, m, env, log=log, unknown=facts.unknown,
-                            reinstall=_reinstall_lines(host, m) if whole else ())
+        from ..doctor.pasted import cite
+
+        findings = cite(diagnose(host, m, env, log=log, unknown=facts.unknown,
+                                 reinstall=_reinstall_lines(host, m) if whole else ()), evidence)
     else:
         host = fill_capabilities(detect_host(Overrides.from_env(), installed=False), m)
         env = None if args.no_env else probe_environment(_env_python(args.env_python), timeout=args.timeout)
         findings = diagnose(host, m, env, shadows=() if args.no_env else library_shadows(), log=log,
                             reinstall=_reinstall_lines(host, m))
     if evidence is not None:  # what only the log's typed lines show, judged the same way for both
-        from ..doctor.facts import dedupe
         from ..doctor.pasted import judge_pasted
 
-        pasted, unclear = judge_pasted(evidence, m, findings)
-        findings = dedupe(findings + pasted)
+        # a cause the log's typed lines show is cited by line; a signature's finding of it gives way
+        pasted, unclear = judge_pasted(evidence, m, [f for f in findings if f.source != "log"])
+        assert kept is not None
+        findings = _cited(findings, pasted, kept)
     if header is not None:
         findings = check_against_lock(header, host, env, name=args.lock_file) + findings
     if _opt(args, "json"):
@@ -314,6 +317,18 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         for item in doctor_human(findings, host, env, unclear):
             console.print(item)
     return 1 if unclear else worst_exit_code(findings)
+
+
+def _cited(findings: list[Any], pasted: list[Any], kept: Any) -> list[Any]:
+    """The environment's findings, the paste's (cited by line), and the signatures' findings of causes neither
+    names, their lines cited in the log."""
+    from dataclasses import replace
+
+    from ..doctor.facts import dedupe
+
+    named = {f.cause for f in pasted} | {f.cause for f in findings if f.source != "log"}
+    signed = [replace(f, evidence=kept.cite(f.evidence)) for f in findings if f.source == "log" and f.cause not in named]
+    return dedupe([f for f in findings if f.source != "log"] + signed + pasted)
 
 
 def _doctor_inputs(args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None]:

@@ -83,6 +83,9 @@ class KeptLog:
         self._head = bytearray()
         self._tail = bytearray()
         self.size = 0
+        self._skipped_newlines = 0  # in the bytes between the head and the kept tail
+        self._text: str | None = None
+        self._head_chars = 0
 
     def read(self, n: int) -> bytes:
         data = self._stream.read(n)
@@ -93,8 +96,14 @@ class KeptLog:
         self._head += data[:room]
         self._tail += data[room:]
         if len(self._tail) > 2 * LOG_TAIL:  # trimmed now and then, not on every read
-            del self._tail[:-LOG_TAIL]
+            self._trim()
         return data
+
+    def _trim(self) -> None:
+        cut = len(self._tail) - LOG_TAIL
+        if cut > 0:
+            self._skipped_newlines += self._tail.count(b"\n", 0, cut)
+            del self._tail[:cut]
 
     def close(self) -> None:
         """Close the stream (not standard input's, which is not ours)."""
@@ -108,7 +117,28 @@ class KeptLog:
 
     def text(self) -> str:
         """The kept text: all of a small log; the head and the tail of a big one, with a line between."""
-        tail = bytes(self._tail[-LOG_TAIL:])
-        skipped = self.size - len(self._head) - len(tail)
-        gap = f"\n[vresolve: {skipped} bytes in the middle not read by the signatures]\n" if skipped > 0 else ""
-        return self._head.decode("utf-8", "replace") + gap + tail.decode("utf-8", "replace")
+        if self._text is None:
+            self._trim()
+            skipped = self.size - len(self._head) - len(self._tail)
+            gap = f"\n[vresolve: {skipped} bytes in the middle not read by the signatures]\n" if skipped > 0 else ""
+            head = self._head.decode("utf-8", "replace")
+            self._head_chars = len(head) if gap else -1
+            self._text = head + gap + self._tail.decode("utf-8", "replace")
+        return self._text
+
+    def line_of(self, pos: int) -> int:
+        """The line number in the whole log (from 1) of position ``pos`` of :meth:`text`."""
+        text = self.text()
+        before = text.count("\n", 0, pos)
+        if self._head_chars < 0 or pos < self._head_chars:
+            return before + 1
+        return before - 2 + self._skipped_newlines + 1  # the gap's own two newlines are not the log's
+
+    def cite(self, lines: Sequence[str]) -> tuple[str, ...]:
+        """Evidence lines taken from :meth:`text` as ``pasted line N: ...`` (a line not found stays as it is)."""
+        text = self.text()
+        out = []
+        for line in lines:
+            pos = text.find(line) if line.strip() else -1
+            out.append(f"pasted line {self.line_of(pos)}: {line.strip()}" if pos >= 0 else line)
+        return tuple(out)

@@ -232,6 +232,32 @@ def _install_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
             yield "installer-replaced-torch", ev
 
 
+def _for_this_machine(cause: str, e: Evidence, matrix: Matrix) -> str:
+    """The first sentence of a fix, with the values the paste shows: the driver torch's CUDA needs, the torch the
+    pasted vLLM pins ("" when the paste does not show them)."""
+    cuda, torch, vllm = e.torch_cuda_seen(), e.dist("torch"), e.dist("vllm")
+    if cause == "driver-too-old" and cuda is not None and cuda.value is not None:
+        from ..resolve import driver_floor
+
+        tc = public_version(cuda.value)
+        floor = driver_floor(matrix, tc, "minor-compat", False) if tc is not None else None
+        driver = e.best("driver")
+        if floor is not None:
+            return (f"This torch is built with CUDA {cuda.value}: it needs NVIDIA driver >= {floor}"
+                    + (f" (the paste shows {driver.value})" if driver is not None else "") + ". ")
+    if cause == "torch-abi-mismatch" and vllm is not None and torch is not None:
+        try:
+            release = matrix.vllm_release(Version((vllm.value.version or "").partition("+")[0]))
+        except InvalidVersion:
+            release = None
+        spec = release.pins("linux-x86_64").get("torch") if release is not None else None
+        if spec is not None:
+            return (f"vLLM {vllm.value.version} pins torch{spec}; this environment has torch {torch.value.version}: "
+                    f"install the pinned torch (`pip install \"torch{spec}\"` from the index of your CUDA variant), "
+                    "or the vLLM release that pins your torch. ")
+    return ""
+
+
 def _all_causes(e: Evidence, matrix: Matrix) -> tuple[list[tuple[str, Seen[Any]]], list[Unclear]]:
     """Every (cause, line that shows it) the paste holds, and the errors it does not settle."""
     found: list[tuple[str, Seen[Any]]] = []
@@ -268,7 +294,8 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -
         if cause not in {f.cause for f in already}:
             k = issue_for(matrix, cause)
             out.append(Finding(cause=cause, severity=k.severity, title=k.title, explanation=k.explanation,
-                               fix=k.fix, evidence=tuple(evidence), source="log"))
+                               fix=_for_this_machine(cause, e, matrix) + k.fix, evidence=tuple(evidence),
+                               source="log"))
     if not any(f.severity == "error" for f in (*out, *already)):
         out += _weak_build_oom(e, matrix)
     if any(f.severity == "error" for f in (*out, *already)):
@@ -287,3 +314,46 @@ def classify(matrix: Matrix, text: str) -> KnownIssue | None:
     e = read_evidence(text)
     first = min(_causes(e, signal_causes(matrix)), key=lambda cs: cs[1].line, default=None)
     return issue_for(matrix, first[0]) if first is not None else None
+
+
+#: the pasted facts each live check reads, by the cause it names (the lines a finding from pasted facts cites)
+_FACTS_OF = {
+    "cpu-only-build": ("torch_cuda", "torch", "gpus"),
+    "driver-too-old": ("driver", "cuda_driver", "torch_cuda", "torch", "cuda_available"),
+    "arch-not-in-build": ("gpus", "torch_arch_list", "torch"),
+    "gpu-not-visible": ("env", "cuda_available", "gpus", "container"),
+    "library-not-found": ("cuda_available", "gpus", "ld_library_path"),
+    "toolkit-mismatch": ("nvcc", "torch_cuda", "torch"),
+    "torch-abi-mismatch": ("vllm", "torch"),
+    "companion-mismatch": ("torch", "torchvision", "torchaudio", "xformers", "flashinfer", "flash-attn"),
+    "gpu-too-old-for-feature": ("gpus",),
+    "nvml-driver-mismatch": ("nvml_library", "driver"),
+}
+
+
+def _sightings(e: Evidence, name: str) -> list[Seen[Any]]:
+    if name == "torch_cuda":
+        seen = e.torch_cuda_seen()
+        return [seen] if seen is not None else []
+    if name in ("torch", "vllm", "torchvision", "torchaudio", "xformers", "flashinfer", "flash-attn"):
+        dist = e.dist(name)
+        return [dist] if dist is not None else []
+    best = e.best(name)
+    return [best] if best is not None else []
+
+
+def cite(findings: Sequence[Finding], e: Evidence) -> list[Finding]:
+    """Findings of the live checks on pasted facts, each with the pasted lines of the facts it read (up to six)."""
+    out = []
+    for f in findings:
+        if f.source == "log" or f.cause not in _FACTS_OF:
+            out.append(f)
+            continue
+        lines: list[str] = []
+        for name in _FACTS_OF[f.cause]:
+            for seen in _sightings(e, name):
+                if _line(seen) not in lines and len(lines) < 6:
+                    lines.append(_line(seen))
+        out.append(Finding(cause=f.cause, severity=f.severity, title=f.title, explanation=f.explanation, fix=f.fix,
+                           evidence=(*f.evidence, *lines), source=f.source))
+    return out
