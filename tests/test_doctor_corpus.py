@@ -24,6 +24,8 @@ NOT_YET = {  # what the pasted text itself does not show (see each sidecar's why
     "086-build-isolation-flash-attn-torch-installed-first",  # cut before the build's own error
     "088-build-isolation-flash-attn-py313-venv",  # cut before the build's own error
     "148-uv-installs-cpu-torch-for-vllm-cuda-env",  # shows the working uv run; the failing one is only in prose
+    "186-installer-replaced-torch-textgen-updater-211-over-291-cu128",  # "uninstalled the 2.9.1+cu128": no name
+    "191-companion-torchaudio-undefined-symbol-node-name-cxx11",  # the title names no library: torch's ABI, then
 }
 
 

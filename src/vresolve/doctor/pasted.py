@@ -53,12 +53,19 @@ def _line(seen: Seen[Any]) -> str:
 
 
 def _symbol_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
+    """torch's own symbols or libraries missing for an extension: a companion's build for another torch when the
+    extension is a companion's (its file, or the package being imported), else the ABI of torch itself."""
+    importing = {i.value for i in e.imported}
+    companion_imported = bool(importing & set(_COMPANIONS)) and not importing & {"vllm", "sgl_kernel"}
     for s in e.symbols:
         if s.value.owner != "torch":
             continue
         where = (s.value.library or "") + " " + s.text
-        companion = any(c in where for c in _COMPANIONS)
+        companion = any(c in where for c in _COMPANIONS) or (companion_imported and "vllm" not in where)
         yield ("companion-mismatch" if companion else "torch-abi-mismatch"), s
+    for lib in e.libraries:  # libtorch_cuda_cpp.so, libc10_cuda.so: built against a torch that had them
+        if lib.value.missing and lib.value.name.startswith(("torch", "c10")) and companion_imported:
+            yield "companion-mismatch", lib
 
 
 def signal_causes(matrix: Matrix) -> dict[str, str]:

@@ -29,9 +29,9 @@ Handler = Callable[[re.Match[str], Line, Collector], None]
 _BUILD_RE = re.compile(
     r"\bnvcc\b.*\s-(?:c|o|gencode)\s|Building (?:CUDA|CXX|C) object|\[\d+/\d+\] (?:Building|Linking)|\bninja: "
     r"|\bcmake\b.*--build|running build_ext|Building (?:wheels?|editable) for|\bcc1plus\b|FAILED: \S+\.o\b"
-    r"|pip-build-env-|Running setup\.py|error: command .* failed")
+    r"|pip-build-env-|Running setup\.py|error: command .* failed|\bmake(?:\[\d+\])?: \*\*\*|recipe for target")
 _BUILD_NEEDLES = ("nvcc", "Building", "ninja", "cmake", "build_ext", "cc1plus", "FAILED:", "pip-build-env",
-                  "setup.py", "error: command")
+                  "setup.py", "error: command", "make", "recipe for target")
 _COMMAND_RE = re.compile(r"^\s*(?:\S*/)?(nvcc|gcc|g\+\+|c\+\+|cc|clang\+*|ptxas|cicc|ld|ninja|cmake)\s")
 _BUILD_ENV_RE = re.compile(r"(/tmp/pip-build-env-\w+/overlay|[A-Za-z]:\\[^\"\s]*?\\pip-build-env-\w+\\overlay)")
 
@@ -119,7 +119,8 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("Mem", re.compile(r"(?P<unit>KiB|MiB|GiB) Mem\s*:\s*(?P<total>[\d.]+) total,\s*(?P<free>[\d.]+) free,"
                        r"\s*[\d.]+ used,\s*(?P<cache>[\d.]+) buff/cache"), _top_memory),
     ("OOM", re.compile(r"\bOOM\b(?:[- ](?:[Ee]rror|[Kk]ill(?:ed|er)?))?"), _oom_words),
-    ("memory", re.compile(r"\b(?:out of (?:host |system )?memory|ran out of (?:RAM|memory)|Cannot allocate memory)\b",
+    ("memory", re.compile(r"\b(?:out of (?:host |system )?memory|ran out of (?:RAM|memory)|Cannot allocate memory"
+                          r"|virtual memory exhausted)\b",
                           re.IGNORECASE), _oom_words),
     ("MAX_JOBS", re.compile(r"\bMAX_JOBS=(?P<n>\d{1,4})\b"), _jobs),
     ("-j", re.compile(r"\b(?:cmake|make|ninja)\b[^\n]*?[\s'\"]-j\s?=?(?P<n>\d{1,4})\b"), _jobs),

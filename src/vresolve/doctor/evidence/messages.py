@@ -138,6 +138,10 @@ def _failed_import(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add("import_failures", ImportFailure(module=m["module"], error=error), line, MESSAGE, HOW, m.span())
 
 
+def _imported(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("imported", m["module"], line, MESSAGE, HOW, m.span())
+
+
 def _torch_required(m: re.Match[str], line: Line, out: Collector) -> None:
     """A build's own check that torch imports (``please install PyTorch first!``): torch is not importable there."""
     out.add("import_failures", ImportFailure(module="torch", error=m[0]), line, MESSAGE, HOW, m.span())
@@ -207,6 +211,8 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("Failed to import from", re.compile(r"Failed to import from (?P<module>[\w.]+) with \w+\((?P<error>.*)$"),
      _failed_import),
     ("No module named", re.compile(r"No module named ['\"]?([\w.]*\w)['\"]?"), _no_module),
+    ("import", re.compile(r"(?:^|[\s>`])(?:import|importing|from) (?P<module>torchvision|torchaudio|xformers|flash_attn"
+                          r"|flashinfer|vllm|sgl_kernel)\b"), _imported),
     ("PyTorch", re.compile(r"requires PyTorch\S* (?:been |to be |is )?installed|please install PyTorch first",
                            re.IGNORECASE), _torch_required),
     ("server version", re.compile(rf"vLLM API server version (?P<v>{VERSION})"), _dist("v", name="vllm")),
