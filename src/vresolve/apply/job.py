@@ -296,15 +296,11 @@ def run_checks(checks: Sequence[Check], reporter: Reporter, *, cwd: Path, env: M
 def installed_versions(python: str, cwd: Path) -> dict[str, str]:
     """Every distribution installed in the environment of ``python`` (normalized name -> version), as uv lists
     them; {} when it cannot say."""
-    import json
-
     from packaging.utils import canonicalize_name
 
-    ran = run_command([uv_bin(), "pip", "list", "--python", python, "--format", "json"], cwd=cwd,
+    ran = run_command([uv_bin(), "pip", "list", "--python", python, "--format", "freeze"], cwd=cwd,
                       env=dict(os.environ, NO_COLOR="1"), keep_output=True, timeout=120)
-    try:
-        rows = json.loads(ran.output[ran.output.index("["):]) if ran.ok else []
-    except ValueError:
+    if not ran.ok:
         return {}
-    return {canonicalize_name(str(r["name"])): str(r["version"]) for r in rows if isinstance(r, dict)
-            and "name" in r and "version" in r}
+    pins = (line.strip().partition("==") for line in ran.output.splitlines())
+    return {canonicalize_name(name): version for name, eq, version in pins if eq and name and version}

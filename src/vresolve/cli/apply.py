@@ -28,7 +28,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     _refuse(args)
     m = _load(args)
     this = _this_machine(m)
-    job, plan, head = _lock_job(args, m, this) if args.apply_lock else _plan_job(args, m, this)
+    job, plan, head, lock_check = _lock_job(args, m, this) if args.apply_lock else (*_plan_job(args, m, this), [])
     check_targets(job.creates, force=args.force)  # refused before anything is shown or asked
     if not args.yes and (_opt(args, "json") or not sys.stdin.isatty()):
         raise UsageError("apply: asks before changing anything, and there is no terminal to ask on: pass --yes")
@@ -40,7 +40,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
             console.print(item)
     _confirm(args, job)
     c = claim(job.creates, force=args.force)
-    return _run(args, m, this, job, plan, c)
+    return _run(args, m, this, job, plan, c, lock_check)
 
 
 def _refuse(args: argparse.Namespace) -> None:
@@ -119,7 +119,7 @@ def _parallelism(sp: Any, this: Any) -> tuple[tuple[str, str], ...]:
     return (("MAX_JOBS", str(jobs or 1)), ("NVCC_THREADS", str(threads)))
 
 
-def _lock_job(args: argparse.Namespace, m: Any, this: Any) -> tuple[Any, Any, list[Any]]:
+def _lock_job(args: argparse.Namespace, m: Any, this: Any) -> tuple[Any, Any, list[Any], list[Any]]:
     """``--lock FILE``: checked against this machine (doctor --lock: an error refuses, exit 1), then the job
     that installs it; its checks and exports are those of the plan the lock records."""
     from ..apply import lock_job
@@ -142,7 +142,7 @@ def _lock_job(args: argparse.Namespace, m: Any, this: Any) -> tuple[Any, Any, li
     head: list[Any] = [Text(f"{job.what}: doctor --lock on this machine: "
                             + ("no problems" if not findings else "warnings only"))]
     head += [Text(f"  {line}", style="yellow") for line in finding_lines(findings)]
-    return job, None, head
+    return job, None, head, findings
 
 
 def _plan_of_lock(args: argparse.Namespace, m: Any, header: dict[str, Any]) -> Any:
@@ -192,7 +192,7 @@ class _Declined(UsageError):
     exit_code = EXIT_NOT_READY
 
 
-def _run(args: argparse.Namespace, m: Any, this: Any, job: Any, plan: Any, c: Any) -> int:
+def _run(args: argparse.Namespace, m: Any, this: Any, job: Any, plan: Any, c: Any, lock_check: list[Any]) -> int:
     from ..apply import environ, run_checks, run_steps
     from ..render.apply import ApplyProgress
 
@@ -215,11 +215,13 @@ def _run(args: argparse.Namespace, m: Any, this: Any, job: Any, plan: Any, c: An
     findings = _doctor(args, m, this, job) if not any(x.status == "failed" for x in checks) else []
     ready = not any(x.status == "failed" for x in checks) and not any(f.severity == "error" for f in findings)
     if not ready:
-        return _report(args, job, steps, checks, findings, ready=False, cleanup=_cleanup(args, c))
+        return _report(args, job, steps, checks, findings, ready=False, cleanup=_cleanup(args, c),
+                       lock_check=lock_check)
     lock, problem = _write_lock(args, m, job, plan)
     activate = _write_activation(job)
     done = c.succeed()
-    code = _report(args, job, steps, checks, findings, ready=True, cleanup=done, lock=lock, activate=activate)
+    code = _report(args, job, steps, checks, findings, ready=True, cleanup=done, lock=lock, activate=activate,
+                   lock_check=lock_check)
     if problem:
         print(f"vresolve: error: {problem}", file=sys.stderr)
         return EXIT_NOT_READY
@@ -306,14 +308,15 @@ def _write_activation(job: Any) -> Path | None:
 
 
 def _report(args: argparse.Namespace, job: Any, steps: list[Any], checks: list[Any], findings: list[Any], *,
-            ready: bool, cleanup: list[str], lock: dict[str, Any] | None = None, activate: Path | None = None) -> int:
+            ready: bool, cleanup: list[str], lock: dict[str, Any] | None = None, activate: Path | None = None,
+            lock_check: list[Any] | None = None) -> int:
     from ..render.apply import apply_view, verdict_line
 
     if _opt(args, "json"):
         from ..render import envelope
 
         _print_json(envelope("apply", apply_view(job, steps, checks, findings, ready=ready, cleanup=cleanup,
-                                                 lock=lock, activate=activate)))
+                                                 lock=lock, activate=activate, lock_check=lock_check or ())))
         return EXIT_OK if ready else EXIT_NOT_READY
     if findings:
         from ..render.apply import finding_lines

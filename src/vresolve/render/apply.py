@@ -183,8 +183,9 @@ def _step_view(o: StepOutcome) -> dict[str, Any]:
 
 def apply_view(job: Job, steps: Sequence[StepOutcome], checks: Sequence[CheckOutcome], findings: Sequence[Any],
                *, ready: bool, causes: Sequence[Any] = (), cleanup: Sequence[str] = (),
-               lock: dict[str, Any] | None = None, activate: Path | None = None) -> dict[str, Any]:
-    """The ``vresolve.apply/1`` body."""
+               lock: dict[str, Any] | None = None, activate: Path | None = None,
+               lock_check: Sequence[Any] = ()) -> dict[str, Any]:
+    """The ``vresolve.apply/1`` body; ``lock_check``: doctor --lock's findings on this machine (``--lock``)."""
     failed = next((s for s in steps if s.status == "failed"), None)
     return {
         "ready": ready, "what": job.what, "kind": job.kind, "environment": str(job.env_dir),
@@ -196,5 +197,5 @@ def apply_view(job: Job, steps: Sequence[StepOutcome], checks: Sequence[CheckOut
                                                "why": failed.why, "causes": [f.to_dict() for f in causes],
                                                "log": str(job.log) if job.log else None},
         "cleanup": list(cleanup), "lock": lock, "activate": str(activate) if activate else None,
-        "exports": dict(job.exports),
+        "exports": dict(job.exports), "lock_check": [f.to_dict() for f in lock_check],
     }
