@@ -109,9 +109,16 @@ class Claim:
         return done
 
     def succeed(self) -> list[str]:
-        """Remove what was put aside for the new environment (``--force``)."""
+        """Remove what was put aside for the new environment (``--force``); the job's paths are its own now."""
         done = [f"removed the previous {old}" for old, aside in self.moved if _remove(aside)]
-        self.moved = []
+        self.creates, self.moved = (), []
+        return done
+
+    def keep(self) -> list[str]:
+        """Keep what a failed job made (``--keep-failed``), and what was put aside where it is; one line each."""
+        done = [f"kept {p} (--keep-failed)" for p in self.creates if p.exists()]
+        done += [f"the previous {old} is at {aside}" for old, aside in self.moved]
+        self.creates, self.moved = (), []
         return done
 
 

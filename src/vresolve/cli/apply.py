@@ -193,33 +193,43 @@ class _Declined(UsageError):
 
 
 def _run(args: argparse.Namespace, m: Any, this: Any, job: Any, plan: Any, c: Any, lock_check: list[Any]) -> int:
+    """Run the job to its verdict; interrupted anywhere before it (Ctrl-C, SIGTERM), the installer is stopped and
+    what the run made is removed: the environment, the files of its lock."""
+    written: list[Path] = []
+    try:
+        return _apply(args, m, this, job, plan, c, lock_check, written)
+    except BaseException:
+        for line in c.fail():
+            print(f"vresolve: {line}", file=sys.stderr)
+        for p in written:
+            p.unlink(missing_ok=True)
+        raise
+
+
+def _apply(args: argparse.Namespace, m: Any, this: Any, job: Any, plan: Any, c: Any, lock_check: list[Any],
+           written: list[Path]) -> int:
     from ..apply import environ, run_checks, run_steps
     from ..render.apply import ApplyProgress
 
-    err = _console(stderr=True)
-    cwd = Path.cwd()
-    has_gpu = bool(this.gpus)
+    cwd, has_gpu = Path.cwd(), bool(this.gpus)
     checks: list[Any] = []
-    try:
-        with ApplyProgress(err, verbose=bool(_opt(args, "verbose")), quiet=bool(_opt(args, "quiet"))) as progress:
-            steps = run_steps(job, progress, cwd=cwd, has_gpu=has_gpu)
-            if steps and steps[-1].status != "failed":
-                checks = run_checks(job.verify, progress, cwd=cwd, env=environ(job.exports, cwd), has_gpu=has_gpu,
-                                    timeout=args.timeout)
-    except BaseException:
-        for line in c.fail():  # Ctrl-C, SIGTERM: the installer was stopped; nothing it made is left
-            print(f"vresolve: {line}", file=sys.stderr)
-        raise
-    if steps and steps[-1].status == "failed":
-        return _failed_step(args, m, this, job, steps, c)
+    with ApplyProgress(_console(stderr=True), verbose=bool(_opt(args, "verbose")),
+                       quiet=bool(_opt(args, "quiet"))) as progress:
+        steps = run_steps(job, progress, cwd=cwd, has_gpu=has_gpu)
+        if steps and steps[-1].status == "failed":
+            return _failed_step(args, m, this, job, steps, c)
+        checks = run_checks(job.verify, progress, cwd=cwd, env=environ(job.exports, cwd), has_gpu=has_gpu,
+                            timeout=args.timeout)
     findings = _doctor(args, m, this, job) if not any(x.status == "failed" for x in checks) else []
     ready = not any(x.status == "failed" for x in checks) and not any(f.severity == "error" for f in findings)
     if not ready:
         return _report(args, job, steps, checks, findings, ready=False, cleanup=_cleanup(args, c),
                        lock_check=lock_check)
     lock, problem = _write_lock(args, m, job, plan)
+    written += [Path(f) for f in (lock or {}).get("files", ())]
     activate = _write_activation(job)
     done = c.succeed()
+    written.clear()
     code = _report(args, job, steps, checks, findings, ready=True, cleanup=done, lock=lock, activate=activate,
                    lock_check=lock_check)
     if problem:
@@ -229,10 +239,7 @@ def _run(args: argparse.Namespace, m: Any, this: Any, job: Any, plan: Any, c: An
 
 
 def _cleanup(args: argparse.Namespace, c: Any) -> list[str]:
-    if args.keep_failed:
-        kept = [f"kept {p} (--keep-failed)" for p in c.creates if p.exists()]
-        return kept + [f"the previous {old} is at {aside}" for old, aside in c.moved]
-    return c.fail()
+    return c.keep() if args.keep_failed else c.fail()
 
 
 def _failed_step(args: argparse.Namespace, m: Any, this: Any, job: Any, steps: list[Any], c: Any) -> int:
@@ -297,11 +304,14 @@ def _write_lock(args: argparse.Namespace, m: Any, job: Any, plan: Any) -> tuple[
 def _write_activation(job: Any) -> Path | None:
     from .._atomic import write_atomic
     from ..apply import ACTIVATE
+    from ..plan.steps import Expand
     from ..render.apply import activation_text
 
     path = job.env_dir / ACTIVATE
+    here = str(Path.cwd())  # the file is sourced from anywhere: $PWD is where apply ran
+    exports = [(k, Expand(v.replace("$PWD", here)) if isinstance(v, Expand) else v) for k, v in job.exports]
     try:
-        write_atomic(path, activation_text(job.env_dir, job.exports, job.what))
+        write_atomic(path, activation_text(job.env_dir, exports, job.what))
     except (OSError, ValueError):
         return None
     return path

@@ -135,9 +135,9 @@ def job_human(job: Job, head: Sequence[Any]) -> list[Any]:
     if job.verify:
         out.append(Text("then check:", style="bold"))
         out += [Text(f"  - {escape_controls(c.name)}" + (" (needs the GPUs)" if c.needs_gpu else "")) for c in job.verify]
-    if job.exports:
+    if job.build_env or job.exports:
         out.append(Text("with:", style="bold"))
-        out += [Text(f"  export {k}={escape_controls(sh_value(v))}") for k, v in job.exports]
+        out += [Text(f"  export {k}={escape_controls(sh_value(v))}") for k, v in job.build_env or job.exports]
     return out
 
 
