@@ -175,7 +175,11 @@ def _confirm(args: argparse.Namespace, job: Any) -> None:
     """Ask before changing anything; ``--yes`` skips the question; without a terminal, fail (exit 2)."""
     if args.yes:
         return
-    answer = _console(stderr=True).input(f"Install {job.what} into {job.env_dir}? [y/N] ")
+    from rich.text import Text
+
+    from ..render.shell import escape_controls
+
+    answer = _console(stderr=True).input(Text(escape_controls(f"Install {job.what} into {job.env_dir}? [y/N] ")))
     if answer.strip().lower() not in ("y", "yes"):
         raise _Declined("apply: nothing changed (not confirmed)")
 
