@@ -39,14 +39,15 @@ def _meta(name: str, version: str, requires: list[str]) -> str:
                       *(f"Requires-Dist: {r}" for r in requires)]) + "\n"
 
 
-def _wheel(name: str, version: str, requires: list[str]) -> bytes:
-    """An installable pure-Python wheel: ``name/__init__.py`` with its ``__version__``, METADATA, WHEEL, RECORD."""
+def _wheel(name: str, version: str, requires: list[str], members: dict[str, bytes] | None = None) -> bytes:
+    """An installable wheel: ``name/__init__.py`` with its ``__version__`` (or ``members``), METADATA, WHEEL,
+    RECORD."""
     import base64
     import hashlib
     import io
     import zipfile
 
-    files = {f"{name}/__init__.py": f"__version__ = {version!r}\n".encode(),
+    files = {**(members or {f"{name}/__init__.py": f"__version__ = {version!r}\n".encode()}),
              f"{name}-{version}.dist-info/METADATA": _meta(name, version, requires).encode(),
              f"{name}-{version}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
                                                   b"Tag: py3-none-any\n"}
@@ -59,9 +60,9 @@ def _wheel(name: str, version: str, requires: list[str]) -> bytes:
     return buf.getvalue()
 
 
-def _add(s: _Server, name: str, version: str, requires: list[str]) -> str:
+def _add(s: _Server, name: str, version: str, requires: list[str], members: dict[str, bytes] | None = None) -> str:
     fn = f"{name}-{version}-py3-none-any.whl"
-    s.add_project_json(name, {fn: _wheel(name, version, requires)})
+    s.add_project_json(name, {fn: _wheel(name, version, requires, members)})
     return f"/files/{fn}"
 
 
@@ -74,6 +75,40 @@ def index() -> Iterator[_Server]:
                                     ("tinydep", "1.0", []), ("pip", "25.0", []), ("setuptools", "75.0", []),
                                     ("wheel", "0.45.0", [])):
         _add(s, name, version, requires)
+    yield s
+    s.close()
+
+
+def _extension_module() -> Path | None:
+    """A compiled module of this Python's standard library (a real ``.so``, loadable under another package)."""
+    import importlib
+
+    for name in ("_json", "math", "_bisect", "_random"):
+        f = getattr(importlib.import_module(name), "__file__", None)
+        if f and f.endswith(".so"):
+            return Path(f)
+    return None
+
+
+@pytest.fixture
+def stack_index() -> Iterator[_Server]:
+    """The same closure as ``index``, with stand-ins that pass the plan's checks and doctor on a machine without a
+    GPU: a torch that reports CUDA 13.0 and no device; a vLLM with a real compiled module (one of the standard
+    library's, loaded under vllm/) and an importable ``vllm._C``."""
+    so = _extension_module()
+    if so is None:
+        pytest.skip("this Python has no standard-library extension module on disk")
+    s = _Server()
+    for name, version, requires in (("tinydep", "1.0", []), ("pip", "25.0", []), ("setuptools", "75.0", []),
+                                    ("wheel", "0.45.0", []), ("torchvision", "0.29.0", ["torch==2.14.0"])):
+        _add(s, name, version, requires)
+    _add(s, "torch", "2.14.0", ["tinydep"], {
+        "torch/__init__.py": b"__version__ = '2.14.0'\nfrom . import cuda, version\n",
+        "torch/version.py": b"cuda = '13.0'\n",
+        "torch/cuda.py": b"def is_available():\n    return False\ndef device_count():\n    return 0\n"
+                         b"def get_arch_list():\n    return ['sm_90']\n"})
+    _add(s, "vllm", "0.33.0", ["torch==2.14.0", "torchvision==0.29.0", "tinydep>=1.0"], {
+        "vllm/__init__.py": b"__version__ = '0.33.0'\n", "vllm/_C.py": b"", f"vllm/{so.name}": so.read_bytes()})
     yield s
     s.close()
 
@@ -376,3 +411,33 @@ def test_a_step_that_needs_the_gpu_is_skipped_without_one(tmp_path: Path) -> Non
     assert [(s.status, s.why) for s in steps] == [("skipped", "no NVIDIA GPU on this machine")]
     steps = run_steps(job, _Recorder(), cwd=tmp_path, has_gpu=True)
     assert steps[0].status == "failed" and steps[0].why == "cannot run '/nonexistent/vllm': No such file or directory"
+
+
+def test_a_ready_environment_is_locked_and_its_lock_reinstalls_it(stack_index: _Server, tmp_path: Path) -> None:
+    url = stack_index.url + "/simple/"
+    p = _apply([*H200, "--yes", "--venv", "env"], tmp_path, url)
+    assert p.returncode == 0, p.stderr
+    env = tmp_path / "env"
+    activate = env / "vresolve-env.sh"
+    gpu = "" if HAS_GPU else ", 2 skipped (no NVIDIA GPU on this machine)"
+    assert p.stdout.splitlines()[-1] == (
+        f"ready: vLLM 0.33.0 + torch 2.14.0+cu130 in {env}: checks 2 passed{gpu}; doctor: no problems; use it: "
+        f"source {activate}")
+    assert f"vresolve: lock of what was installed: {env}.lock (4 files)" in p.stderr
+    assert sorted(f.name for f in (tmp_path / "env.lock").iterdir()) == ["env.sh", "environment.yml", "pylock.toml",
+                                                                        "requirements.txt"]
+    q = subprocess.run(["bash", "-c", f"source {activate} && echo $TORCH_CUDA_ARCH_LIST $VIRTUAL_ENV"],
+                       capture_output=True, text=True)
+    assert q.stdout == f"9.0 {env}\n"
+    # the next machine: the lock, with its hashes, checked against this machine first
+    r = _apply(["--lock", "env.lock/requirements.txt", "--yes", "--venv", "env2", "--json"], tmp_path, url)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["ready"] is True and out["lock"]["files"] == [str(tmp_path / "env2.lock" / "requirements.txt")]
+    assert [f["cause"] for f in out["lock_check"]] == ([] if HAS_GPU else ["library-not-found"])  # made for an H200
+    first = installed_versions(str(env / "bin" / "python"), tmp_path)
+    assert {"vllm", "torch", "torchvision", "tinydep"} <= set(first) and installed_versions(str(tmp_path / "env2" / "bin" / "python"), tmp_path) == first
+    # --force replaces a ready environment, and removes the previous one once the new one is ready
+    f = _apply([*H200, "--yes", "--venv", "env", "--force"], tmp_path, url)
+    assert f.returncode == 0 and f"vresolve: removed the previous {env}" in f.stderr
+    assert _left(tmp_path) == ["env", "env.lock", "env2", "env2.lock"]
