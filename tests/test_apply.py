@@ -1,10 +1,12 @@
 """``vresolve apply`` as a whole process: real uv against a real index on loopback (tiny wheels made here).
 
-The wheels are small stand-ins (no compiled vLLM, no CUDA torch), so an install that completes is not *ready*:
-its checks fail and say so. What these tests pin down is the machinery: the same argv as the plan, a failing
-step named with its output and nothing left behind, Ctrl-C stopping uv and leaving nothing, an existing
-environment never replaced without ``--force``, the question without ``--yes``, a lock checked against this
-machine before it is installed with its hashes. The real stack (GBs) is in tests/test_install.py (opt-in).
+The wheels are small stand-ins: plain packages fail the plan's checks and say so (not ready); ``stack_index``'s
+pass them and doctor (a torch that reports CUDA 13.0, a vLLM holding a real compiled module), so the ready path
+runs too: the lock next to the environment, the activation file, ``apply --lock`` reinstalling it. Also pinned
+down: the same argv as the plan, a failing step named with its output and nothing left behind, Ctrl-C and SIGTERM
+stopping uv and leaving nothing, an existing environment never replaced without ``--force``, the question
+without ``--yes``, a lock checked against this machine before it is installed with its hashes. The real stack
+(GBs) is in tests/test_install.py (opt-in).
 """
 
 from __future__ import annotations
@@ -436,7 +438,8 @@ def test_a_ready_environment_is_locked_and_its_lock_reinstalls_it(stack_index: _
     assert out["ready"] is True and out["lock"]["files"] == [str(tmp_path / "env2.lock" / "requirements.txt")]
     assert [f["cause"] for f in out["lock_check"]] == ([] if HAS_GPU else ["library-not-found"])  # made for an H200
     first = installed_versions(str(env / "bin" / "python"), tmp_path)
-    assert {"vllm", "torch", "torchvision", "tinydep"} <= set(first) and installed_versions(str(tmp_path / "env2" / "bin" / "python"), tmp_path) == first
+    again = installed_versions(str(tmp_path / "env2" / "bin" / "python"), tmp_path)
+    assert {"vllm", "torch", "torchvision", "tinydep"} <= set(first) and again == first
     # --force replaces a ready environment, and removes the previous one once the new one is ready
     f = _apply([*H200, "--yes", "--venv", "env", "--force"], tmp_path, url)
     assert f.returncode == 0 and f"vresolve: removed the previous {env}" in f.stderr
