@@ -144,9 +144,11 @@ def claim(paths: Sequence[Path], *, force: bool) -> Claim:
                 aside = p.with_name(f".{p.name}.vresolve-previous-{os.getpid()}")
                 os.replace(p, aside)
                 moved.append((p, aside))
-    except BaseException:
+    except BaseException as e:
         for old, aside in moved:
             os.replace(aside, old)
+        if isinstance(e, OSError):
+            raise UsageError(f"--force: {str(p)!r} cannot be put aside ({e.strerror or e}); nothing changed") from None
         raise
     return Claim(creates=tuple(paths), moved=moved)
 
