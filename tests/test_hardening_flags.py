@@ -45,6 +45,7 @@ FLAGS = _value_flags()
 BASE = {  # what each command needs to stay on this machine and end quickly
     ("plan",): ["--gpu", "H100", "--json"],
     ("lock",): ["--gpu", "H100", "--index-url", CLOSED, "--timeout", "5", "-o", "out", "--json"],
+    ("apply",): ["--gpu", "H100", "--json"],  # no --yes: it stops before it changes anything (exit 2)
     ("doctor",): ["--no-env", "--log", "log.txt", "--json"],
     ("detect",): ["--json", "--timeout", "2"],
     ("matrix", "validate"): ["--json"],

@@ -37,6 +37,7 @@ from packaging.version import Version
 
 from . import __version__
 from ._atomic import write_files_atomic
+from ._proc import dies_with_us, stop_group, uv_bin
 from .errors import EXIT_USAGE, PackageIndexError, UsageError, VresolveError
 from .matrix import Matrix
 from .plan import InstallPlan
@@ -69,20 +70,6 @@ class LockFiles:
     uv_seconds: float  # the wall time of the uv pip compile run
     uv_argv: tuple[str, ...]
     packages: int
-
-
-def _uv_bin() -> str:
-    try:
-        from uv import find_uv_bin  # the uv package vresolve depends on
-
-        return str(find_uv_bin())
-    except (ImportError, FileNotFoundError):
-        import shutil
-
-        found = shutil.which("uv")
-        if not found:
-            raise UsageError("uv is not installed (pip install uv)") from None
-        return found
 
 
 def _target_glibc(plan: InstallPlan) -> str:
@@ -174,7 +161,7 @@ def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = N
         src = Path(tmp) / "requirements.in"
         src.write_text("".join(f"{r}\n" for r in reqs))
         out = Path(tmp) / "pylock.toml"
-        argv = [_uv_bin(), "pip", "compile", str(src), "--python-version", python,
+        argv = [uv_bin(), "pip", "compile", str(src), "--python-version", python,
                 "--python-platform", _platform_triple(plan), "--generate-hashes", "--no-header", "--no-build",
                 "--output-file", str(out), *options]
         if index_url:
@@ -188,49 +175,6 @@ def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = N
                           "resolved") + f" ({seconds:.1f} s)")
         pylock_text = out.read_text()
     return _derive(plan, matrix, pylock_text, seconds, tuple(argv), options)
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    """Stop uv and whatever it started (its own process group): SIGTERM, up to 5 s, then SIGKILL; reaped."""
-    import signal
-
-    try:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except OSError:
-            pass
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-    finally:  # also when a second interrupt comes during the wait
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.wait()
-
-
-def _dies_with_us() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that has Linux send uv SIGTERM when vresolve dies, even by SIGKILL (which no
-    handler sees): prctl(PR_SET_PDEATHSIG). None where there is no such call."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-    import signal
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl  # loaded here: the child must not import after fork
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def hook() -> None:
-        prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # vresolve died before the call: nobody would send it
-            os._exit(143)
-
-    return hook
 
 
 def _run_uv(argv: list[str], what: str, platform: str, timeout: float, retries: int | None,
@@ -247,15 +191,15 @@ def _run_uv(argv: list[str], what: str, platform: str, timeout: float, retries: 
     # its own process group: stopped as a whole, by vresolve, whatever signal vresolve gets
     # and it dies with vresolve, even when vresolve is killed
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True, preexec_fn=_dies_with_us())
+                            start_new_session=True, preexec_fn=dies_with_us())
     try:
         _warm_up()  # while uv works: import what reading its answer needs (the CPU is otherwise idle)
         _, stderr = proc.communicate(timeout=max(1.0, timeout - (time.perf_counter() - t0)))
     except subprocess.TimeoutExpired:
-        _stop(proc)
+        stop_group(proc)
         raise PackageIndexError(f"uv pip compile took longer than {timeout:g} s (--timeout)") from None
     except BaseException:
-        _stop(proc)
+        stop_group(proc)
         raise
     if proc.returncode == 0:
         return stderr, time.perf_counter() - t0

@@ -106,6 +106,7 @@ def _common() -> _Parser:
 COMMANDS = {  # name -> help; each command's flags are added by its function below
     "plan": "the newest vLLM stack that works on a machine, and how to install it",
     "lock": "the plan plus its whole transitive closure, with hashes (uv pip compile)",
+    "apply": "run the plan (or a lock) on this machine: a new environment, verified, doctored and locked",
     "doctor": "diagnose this environment and/or an error log",
     "detect": "what this machine has, and which source answered each fact",
     "matrix": "check, browse and update the compatibility matrix",
@@ -162,6 +163,24 @@ def _lock_command(lk: argparse.ArgumentParser, common: _Parser) -> None:
                     help="lock every profile of FILE (name: [plan flags]) into DIR/<name>/ (see lockfiles/)")
 
 
+def _apply_command(ap: argparse.ArgumentParser, common: _Parser) -> None:
+    _add_plan_flags(ap)
+    ap.add_argument("--lock", metavar="FILE", dest="apply_lock", type=path,
+                    help="install this lock (requirements.txt of vresolve lock) instead of planning, after checking "
+                         "this machine against the machine it records (doctor --lock)")
+    ap.add_argument("-y", "--yes", action="store_true",
+                    help="do not ask before changing anything (without it, apply asks on a terminal and fails "
+                         "elsewhere)")
+    ap.add_argument("--force", action="store_true",
+                    help="replace an existing environment at --venv (it is put back if the new one fails)")
+    ap.add_argument("--keep-failed", action="store_true",
+                    help="keep the new environment when a step or a check fails (default: removed)")
+    ap.add_argument("--lock-dir", metavar="DIR", type=path,
+                    help="where to write the lock of what was installed (default: the environment's path + .lock)")
+    ap.add_argument("--timeout", type=seconds, default=600.0,
+                    help="seconds each check and doctor's import of the stack may take (default 600)")
+
+
 def _doctor_command(doc: argparse.ArgumentParser, common: _Parser) -> None:
     doc.add_argument("--log", metavar="FILE", type=path, help="an error log or traceback to read ('-': standard input)")
     doc.add_argument("--python", metavar="EXE", dest="env_python", type=path,
@@ -206,7 +225,7 @@ def _matrix_command(mx: argparse.ArgumentParser, common: _Parser) -> None:
     ref.add_argument("--timeout", type=seconds, default=30.0, help="seconds per HTTP request (default 30)")
 
 
-_FLAGS = {"plan": _plan_command, "lock": _lock_command, "doctor": _doctor_command, "detect": _detect_command,
+_FLAGS = {"plan": _plan_command, "lock": _lock_command, "apply": _apply_command, "doctor": _doctor_command, "detect": _detect_command,
           "matrix": _matrix_command}
 
 

@@ -334,7 +334,6 @@ def _cited(findings: list[Any], pasted: list[Any], kept: Any) -> list[Any]:
 def _doctor_inputs(args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None]:
     """(the log to read, as a KeptLog, or None; the lock's recorded assumptions), each from its flag."""
     from ..doctor.logs import KeptLog
-    from ..lock import read_lock_header
 
     log = None
     if args.log == "-":
@@ -348,11 +347,18 @@ def _doctor_inputs(args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None
         raise UsageError("--no-env: give a --log or --lock to read, or leave out --no-env")
     if not args.lock_file:
         return log, None
-    from ..doctor.lock import lock_header_problem
+    return log, lock_header_of(args.lock_file)
 
-    name = shown(args.lock_file, 200)
+
+def lock_header_of(path: str) -> dict[str, Any]:
+    """The recorded assumptions of the lock at ``path`` (``--lock FILE``), checked for shape; UsageError
+    naming the file when it is not a readable vresolve lock."""
+    from ..doctor.lock import lock_header_problem
+    from ..lock import read_lock_header
+
+    name = shown(path, 200)
     try:
-        with open(args.lock_file, "rb") as fh:  # the header is in the first lines: never more than 1 MiB
+        with open(path, "rb") as fh:  # the header is in the first lines: never more than 1 MiB
             text = fh.read(1 << 20).decode("utf-8", errors="replace")
         header = read_lock_header(text, strict=True)
     except OSError as e:
@@ -364,7 +370,7 @@ def _doctor_inputs(args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None
     problem = lock_header_problem(header)
     if problem:
         raise UsageError(f"--lock: {name} is not a valid vresolve lock: its header's {problem}")
-    return log, header
+    return header
 
 
 def _reinstall_lines(host: Any, m: Any) -> list[str]:
@@ -566,6 +572,12 @@ def _torch_variant_report(args: argparse.Namespace, root: Path, client: Any) -> 
     return report
 
 
+def _cmd_apply(args: argparse.Namespace) -> int:
+    from .apply import cmd_apply
+
+    return cmd_apply(args)
+
+
 def _setup_logging(args: argparse.Namespace) -> None:
     verbose, quiet = _opt(args, "verbose", 0) or 0, _opt(args, "quiet", 0) or 0
     if not verbose and not quiet:
@@ -584,14 +596,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         _setup_logging(args)
         command = args.command or "cli"
-        if args.command == "plan":
-            return _cmd_plan(args)
-        if args.command == "lock":
-            return _cmd_lock(args)
-        if args.command == "doctor":
-            return _cmd_doctor(args)
-        if args.command == "detect":
-            return _cmd_detect(args)
+        run = {"plan": _cmd_plan, "lock": _cmd_lock, "apply": _cmd_apply, "doctor": _cmd_doctor,
+               "detect": _cmd_detect}.get(args.command)
+        if run is not None:
+            return run(args)
         if args.command == "matrix":
             action = {"validate": _cmd_matrix_validate, "show": _cmd_matrix_show,
                       "refresh": _cmd_matrix_refresh}.get(args.matrix_command)

@@ -515,5 +515,5 @@ def _op_check(python: tuple[str, ...], target: str, r: VllmRelease, platform: st
     return Check(name=f"vLLM {r.version}'s kernels ({', '.join(modules)}) load and one of its ops matches torch",
                  argv=(*python, "-c", _OP_CHECK.format(device="cuda" if target == "cuda" else "cpu",
                                                       modules=repr(modules), op=op)),
-                 expect="vLLM kernels: silu_and_mul matches torch")
+                 expect="vLLM kernels: silu_and_mul matches torch", needs_gpu=target == "cuda")
 

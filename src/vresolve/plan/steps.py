@@ -30,6 +30,7 @@ class Step:
     argv: tuple[str, ...]
     why: str
     cwd: str | None = None  # run in this directory (relative to where the plan starts)
+    needs_gpu: bool = False  # runs only on a machine with the planned GPUs (``apply`` skips it elsewhere)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -37,6 +38,7 @@ class Check:
     name: str
     argv: tuple[str, ...]
     expect: str  # a line the output must contain
+    needs_gpu: bool = False  # passes only on a machine with the planned GPUs (``apply`` skips it elsewhere)
 
 
 # SASS of the GPU's major with a minor not above the GPU's, or PTX not above its capability
@@ -113,3 +115,16 @@ def pip_install(installer: Installer, python: tuple[str, ...]) -> tuple[str, ...
     if installer == "uv":
         return ("uv", "pip", "install", "--python", *python)
     return (*python, "-m", "pip", "install")
+
+
+def install_lock(installer: Installer, env_dir: str, lock_file: str) -> Step:
+    """The step that installs a lock's ``requirements.txt`` (or uv: ``pylock.toml``) into a fresh environment:
+    every package pinned with its hashes, wheels only."""
+    python = f"{env_dir}/bin/python"
+    if installer == "uv":
+        argv: tuple[str, ...] = ("uv", "pip", "install", "--python", python, "--require-hashes", "--no-build",
+                                 "-r", lock_file)
+    else:
+        argv = (python, "-m", "pip", "install", "--require-hashes", "--only-binary", ":all:", "-r", lock_file)
+    return Step(tool=argv[0] if installer == "uv" else "pip", argv=argv,
+                why="every package of the lock, at its version, checked against its hashes; wheels only")

@@ -127,7 +127,7 @@ def _steps(matrix: Matrix, res: Resolution, installer: Installer, env_dir: str, 
     if v.cuda is not None and res.companions.get("flashinfer-python") and v.wheel is not None \
             and "download-kernels" in v.wheel.features:
         run = ("conda", "run", "-n", env_dir, "vllm") if installer == "conda" else (f"{env_dir}/bin/vllm",)
-        steps.append(Step(tool="vllm", argv=(*run, "download-kernels"),
+        steps.append(Step(tool="vllm", argv=(*run, "download-kernels"), needs_gpu=True,
                           why="FlashInfer's precompiled kernels for this FlashInfer and CUDA (flashinfer-cubin, "
                               "flashinfer-jit-cache, from FlashInfer's own index); without them vLLM compiles "
                               "kernels at startup, minutes on Hopper"))
@@ -161,9 +161,9 @@ def _verify(res: Resolution, python: str) -> list[Check]:
         checks.append(Check(name="torch sees the GPUs",
                             argv=(python, "-c", 'import torch; print("cuda available", torch.cuda.is_available(), '
                                                 'torch.cuda.device_count())'),
-                            expect=f"cuda available True {len(gpus)}"))
+                            expect=f"cuda available True {len(gpus)}", needs_gpu=True))
         checks.append(Check(name="torch's arch list covers every GPU", argv=(python, "-c", _COVERAGE),
-                            expect="arch list covers every GPU"))
+                            expect="arch list covers every GPU", needs_gpu=True))
     return checks
 
 
@@ -208,7 +208,8 @@ def build_plan(matrix: Matrix, res: Resolution, *, installer: Installer = "uv", 
                                                                                       'torch.__version__)'),
                             expect=f"torch {kept.version}"))
     if installer == "conda":
-        checks = [Check(name=c.name, argv=("conda", "run", "-n", env_dir, *c.argv), expect=c.expect) for c in checks]
+        checks = [Check(name=c.name, argv=("conda", "run", "-n", env_dir, *c.argv), expect=c.expect,
+                        needs_gpu=c.needs_gpu) for c in checks]
     env, why = _exports(res)
     return InstallPlan(resolution=res, installer=installer, env_dir=env_dir,
                        steps=tuple(_steps(matrix, res, installer, env_dir, into)),

@@ -166,9 +166,11 @@ def plan_view(p: Any, detected_by: str) -> dict[str, Any]:
                      "driver_policy": r.request.driver_policy,
                      "glibc": str(r.glibc_floor) if r.glibc_floor else None},
         "installer": p.installer, "environment": p.env_dir,
-        "steps": [{"tool": s.tool, "argv": list(s.argv), "shell": shell_line(s.argv), "why": s.why} for s in p.steps],
+        "steps": [{"tool": s.tool, "argv": list(s.argv), "shell": shell_line(s.argv), "why": s.why,
+                   "needs_gpu": s.needs_gpu} for s in p.steps],
         "env": dict(p.env),
-        "verify": [{"name": c.name, "argv": list(c.argv), "expect": c.expect} for c in p.verify],
+        "verify": [{"name": c.name, "argv": list(c.argv), "expect": c.expect, "needs_gpu": c.needs_gpu}
+                   for c in p.verify],
         "reasons": list(r.reasons), "warnings": list(r.warnings),
         "alternatives": [{"stack": stack_view(a.stack), "min_driver": str(a.min_driver) if a.min_driver else None,
                           "why_not_chosen": why} for a, why in p.alternatives],
@@ -193,7 +195,8 @@ def source_plan_view(p: Any, detected_by: str) -> dict[str, Any]:
                    **({"cwd": s.cwd} if s.cwd else {})} for s in p.steps],
         "env": dict(p.env),
         "checks": [{"name": c.name, "argv": list(c.argv), "expect": c.expect} for c in p.checks],
-        "verify": [{"name": c.name, "argv": list(c.argv), "expect": c.expect} for c in p.verify],
+        "verify": [{"name": c.name, "argv": list(c.argv), "expect": c.expect, "needs_gpu": c.needs_gpu}
+                   for c in p.verify],
         "reasons": list(p.reasons), "warnings": list(p.warnings), "alternatives": [],
         "build": {"toolkit": str(p.toolkit.version) if p.toolkit else None, "cuda_home": p.cuda_home,
                   "toolkit_found": p.toolkit_found.path if p.toolkit_found else None,

@@ -153,7 +153,7 @@ def plan_human(p: Any, detected_by: str) -> list[Any]:
     from .shell import sh_value, shell_line
 
     r = p.resolution
-    out: list[Any] = [_stack_table(r, detected_by), Text("Why:", style="bold")]
+    out: list[Any] = [stack_table(r, detected_by), Text("Why:", style="bold")]
     out += [_t(f"  - {x}") for x in r.reasons]
     if r.warnings:
         out.append(Text("Warnings:", style="bold yellow"))
@@ -175,7 +175,7 @@ def plan_human(p: Any, detected_by: str) -> list[Any]:
     return out
 
 
-def _stack_table(r: Any, detected_by: str) -> Table:
+def stack_table(r: Any, detected_by: str) -> Table:
     from rich.table import Table
 
     t = Table(title=_t(f"vLLM stack for {_machine_line(r.host)} ({detected_by})"))
@@ -211,10 +211,23 @@ def error_human(err: Any) -> str:
 
 
 def source_plan_human(p: Any, detected_by: str) -> list[Any]:
-    from rich.table import Table
     from rich.text import Text
 
     from .shell import render_script
+
+    out: list[Any] = [source_table(p, detected_by), Text("Why:", style="bold")]
+    out += [_t(f"  - {x}") for x in p.reasons]
+    if p.warnings:
+        out.append(Text("Warnings:", style="bold yellow"))
+        out += [_t(f"  ! {x}") for x in p.warnings]
+    out.append(Text("Recipe (bash):", style="bold"))
+    out.append(_t(render_script(p), lines=True))
+    return out
+
+
+def source_table(p: Any, detected_by: str) -> Table:
+    """The table that heads a source plan: what is built, against what, with how many jobs."""
+    from rich.table import Table
 
     t = Table(title=_t(f"vLLM source build for {_machine_line(p.host)} ({detected_by})"))
     for col in ("what", "choice"):
@@ -233,14 +246,7 @@ def source_plan_human(p: Any, detected_by: str) -> list[Any]:
         rows.append(("needs", f"NVIDIA driver >= {p.min_driver}"))
     for row in rows:
         t.add_row(*map(_t, row))
-    out: list[Any] = [t, Text("Why:", style="bold")]
-    out += [_t(f"  - {x}") for x in p.reasons]
-    if p.warnings:
-        out.append(Text("Warnings:", style="bold yellow"))
-        out += [_t(f"  ! {x}") for x in p.warnings]
-    out.append(Text("Recipe (bash):", style="bold"))
-    out.append(_t(render_script(p), lines=True))
-    return out
+    return t
 
 
 def doctor_human(findings: Any, host: Host, env: Any, unclear: Any = ()) -> list[Any]:

@@ -1,0 +1,345 @@
+"""``vresolve apply``: the plan (or ``--lock FILE``) shown, confirmed, run into a new environment, verified,
+doctored, and locked.
+
+Order: the job (from the plan flags, or the lock after ``doctor --lock`` passed on this machine); the paths it
+makes claimed (an existing one is refused, or with ``--force`` put aside); its steps; its checks (those that
+need a GPU skipped on a machine without one); ``doctor`` on the environment; then, when ready, the lock of
+what was installed next to the environment and the activation file in it. A failed step, a failed check or
+an error from doctor removes the new environment (``--keep-failed`` keeps it); an interrupt always does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import EXIT_OK, UsageError, VresolveError
+from .args import _load, _opt, plan_inputs, shown
+from .commands import _console, _print_json, lock_header_of
+
+EXIT_NOT_READY = 1
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    from ..apply import check_targets, claim
+
+    _refuse(args)
+    m = _load(args)
+    this = _this_machine(m)
+    job, plan, head, lock_check = _lock_job(args, m, this) if args.apply_lock else (*_plan_job(args, m, this), [])
+    check_targets(job.creates, force=args.force)  # refused before anything is shown or asked
+    if not args.yes and (_opt(args, "json") or not sys.stdin.isatty()):
+        raise UsageError("apply: asks before changing anything, and there is no terminal to ask on: pass --yes")
+    if not _opt(args, "json") and not _opt(args, "quiet"):
+        from ..render.apply import job_human
+
+        console = _console()
+        for item in job_human(job, head):
+            console.print(item)
+    _confirm(args, job)
+    c = claim(job.creates, force=args.force)
+    return _run(args, m, this, job, plan, c, lock_check)
+
+
+def _refuse(args: argparse.Namespace) -> None:
+    if args.installer == "conda":
+        raise UsageError("--installer conda: apply makes virtual environments with uv or pip; for conda, run the "
+                         "steps of vresolve plan --installer conda")
+    if args.keep_torch:
+        raise UsageError("--keep-torch: apply makes new environments only; it never changes the one vresolve runs "
+                         "in (run the steps of vresolve plan --keep-torch yourself)")
+    if args.apply_lock:
+        given = [f for f, v in (("--gpu", args.gpu != "auto"), ("--driver", args.driver), ("--vllm", args.vllm),
+                                ("--torch", args.torch), ("--variant", args.variant), ("--python", args.python),
+                                ("--source-build", args.source_build != "auto"), ("--glibc", args.glibc)) if v]
+        if given:
+            raise UsageError(f"--lock: installs the stack the lock records; {', '.join(given)} would plan another "
+                             "(leave them out, or leave out --lock)")
+
+
+def _this_machine(m: Any) -> Any:
+    """This machine (apply installs here, whatever machine the plan names): its GPUs decide which checks run."""
+    from ..detect import Overrides, detect_host, fill_capabilities
+
+    return fill_capabilities(detect_host(Overrides.from_env(), installed=False), m)
+
+
+def _plan_job(args: argparse.Namespace, m: Any, this: Any) -> tuple[Any, Any, list[Any]]:
+    """(the job, the wheel plan or None for a source build, what to show) from the plan flags."""
+    from dataclasses import replace
+
+    from ..apply import source_job, wheel_job
+    from ..plan import build_plan
+    from ..render.text import source_table, stack_table
+    from ..resolve import NoCompatibleStack, resolve
+
+    m, host, request, detected_by = plan_inputs(args)
+    if host.platform.glibc is None and this.platform.glibc is not None and host.platform.tag == this.platform.tag:
+        host = replace(host, platform=replace(host.platform, glibc=this.platform.glibc))  # it installs here
+    if host.platform.tag != this.platform.tag:
+        raise UsageError(f"--platform: apply installs on this machine ({this.platform.tag}), not "
+                         f"{host.platform.tag}")
+    sp = None
+    if args.source_build == "always" or args.precompiled:
+        sp = _source_plan(args, m, host, request, None)
+    else:
+        try:
+            res = resolve(host, m, request)
+        except NoCompatibleStack as e:
+            sp = _source_plan(args, m, host, request, e)
+    cwd = Path.cwd()
+    if sp is not None:
+        return source_job(sp, cwd, _parallelism(sp, this)), None, [source_table(sp, detected_by)]
+    plan = build_plan(m, res, installer=args.installer, env_dir=args.venv)
+    return wheel_job(plan, cwd), plan, [stack_table(plan.resolution, detected_by)]
+
+
+def _source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any, e: Any) -> Any:
+    """The source build, when asked for or when no wheel covers the GPU (--source-build auto); else ``e``."""
+    from ..plan.source import plan_source_build
+
+    asked = e is None
+    if not asked and not (args.source_build == "auto" and (request.cpu or bool({"gpu", "platform"} & e.cause_kinds))):
+        raise e
+    why = () if asked else [f"no prebuilt wheel fits ({e.headline}): building from source"]
+    return plan_source_build(host, m, request, installer=args.installer, env_dir=args.venv, src_dir=args.src_dir,
+                             why_no_wheel=why, precompiled=args.precompiled)
+
+
+def _parallelism(sp: Any, this: Any) -> tuple[tuple[str, str], ...]:
+    """MAX_JOBS and NVCC_THREADS from this machine's memory and cores, when the plan left them to the build
+    machine (a plan for a named GPU does not know the memory of the machine that builds)."""
+    from ..plan import build_parallelism
+
+    if sp.max_jobs is not None:
+        return ()
+    jobs, threads = build_parallelism(this.cpu_count, this.memory_mib)
+    return (("MAX_JOBS", str(jobs or 1)), ("NVCC_THREADS", str(threads)))
+
+
+def _lock_job(args: argparse.Namespace, m: Any, this: Any) -> tuple[Any, Any, list[Any], list[Any]]:
+    """``--lock FILE``: checked against this machine (doctor --lock: an error refuses, exit 1), then the job
+    that installs it; its checks and exports are those of the plan the lock records."""
+    from ..apply import lock_job
+    from ..doctor import check_against_lock
+    from ..render.apply import finding_lines
+
+    lock_file = Path(args.apply_lock).resolve()
+    if lock_file.suffix in (".toml", ".yml", ".yaml", ".sh"):
+        raise UsageError(f"--lock: {shown(args.apply_lock, 200)}: expected the requirements.txt of a vresolve "
+                         "lock (its pins with their hashes)")
+    header = lock_header_of(args.apply_lock)
+    findings = check_against_lock(header, this, None, name=str(lock_file))
+    if any(f.severity == "error" for f in findings):
+        lines = [f"--lock: this machine is not the one {shown(args.apply_lock, 200)} was made for (doctor --lock):"]
+        raise LockDoesNotFit("\n".join(lines + finding_lines(findings)))
+    plan = _plan_of_lock(args, m, header)
+    job = lock_job(plan, lock_file, header, Path.cwd())
+    from rich.text import Text
+
+    head: list[Any] = [Text(f"{job.what}: doctor --lock on this machine: "
+                            + ("no problems" if not findings else "warnings only"))]
+    head += [Text(f"  {line}", style="yellow") for line in finding_lines(findings)]
+    return job, None, head, findings
+
+
+def _plan_of_lock(args: argparse.Namespace, m: Any, header: dict[str, Any]) -> Any:
+    """The plan of the stack a lock records, for the machine it records (its steps around the install, its
+    checks, its exports)."""
+    from packaging.specifiers import SpecifierSet
+
+    from ..detect import detect_interpreter
+    from ..plan import build_plan
+    from ..resolve import NoCompatibleStack, Request, resolve
+    from .targets import parse_glibc, target_host
+
+    machine, stack = header["machine"], header["stack"]
+    try:
+        glibc = parse_glibc(machine["glibc"]) if machine.get("glibc") else None
+        host = target_host(m, gpus=",".join(machine.get("gpus") or {}) or "none", driver=machine.get("min_driver"),
+                           python=machine.get("python"), platform=machine.get("platform"),
+                           base=detect_interpreter(), glibc=glibc)
+        request = Request(vllm=SpecifierSet(f"=={stack['vllm']}"), torch=SpecifierSet(f"=={stack['torch']}"),
+                          variant=stack.get("variant"), driver_policy=machine.get("driver_policy") or "minor-compat",
+                          cpu=not host.gpus)
+        res = resolve(host, m, request)
+    except (UsageError, NoCompatibleStack, KeyError, ValueError) as e:
+        raise UsageError(f"--lock: the stack {shown(args.apply_lock, 200)} records is not one this matrix can plan "
+                         f"({str(e).splitlines()[0][:200]})") from None
+    return build_plan(m, res, installer=args.installer, env_dir=args.venv)
+
+
+def _confirm(args: argparse.Namespace, job: Any) -> None:
+    """Ask before changing anything; ``--yes`` skips the question; without a terminal, fail (exit 2)."""
+    if args.yes:
+        return
+    from rich.text import Text
+
+    from ..render.shell import escape_controls
+
+    answer = _console(stderr=True).input(Text(escape_controls(f"Install {job.what} into {job.env_dir}? [y/N] ")))
+    if answer.strip().lower() not in ("y", "yes"):
+        raise _Declined("apply: nothing changed (not confirmed)")
+
+
+class LockDoesNotFit(VresolveError):
+    """``apply --lock``: doctor --lock found an error: this machine is not one the lock was made for. Exit 1."""
+
+    code = "lock-does-not-fit"
+    exit_code = EXIT_NOT_READY
+
+
+class _Declined(UsageError):
+    code = "not-confirmed"
+    exit_code = EXIT_NOT_READY
+
+
+def _run(args: argparse.Namespace, m: Any, this: Any, job: Any, plan: Any, c: Any, lock_check: list[Any]) -> int:
+    """Run the job to its verdict; interrupted anywhere before it (Ctrl-C, SIGTERM), the installer is stopped and
+    what the run made is removed: the environment, the files of its lock."""
+    written: list[Path] = []
+    try:
+        return _apply(args, m, this, job, plan, c, lock_check, written)
+    except BaseException:
+        for line in c.fail():
+            print(f"vresolve: {line}", file=sys.stderr)
+        for p in written:
+            p.unlink(missing_ok=True)
+        raise
+
+
+def _apply(args: argparse.Namespace, m: Any, this: Any, job: Any, plan: Any, c: Any, lock_check: list[Any],
+           written: list[Path]) -> int:
+    from ..apply import environ, run_checks, run_steps
+    from ..render.apply import ApplyProgress
+
+    cwd, has_gpu = Path.cwd(), bool(this.gpus)
+    checks: list[Any] = []
+    with ApplyProgress(_console(stderr=True), verbose=bool(_opt(args, "verbose")),
+                       quiet=bool(_opt(args, "quiet"))) as progress:
+        steps = run_steps(job, progress, cwd=cwd, has_gpu=has_gpu)
+        if steps and steps[-1].status == "failed":
+            return _failed_step(args, m, this, job, steps, c)
+        checks = run_checks(job.verify, progress, cwd=cwd, env=environ(job.exports, cwd), has_gpu=has_gpu,
+                            timeout=args.timeout)
+    findings = _doctor(args, m, this, job) if not any(x.status == "failed" for x in checks) else []
+    ready = not any(x.status == "failed" for x in checks) and not any(f.severity == "error" for f in findings)
+    if not ready:
+        return _report(args, job, steps, checks, findings, ready=False, cleanup=_cleanup(args, c),
+                       lock_check=lock_check)
+    lock, problem = _write_lock(args, m, job, plan)
+    written += [Path(f) for f in (lock or {}).get("files", ())]
+    activate = _write_activation(job)
+    done = c.succeed()
+    written.clear()
+    code = _report(args, job, steps, checks, findings, ready=True, cleanup=done, lock=lock, activate=activate,
+                   lock_check=lock_check)
+    if problem:
+        print(f"vresolve: error: {problem}", file=sys.stderr)
+        return EXIT_NOT_READY
+    return code
+
+
+def _cleanup(args: argparse.Namespace, c: Any) -> list[str]:
+    return c.keep() if args.keep_failed else c.fail()
+
+
+def _failed_step(args: argparse.Namespace, m: Any, this: Any, job: Any, steps: list[Any], c: Any) -> int:
+    from ..apply import failure_causes
+    from ..render.apply import failure_lines
+
+    failed = steps[-1]
+    causes = failure_causes(job, failed, this, m)
+    cleanup = _cleanup(args, c)
+    if _opt(args, "json"):
+        from ..render import envelope
+        from ..render.apply import apply_view
+
+        _print_json(envelope("apply", apply_view(job, steps, [], [], ready=False, causes=causes, cleanup=cleanup)))
+    else:
+        for line in [*failure_lines(failed, causes, job.log), *cleanup]:
+            print(f"vresolve: {line}", file=sys.stderr)
+    return EXIT_NOT_READY
+
+
+def _doctor(args: argparse.Namespace, m: Any, this: Any, job: Any) -> list[Any]:
+    """``doctor --python`` on the new environment: the findings."""
+    from ..detect import library_shadows, probe_environment
+    from ..doctor import diagnose
+
+    env = probe_environment(job.python, timeout=args.timeout)
+    return diagnose(this, m, env, shadows=library_shadows())
+
+
+def _write_lock(args: argparse.Namespace, m: Any, job: Any, plan: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """(the lock written next to the environment, or None; what went wrong, or None)."""
+    from .._atomic import write_files_atomic
+    from ..apply import installed_versions, lock_differences
+    from ..errors import VresolveError
+    from ..lock import FILE_NAMES, FORMATS, compile_lock, write_lock
+
+    lock_dir = Path(args.lock_dir).resolve() if args.lock_dir else job.env_dir.with_name(job.env_dir.name + ".lock")
+    if job.kind == "lock":  # the lock it installed, kept beside the environment
+        src = Path(args.apply_lock)
+        try:
+            lock_dir.mkdir(parents=True, exist_ok=True)
+            write_files_atomic([(lock_dir / FILE_NAMES["requirements"], src.read_bytes())])
+        except OSError as e:
+            return None, f"the lock could not be copied into {lock_dir} ({e.strerror or e})"
+        return {"dir": str(lock_dir), "files": [str(lock_dir / FILE_NAMES["requirements"])]}, None
+    if plan is None:
+        return None, None  # a source build: its recipe is the record (vresolve lock locks wheel plans)
+    quiet = _opt(args, "json") or _opt(args, "quiet")
+    try:
+        lock = compile_lock(plan, m, progress=None if quiet else (lambda msg: print(f"vresolve: lock: {msg}",
+                                                                                    file=sys.stderr, flush=True)))
+        diffs = lock_differences(lock.files["requirements"], installed_versions(job.python, Path.cwd()))
+        if diffs:
+            return None, ("the lock was not written: it differs from what was installed (the index changed while "
+                          "apply ran?): " + "; ".join(diffs[:5]))
+        files = write_lock(lock, lock_dir, FORMATS)
+    except VresolveError as e:
+        return None, f"the environment is ready, its lock was not written: {e}"
+    return {"dir": str(lock_dir), "files": [str(f) for f in files], "packages": lock.packages}, None
+
+
+def _write_activation(job: Any) -> Path | None:
+    from .._atomic import write_atomic
+    from ..apply import ACTIVATE
+    from ..plan.steps import Expand
+    from ..render.apply import activation_text
+
+    path = job.env_dir / ACTIVATE
+    here = str(Path.cwd())  # the file is sourced from anywhere: $PWD is where apply ran
+    exports = [(k, Expand(v.replace("$PWD", here)) if isinstance(v, Expand) else v) for k, v in job.exports]
+    try:
+        write_atomic(path, activation_text(job.env_dir, exports, job.what))
+    except (OSError, ValueError):
+        return None
+    return path
+
+
+def _report(args: argparse.Namespace, job: Any, steps: list[Any], checks: list[Any], findings: list[Any], *,
+            ready: bool, cleanup: list[str], lock: dict[str, Any] | None = None, activate: Path | None = None,
+            lock_check: list[Any] | None = None) -> int:
+    from ..render.apply import apply_view, verdict_line
+
+    if _opt(args, "json"):
+        from ..render import envelope
+
+        _print_json(envelope("apply", apply_view(job, steps, checks, findings, ready=ready, cleanup=cleanup,
+                                                 lock=lock, activate=activate, lock_check=lock_check or ())))
+        return EXIT_OK if ready else EXIT_NOT_READY
+    if findings:
+        from ..render.apply import finding_lines
+
+        for line in finding_lines(findings):
+            print(f"vresolve: doctor: {line}", file=sys.stderr)
+    for line in cleanup:
+        print(f"vresolve: {line}", file=sys.stderr)
+    if lock is not None:
+        print(f"vresolve: lock of what was installed: {lock['dir']} ({len(lock['files'])} files)", file=sys.stderr)
+    print(verdict_line(job, checks, findings, ready, activate))
+    return EXIT_OK if ready else EXIT_NOT_READY
