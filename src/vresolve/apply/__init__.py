@@ -73,12 +73,19 @@ def lock_differences(requirements: str, installed: Mapping[str, str]) -> list[st
 
 
 def failure_causes(job: Job, failed: StepOutcome, host: Host, matrix: Matrix) -> list[Finding]:
-    """What doctor can name of a failed step: its output (a source build's whole log, read from its end) matched
-    against the known issues (``build-oom`` when the compiler was killed, an unreachable index, ...)."""
+    """What doctor can name of a failed step: its output (a source build's whole log, read from its end) judged as
+    ``doctor --log`` judges a paste (``build-oom`` when the compiler was killed, an unreachable index, ...)."""
     from ..doctor import diagnose
+    from ..doctor.evidence import read_evidence
+    from ..doctor.pasted import judge_pasted
 
     text = _tail_of(job.log) if job.log is not None else "\n".join(failed.ran.tail if failed.ran else ())
-    return [f for f in diagnose(host, matrix, None, log=text) if f.source == "log"] if text.strip() else []
+    if not text.strip():
+        return []
+    signed = [f for f in diagnose(host, matrix, None, log=text) if f.source == "log"]
+    typed, _ = judge_pasted(read_evidence(text), matrix)  # the same judgement as `doctor --log` of that output
+    shown = {f.cause for f in typed}
+    return typed + [f for f in signed if f.cause not in shown]
 
 
 def _tail_of(log: Path, limit: int = 16 << 20) -> str:
