@@ -1,6 +1,6 @@
 """How many of the facts a corpus's sidecars list the evidence reader reads, per kind of fact.
 
-    PYTHONPATH=src:. python bench/doctor_accuracy.py [DIR] [--misses]
+    python bench/doctor_accuracy.py [DIR] [--misses]
 
 DIR holds ``NNN-slug.txt`` excerpts with ``NNN-slug.yaml`` sidecars (default: tests/data/corpus). The comparison
 is the tests' (tests/corpus_facts.py): versions as strings, Python by major.minor, GPU names as a set.
@@ -9,11 +9,14 @@ is the tests' (tests/corpus_facts.py): versions as strings, Python by major.mino
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 from pathlib import Path
 
 import yaml
-from tests.corpus_facts import compare
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's tests/ (the comparison is theirs)
+from tests.corpus_facts import compare  # noqa: E402
 
 from vresolve.doctor.evidence import read_evidence
 
