@@ -317,3 +317,23 @@ def test_kept_log_cites_the_line_numbers_of_the_whole_log(monkeypatch: pytest.Mo
     assert "bytes in the middle not read" in kept.text()
     assert kept.cite(["line 3", "line 4990", "no such line"]) == (
         "pasted line 4: line 3", "pasted line 4991: line 4990", "no such line")
+
+
+@pytest.mark.parametrize(("text", "cause"), [
+    # xFormers' own table, without its first line: built for another torch than the one it runs with
+    ("    PyTorch 2.1.0+cu121 with CUDA 1201 (you have 2.1.0+cu118)\n", None),
+    ("xFormers was built for:\n    PyTorch 2.1.0+cu121 with CUDA 1201 (you have 2.2.0+cu121)\n"
+     "    Python  3.10.13 (you have 3.10.12)\n", "companion-mismatch"),
+    ("xFormers was built for:\n    PyTorch 2.1.0+cu121 with CUDA 1201 (you have 2.1.0+cu121)\n"
+     "    Python  3.10.13 (you have 3.12.1)\n", "companion-mismatch"),
+    # a kill seen before the build's own lines
+    ("Error: Process completed with exit code 137.\n[12/340] Building CUDA object csrc/x.cu.o\n", "build-oom"),
+    ("Error: Process completed with exit code 137.\n", None),  # no build: a container's OOM kill, not a build's
+])
+def test_pasted_facts_in_any_order(text: str, cause: str | None, tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "log.txt"
+    log.write_text(text)
+    main(["doctor", "--no-env", "--log", str(log), "--json"])
+    causes = {f["cause"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert causes == ({cause} if cause else set())

@@ -148,13 +148,20 @@ def _build_isolation(e: Evidence) -> list[Seen[Any]]:
     return [other[0], installed] if other and installed is not None else []
 
 
+def _building(e: Evidence) -> bool:
+    """Whether the paste shows a build anywhere (its lines may come after the kill, or before the excerpt)."""
+    return bool("build_log" in e.kinds or e.gencode or e.build_env_paths or e.build_jobs
+                or any(ev.value.action == "build-failed" for ev in e.installer))
+
+
 def _build_oom(e: Evidence) -> list[Seen[Any]]:
     """The lines that show a build running out of memory: a compiler killed; else, in a build, the host's memory
     used up (top) or out of memory said in words."""
-    killed = [k for k in e.killed if k.value.in_build]
+    building = _building(e)
+    killed = [k for k in e.killed if k.value.in_build or (building and k.value.how != "build stopped")]
     if killed:
         return killed
-    if not ("build_log" in e.kinds or e.gencode or e.build_env_paths or e.build_jobs):
+    if not building:
         return []
     used_up = [m for m in e.memory if m.value[1] < 0.03 * m.value[0]]
     if used_up:
@@ -185,6 +192,20 @@ def _build_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
         yield "build-isolation", seen
     for seen in _build_oom(e):
         yield "build-oom", seen
+
+
+def _built_for(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
+    """A companion's own record of the torch or Python it was built for (xFormers' table), unlike the one it runs
+    with."""
+    torch = e.dist("torch")
+    have_torch = public_version(torch.value.version or "") if torch is not None else None
+    have_python = e.value("python")
+    for bf in e.built_for:
+        built_torch = public_version(bf.value.torch or "")
+        if built_torch is not None and have_torch is not None and built_torch != have_torch:
+            yield "companion-mismatch", bf
+        elif bf.value.python and have_python and bf.value.python.split(".")[:2] != str(have_python).split(".")[:2]:
+            yield "companion-mismatch", bf
 
 
 def _replaced(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
@@ -229,6 +250,7 @@ def _container_without_gpus(e: Evidence) -> list[Seen[Any]]:
 
 def _install_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
     yield from _replaced(e)
+    yield from _built_for(e)
     for lib in e.libraries:
         if lib.value.missing and (lib.value.name == "cuda" or lib.value.name.startswith(_MISSING_LIBRARIES)):
             yield "library-not-found", lib

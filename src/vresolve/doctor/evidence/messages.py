@@ -171,6 +171,7 @@ def _built_for_torch(m: re.Match[str], line: Line, out: Collector) -> None:
 
 def _built_for_python(m: re.Match[str], line: Line, out: Collector) -> None:
     if out.near("xformers-built-for", line, 4):
+        out.add("built_for", BuiltFor(package="xformers", python=m["built"]), line, MESSAGE, HOW, m.span())
         out.add("python", m["have"], line, MESSAGE, HOW, m.span())
 
 
