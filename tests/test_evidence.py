@@ -552,3 +552,14 @@ def test_values_are_bounded() -> None:
     e = read_evidence("GPU models and configuration: " + "NVIDIA " * 500 + "\nCUDA_VISIBLE_DEVICES=" + "1," * 900)
     assert len(e.gpus[0].value.name) == 256 and e.gpus[0].value.name.endswith("…")
     assert len(e.env[0].value[1]) == 256
+
+
+@pytest.mark.parametrize(("text", "field", "value"), [
+    ("CUDA=12.2", "cuda", "12.2"), ("cuda_version:12.2", "cuda", "12.2"), ("my CUDA version is 12.4", "cuda", "12.4"),
+    ("torch=2.1.0", "torch", "2.1.0"), ("torch_version: 2.3.1", "torch", "2.3.1"),
+    ("python_version=3.10.4", "python", "3.10.4"),
+])
+def test_prose_versions_with_equals_and_underscores(text: str, field: str, value: str) -> None:
+    e = read_evidence(text + "\n")
+    got = e.torch if field == "torch" else e.value(field)
+    assert got == value

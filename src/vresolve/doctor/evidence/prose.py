@@ -42,11 +42,12 @@ _BARE_GPU_RE = re.compile(r"^(?:NVIDIA|Nvidia|Tesla|Quadro|GeForce|AMD Instinct)
 _MENTION_RE = re.compile(
     r"(?<![\w./-])(?P<name>torch|pytorch|torchvision|torchaudio|vllm|xformers|flash[-_]attn|vllm[-_]flash[-_]attn"
     r"|flashinfer(?:[-_]python)?|triton|sgl[-_]kernel|transformers)"
-    r"(?:\s*==\s*|\s+version\s+(?:is\s+)?|\s+v|\s+|-(?=\d)|(?=\d))(?P<v>\d+(?:\.\d+)+[\w.+]*)(?![\w/])",
+    r"(?:\s*==?\s*|[_\s]version\s*(?:[:=]\s*|is\s+)?|\s+v|\s+|-(?=\d)|(?=\d))(?P<v>\d+(?:\.\d+)+[\w.+]*)(?![\w/])",
     re.IGNORECASE)
 # no local part: "python3.10.14+cuda11.8+cudnn8.9.6" is three facts
 _SPECIAL_RE = re.compile(r"(?<![\w./-])(?P<name>python|cuda|cudnn|nvcc)"
-                         r"(?:\s*==\s*|\s+version\s+(?:is\s+)?|\s+v|\s+|(?=\d))(?P<v>\d+(?:\.\d+)+)(?![\w/])",
+                         r"(?:\s*==?\s*|[_\s]version\s*(?:[:=]\s*|is\s+)?|\s+v|\s+|(?=\d))"
+                         r"(?P<v>\d+(?:\.\d+)+)(?![\w/])",
                          re.IGNORECASE)
 _OS_RE = re.compile(r"(?<![\w/])(?:Ubuntu|Debian(?: GNU/Linux)?|CentOS(?: Linux)?|Rocky Linux|AlmaLinux"
                     r"|Red Hat Enterprise Linux|RHEL|Fedora|openSUSE(?: Leap)?|Amazon Linux|Arch Linux|Windows|macOS"
@@ -139,13 +140,14 @@ def _pip(value: str, line: Line, out: Collector) -> None:
 
 
 KEYS: dict[str, Handler] = {
-    **dict.fromkeys(("python", "python version"), _version_field("python")),
+    **dict.fromkeys(("python", "python version", "python_version"), _version_field("python")),
     **dict.fromkeys(("os", "system", "operating system", "distro"), _os),
-    **dict.fromkeys(("cuda", "cuda version", "cuda toolkit", "cuda toolkit version"), _version_field("cuda")),
+    **dict.fromkeys(("cuda", "cuda version", "cuda_version", "cuda toolkit", "cuda toolkit version"),
+                    _version_field("cuda")),
     **dict.fromkeys(("cudnn", "cudnn version"), _version_field("cudnn")),
     **dict.fromkeys(("gpu", "gpus", "gpu model", "gpu type", "graphics card", "gpu name"), _gpu),
     **dict.fromkeys(("driver", "driver version", "nvidia driver", "nvidia driver version", "gpu driver"), _driver),
-    **dict.fromkeys(("torch", "pytorch", "torch version", "pytorch version"), _dist("torch")),
+    **dict.fromkeys(("torch", "pytorch", "torch version", "pytorch version", "torch_version"), _dist("torch")),
     **dict.fromkeys(("vllm", "vllm version"), _dist("vllm")),
     **dict.fromkeys(("compute capability", "cuda capability", "compute cap"), _capability),
     **dict.fromkeys(("nvcc", "nvcc version"), _nvcc),

@@ -100,7 +100,7 @@ def summary(evidence: Evidence) -> dict[str, Any]:
         "not_installed": sorted({str(s.value.name) for s in evidence.installer if s.value.action == "not-installed"}),
         "build_env": _dists(evidence.build_env),
         "build_env_paths": list(dict.fromkeys(s.value for s in evidence.build_env_paths)),
-        "built_for": {s.value.package: s.value.torch for s in evidence.built_for},
+        "built_for": {s.value.package: s.value.torch for s in evidence.built_for if s.value.torch},
         "gencode": list(dict.fromkeys(s.value for s in evidence.gencode)),
         "signals": sorted(evidence.signal_codes()),
         "env": dict(s.value for s in sorted(evidence.env, key=lambda s: (-s.rank, s.line))),
