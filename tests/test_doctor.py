@@ -337,3 +337,20 @@ def test_pasted_facts_in_any_order(text: str, cause: str | None, tmp_path: Path,
     main(["doctor", "--no-env", "--log", str(log), "--json"])
     causes = {f["cause"] for f in json.loads(capsys.readouterr().out)["findings"]}
     assert causes == ({cause} if cause else set())
+
+
+@pytest.mark.parametrize(("torch", "cause"), [("2.11.0+cu130", "incomplete-install"),
+                                              ("2.10.0+cu130", "torch-abi-mismatch"),
+                                              ("2.11.0+cpu", "cpu-only-build")])
+def test_pasted_vllm_without_its_extension_is_judged_by_the_torch_beside_it(
+        torch: str, cause: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """vLLM 0.26.0's wheel pins torch 2.11.0 (the matrix): the same missing module, three causes."""
+    log = tmp_path / "log.txt"
+    log.write_text(f"vllm                      0.26.0\ntorch                     {torch}\n"
+                   '  File "/venv/lib/python3.12/site-packages/vllm/_custom_ops.py", line 9, in <module>\n'
+                   "ModuleNotFoundError: No module named 'vllm._C_stable_libtorch'\n")
+    assert main(["doctor", "--no-env", "--log", str(log), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    errors = {f["cause"] for f in out["findings"] if f["severity"] == "error"}
+    assert cause in errors and not {"incomplete-install", "torch-abi-mismatch", "cpu-only-build"} - {cause} & errors
+    assert out["unclear"] == []
