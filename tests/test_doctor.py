@@ -354,3 +354,6 @@ def test_pasted_vllm_without_its_extension_is_judged_by_the_torch_beside_it(
     errors = {f["cause"] for f in out["findings"] if f["severity"] == "error"}
     assert cause in errors and not {"incomplete-install", "torch-abi-mismatch", "cpu-only-build"} - {cause} & errors
     assert out["unclear"] == []
+    if cause == "incomplete-install":
+        (found,) = [f for f in out["findings"] if f["cause"] == cause]
+        assert "vllm==0.26.0" in found["fix"] and "<" not in found["fix"].split("`")[1]

@@ -322,8 +322,11 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -
     for cause, evidence in lines.items():
         if cause not in {f.cause for f in already}:
             k = issue_for(matrix, cause)
+            vllm = e.dist("vllm")
+            fix = k.fix if vllm is None else k.fix.replace("<the installed version>", str(vllm.value.version)).replace(
+                "<version>", str(vllm.value.version))
             out.append(Finding(cause=cause, severity=k.severity, title=k.title, explanation=k.explanation,
-                               fix=_for_this_machine(cause, e, matrix) + k.fix, evidence=tuple(evidence),
+                               fix=_for_this_machine(cause, e, matrix) + fix, evidence=tuple(evidence),
                                source="log"))
     if not any(f.severity == "error" for f in (*out, *already)):
         out += _weak_build_oom(e, matrix)
