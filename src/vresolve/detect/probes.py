@@ -332,7 +332,7 @@ def _probe_platform(o: Overrides, problems: list[str]) -> PlatformInfo:
             if marker in cgroup:
                 container = "kubernetes" if marker == "kubepods" else marker
                 break
-    jetson, l4t, l4t_source = _probe_jetson(o, machine)
+    jetson, l4t, l4t_source = _probe_jetson(o)
     info = PlatformInfo(os=osname, machine=machine, glibc=glibc, wsl=wsl, container=container, jetson=jetson,
                         l4t=l4t, l4t_source=l4t_source)
     if o.platform:
@@ -341,7 +341,7 @@ def _probe_platform(o: Overrides, problems: list[str]) -> PlatformInfo:
     return info
 
 
-def _probe_jetson(o: Overrides, machine: str) -> tuple[str | None, Version | None, str | None]:
+def _probe_jetson(o: Overrides) -> tuple[str | None, Version | None, str | None]:
     """(the board, its L4T release, where that came from) when this is a Jetson; (None, None, None) otherwise.
 
     A Jetson is known by ``/etc/nv_tegra_release`` (Jetson Linux writes it), else by a device tree naming a
@@ -356,7 +356,7 @@ def _probe_jetson(o: Overrides, machine: str) -> tuple[str | None, Version | Non
         return None, None, None
     l4t = parse_nv_tegra_release(release) if release is not None else None
     source = "/etc/nv_tegra_release" if l4t is not None else None
-    if l4t is None and machine == "aarch64":
+    if l4t is None:  # a Tegra device tree without the file (an L4T container): ask dpkg
         out = _run(o, ["dpkg-query", "-W", "-f=${Version}", "nvidia-l4t-core"])
         if isinstance(out, tuple) and out[0] == 0:
             l4t = parse_l4t_core_version(out[1])
