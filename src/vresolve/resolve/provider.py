@@ -420,6 +420,10 @@ def _pick(host: Host, matrix: Matrix, request: Request) -> tuple[VllmBuild, Torc
     raise AssertionError("unreachable: the second pass either resolves or raises")
 
 
+def _pypi_is_cpu(t: TorchBuild) -> bool:
+    return any(x.variant == "cpu" and t.platform in (x.pypi_default or ()) for x in t.release.variants)
+
+
 def _reasons(host: Host, request: Request, v: VllmBuild, t: TorchBuild, gpus: Sequence[HostGpu],
              floor: DriverVersion | None, cuda: Version | None) -> list[str]:
     reasons = [f"vLLM {v.version} is the newest release that meets the request"
@@ -435,6 +439,9 @@ def _reasons(host: Host, request: Request, v: VllmBuild, t: TorchBuild, gpus: Se
                        "does not run here (see the rejected builds)")
     reasons.append(f"torch {t.version}+{t.variant.variant} "
                    + ("is PyPI's default build" if t.pypi else f"comes from the PyTorch index ({t.variant.variant})"))
+    if not t.pypi and t.variant.cuda is not None and _pypi_is_cpu(t):
+        reasons.append(f"PyPI's {t.platform} torch {t.version} is the CPU build: a plain `pip install torch` there "
+                       "gives a '+cpu' torch without CUDA, so the plan names the PyTorch index's build")
     if gpus:
         reasons.append(f"both arch lists cover {describe_gpus(gpus)}: torch {t.archs}; vLLM kernels "
                        f"{v.kernels.archs if v.kernels else '(none)'}")
