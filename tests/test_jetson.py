@@ -232,3 +232,20 @@ def test_cli_bad_jetson_flags_are_usage_errors(capsys: pytest.CaptureFixture[str
     rc = main(["plan", "--gpu", "Jetson AGX Orin", "--platform", "linux-aarch64", *flags])
     err = capsys.readouterr().err
     assert rc == 2 and message in err and "Traceback" not in err
+
+
+def test_source_build_against_nvidias_torch_uses_l4ts_nvcc(matrix: Matrix) -> None:
+    """The way the refusal names: NVIDIA's torch installed, --keep-torch: vLLM built with L4T's nvcc for sm_87."""
+    from vresolve.host import InstalledDist, Toolkit
+
+    host = _jetson(matrix, "orin-r36.4.3", "Orin (nvgpu)")
+    from dataclasses import replace
+
+    host = replace(host, toolkits=(Toolkit(version=Version("12.6.68"), path="/usr/local/cuda", source="/usr/local/cuda",
+                                           nvcc="/usr/local/cuda/bin/nvcc"),),
+                   installed=(InstalledDist(name="torch", version="2.5.0", cuda="12.6"),), cpu_count=12,
+                   memory_mib=62000)
+    sp = plan_source_build(host, matrix, Request(vllm=SpecifierSet("==0.7.3")), keep_torch=True)
+    env = dict(sp.env)
+    assert (str(sp.stack.vllm), sp.stack.torch, sp.stack.torch_source) == ("0.7.3", "2.5.0", "kept")
+    assert env["CUDA_HOME"] == "/usr/local/cuda" and env["TORCH_CUDA_ARCH_LIST"] == "8.7"
