@@ -249,3 +249,13 @@ def test_source_build_against_nvidias_torch_uses_l4ts_nvcc(matrix: Matrix) -> No
     env = dict(sp.env)
     assert (str(sp.stack.vllm), sp.stack.torch, sp.stack.torch_source) == ("0.7.3", "2.5.0", "kept")
     assert env["CUDA_HOME"] == "/usr/local/cuda" and env["TORCH_CUDA_ARCH_LIST"] == "8.7"
+
+
+def test_source_build_on_thor_is_the_generic_one(matrix: Matrix) -> None:
+    """Thor runs the unified ARM CUDA: a source build there is planned like any aarch64 machine's."""
+    row = matrix.find_gpu("Jetson AGX Thor")
+    assert row is not None
+    host = Host(gpus=(HostGpu(index=0, name=row.name, compute_capability=row.compute_capability),),
+                python=Version("3.12"), platform=PlatformInfo(os="linux", machine="aarch64"))
+    sp = plan_source_build(host, matrix, Request())
+    assert dict(sp.env)["TORCH_CUDA_ARCH_LIST"] == "11.0"

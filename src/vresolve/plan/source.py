@@ -192,10 +192,10 @@ def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torc
 def _jetson_torch_first(host: Host, matrix: Matrix, request: Request) -> None:
     """A Jetson whose JetPack CUDA is L4T's own: a source build needs NVIDIA's JetPack torch installed first (and
     --keep-torch), never the torch of the PyTorch index; the refusal says how (:mod:`..resolve.jetson`)."""
-    from ..resolve.jetson import jetson_of, resolve_jetson
+    from ..resolve.jetson import jetson_of, resolve_jetson, runs_unified_arm
 
     j = jetson_of(host, matrix, request.jetpack)
-    if j is not None and (j.jetpack is None or j.module.name not in j.jetpack.sbsa_modules):
+    if j is not None and not runs_unified_arm(matrix, j):
         resolve_jetson(host, matrix, request, j, index=request.jetson_index)  # raises with the way forward
 
 

@@ -27,7 +27,8 @@ from .candidates import Request
 from .explain import Cause, NoCompatibleStack
 from .provider import Resolution, resolve
 
-__all__ = ["Jetson", "jetson_of", "resolve_jetson", "find_jetpack", "with_board_gpu"]
+__all__ = ["Jetson", "jetson_of", "resolve_jetson", "find_jetpack", "with_board_gpu", "effective_jetpack",
+           "runs_unified_arm"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -275,17 +276,31 @@ def _upgrade_hints(matrix: Matrix, request: Request, j: Jetson, newer: Sequence[
     return out
 
 
+def effective_jetpack(matrix: Matrix, j: Jetson) -> tuple[JetPack | None, bool]:
+    """(the JetPack to plan for, whether it was assumed): the known one; else, where every JetPack of the module
+    runs the unified ARM build (Thor), the first verified one; else None."""
+    if j.jetpack is not None:
+        return j.jetpack, False
+    jps = _jetpacks_of(matrix, j)
+    sbsa = [x for x in jps if _sbsa(j, x) and x.provenance.trusted]
+    if sbsa and all(_sbsa(j, x) for x in jps):
+        return sbsa[0], True
+    return None, False
+
+
+def runs_unified_arm(matrix: Matrix, j: Jetson) -> bool:
+    """Whether the generic aarch64 (SBSA) builds are this Jetson's (a Thor under JetPack 7)."""
+    jp, _ = effective_jetpack(matrix, j)
+    return jp is not None and _sbsa(j, jp)
+
+
 def resolve_jetson(host: Host, matrix: Matrix, request: Request, j: Jetson, *, index: str | None = None
                    ) -> Resolution | None:
     """The Resolution for a Jetson whose JetPack runs the unified ARM builds (Thor), else NoCompatibleStack with
     the way forward (NVIDIA's torch and a source build, an upgrade of JetPack, or none)."""
     if request.cpu:
         return None  # the CPU backend: no CUDA, the generic planner answers
-    jp, assumed = j.jetpack, False
-    if jp is None:
-        sbsa = [x for x in _jetpacks_of(matrix, j) if _sbsa(j, x) and x.provenance.trusted]
-        if sbsa and all(_sbsa(j, x) for x in _jetpacks_of(matrix, j)):
-            jp, assumed = sbsa[0], True  # every JetPack of this module runs the unified ARM build: the first one
+    jp, assumed = effective_jetpack(matrix, j)
     if jp is not None and _sbsa(j, jp):
         return _resolve_sbsa(host, matrix, request, j, jp, assumed)
     raise _refuse(matrix, request, j, index)
