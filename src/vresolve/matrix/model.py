@@ -364,11 +364,14 @@ class Matrix:
 
     def find_gpu(self, text: str) -> Gpu | None:
         """A GPU by its reported name, another reported name or an alias (case-insensitive)."""
-        key = gpu_key(text)
-        return next(
-            (g for g in self.gpus if key in {gpu_key(n) for n in (g.name, *g.names, *g.aliases)}),
-            None,
-        )
+        index = _INDEXES.get(("gpus", self.revision))
+        if index is None:
+            index = {}
+            for g in self.gpus:  # the first row that names it, as a scan in order would find
+                for n in (g.name, *g.names, *g.aliases):
+                    index.setdefault(gpu_key(n), g)
+            _INDEXES[("gpus", self.revision)] = index
+        return index.get(gpu_key(text))
 
 
 _INDEXES: dict[tuple[str, str], Any] = {}  # lookup tables per matrix revision, built on first use
