@@ -213,14 +213,19 @@ def _install_torch_hint(jp: JetPack, index: str | None) -> str | None:
             f"'torch=={newest.version}' {where}{tail}")
 
 
-def _refuse(matrix: Matrix, request: Request, j: Jetson, index: str | None) -> NoCompatibleStack:
+def _refuse(matrix: Matrix, request: Request, j: Jetson, index: str | None, host_driver: object = None
+            ) -> NoCompatibleStack:
     jps = _jetpacks_of(matrix, j)
     sm = f"sm_{j.cc.major}{j.cc.minor}"
-    on = f"JetPack {j.jetpack.version} (CUDA {j.jetpack.cuda}, {j.how})" if j.jetpack else "any JetPack"
+    on = (f"JetPack {j.jetpack.version} (CUDA {j.jetpack.cuda}, {j.how})" if j.jetpack else
+          f"every JetPack the matrix knows for it ({', '.join(str(x.version) for x in jps if not _sbsa(j, x))})")
     causes = [Cause("jetson", f"{j.module.name} ({sm}) under {on} runs L4T's own CUDA build, not the server-ARM (SBSA) "
                               "CUDA that the aarch64 wheels of PyPI, the PyTorch index and vLLM's index are built for: "
                               "no generic wheel is planned for it")]
     causes += [Cause("jetson", w) for w in j.warnings]
+    if host_driver is not None:
+        causes.append(Cause("jetson", f"driver {host_driver} is L4T's, not a desktop branch: the CUDA it serves is its "
+                                      "JetPack's"))
     hints: list[str] = []
     if j.jetpack is not None:
         current = [j.jetpack]
@@ -243,7 +248,8 @@ def _refuse(matrix: Matrix, request: Request, j: Jetson, index: str | None) -> N
         hint = _install_torch_hint(jp, index)
         if hint:
             hints.append(hint if j.jetpack is not None else f"on JetPack {jp.version}: {hint}")
-        hints.append(f"then build vLLM {way.vllm.version} (it pins torch {_pin(way.vllm)}) from source against that "
+        hints.append(f"then build vLLM {way.vllm.version} (it pins torch {_pin(way.vllm)}; use_existing_torch.py drops "
+                     f"the pin) from source against that "
                      f"torch on the board: vresolve plan --gpu auto --keep-torch --vllm =={way.vllm.version} (L4T's "
                      f"nvcc {jp.cuda} in /usr/local/cuda, TORCH_CUDA_ARCH_LIST={j.cc.major}.{j.cc.minor})")
     if j.jetpack is not None:
@@ -271,8 +277,6 @@ def _upgrade_hints(matrix: Matrix, request: Request, j: Jetson, newer: Sequence[
                        f"{', '.join(map(str, jp.l4t))}) to build vLLM {way.vllm.version} against NVIDIA's torch "
                        f"{way.torch} there")
             break
-    else:
-        pass
     return out
 
 
@@ -303,4 +307,4 @@ def resolve_jetson(host: Host, matrix: Matrix, request: Request, j: Jetson, *, i
     jp, assumed = effective_jetpack(matrix, j)
     if jp is not None and _sbsa(j, jp):
         return _resolve_sbsa(host, matrix, request, j, jp, assumed)
-    raise _refuse(matrix, request, j, index)
+    raise _refuse(matrix, request, j, index, host.driver.version)
