@@ -190,9 +190,11 @@ def test_thor_detected_gets_unified_arm_wheels_covering_sm110(matrix: Matrix) ->
         missing, ptx_only = coverage(archs, res.host.gpus)
         assert not missing and not ptx_only, archs
     assert any("JetPack 7.0" in r and "sm_110" in r for r in res.reasons)
-    # below the first release whose aarch64 builds carry sm_110, Thor gets no wheel
-    with pytest.raises(NoCompatibleStack):
-        resolve(host, matrix, Request(vllm=SpecifierSet("<0.10")))
+    # vLLM's aarch64 CUDA 13 wheels carry sm_110 from 0.20 (vllm.yaml): below that, Thor gets no wheel
+    assert str(resolve(host, matrix, Request(vllm=SpecifierSet("<0.21"))).vllm.version).startswith("0.20.")
+    with pytest.raises(NoCompatibleStack) as info:
+        resolve(host, matrix, Request(vllm=SpecifierSet("<0.20")))
+    assert "gpu" in info.value.cause_kinds  # so --source-build auto builds it (TORCH_CUDA_ARCH_LIST=11.0)
 
 
 def test_source_build_on_orin_needs_the_jetpack_torch_first(matrix: Matrix) -> None:
