@@ -38,7 +38,8 @@ def _request(spec: dict[str, Any], host: Host) -> Request:
     vllm = str(spec.get("vllm", ""))
     return Request(vllm=SpecifierSet(f"=={vllm}" if vllm[:1].isdigit() else vllm),
                    torch=SpecifierSet(str(spec.get("torch", ""))), variant=spec.get("variant"),
-                   driver_policy=spec.get("driver_policy", "minor-compat"), cpu=not host.gpus)
+                   driver_policy=spec.get("driver_policy", "minor-compat"), cpu=not host.gpus,
+                   jetpack=spec.get("jetpack"))
 
 
 def _contains_all(texts: list[str], wanted: list[str], what: str) -> None:

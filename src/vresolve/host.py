@@ -158,6 +158,8 @@ class PlatformInfo:
     wsl: bool = False
     container: str | None = None  # "docker", "podman", "kubernetes", "containerd", ... or None
     jetson: str | None = None  # the board model, when this is a Jetson
+    l4t: Version | None = None  # the Jetson Linux (L4T) release, when this is a Jetson and it is known
+    l4t_source: str | None = None  # "/etc/nv_tegra_release", "dpkg nvidia-l4t-core", "--l4t"
 
     @property
     def tag(self) -> str:
@@ -165,12 +167,14 @@ class PlatformInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return {"os": self.os, "machine": self.machine, "tag": self.tag, "glibc": _s(self.glibc),
-                "wsl": self.wsl, "container": self.container, "jetson": self.jetson}
+                "wsl": self.wsl, "container": self.container, "jetson": self.jetson, "l4t": _s(self.l4t),
+                "l4t_source": self.l4t_source}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PlatformInfo:
         return cls(os=d.get("os", "linux"), machine=d.get("machine", "x86_64"), glibc=_v(d.get("glibc")),
-                   wsl=bool(d.get("wsl")), container=d.get("container"), jetson=d.get("jetson"))
+                   wsl=bool(d.get("wsl")), container=d.get("container"), jetson=d.get("jetson"),
+                   l4t=_v(d.get("l4t")), l4t_source=d.get("l4t_source"))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -22,6 +22,6 @@ POLICIES: tuple[Policy, ...] = ("minor-compat", "toolkit")
 SHELLS: tuple[Shell, ...] = ("bash", "fish", "dotenv")
 SOURCE_BUILD_MODES: tuple[SourceBuildMode, ...] = ("auto", "never", "always")
 #: the tables ``vresolve matrix show`` prints
-TABLES = ("cuda", "gpus", "torch", "vllm", "issues")
+TABLES = ("cuda", "gpus", "torch", "vllm", "issues", "jetson")
 #: why a build was turned down; a failed resolution's causes carry one ("other" for the rest)
 REJECTION_KINDS: tuple[RejectionKind, ...] = ("driver", "gpu", "python", "platform", "glibc")

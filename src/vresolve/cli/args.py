@@ -255,6 +255,10 @@ def _add_plan_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pypi-only", action="store_true",
                    help="only wheels from your configured index (when PyTorch's and vLLM's own indexes are out of reach)")
     p.add_argument("--venv", metavar="DIR", type=path, help="the environment to create (default: .venv-vllm; conda: vllm-VERSION)")
+    # Jetson (resolve/jetson.py): the JetPack of a board named with --gpu, and the index of NVIDIA's JetPack wheels
+    p.add_argument("--jetpack", metavar="X.Y", help="a Jetson's JetPack (default: from its L4T release, detected)")
+    p.add_argument("--jetson-index", metavar="URL",
+                   help="the index of NVIDIA's JetPack-specific wheels, written into a Jetson's instructions")
 
 
 def _opt(args: argparse.Namespace, name: str, default: Any = None) -> Any:
@@ -290,10 +294,20 @@ def plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
     _check_values(args)
     glibc = parse_glibc(args.glibc) if args.glibc else None
     request = Request(vllm=_spec("--vllm", args.vllm), torch=_spec("--torch", args.torch), variant=args.variant,
-                      driver_policy=args.driver_policy, pypi_only=args.pypi_only)
+                      driver_policy=args.driver_policy, pypi_only=args.pypi_only, **_jetson_flags(args))
+    if request.jetpack is not None:
+        from ..resolve.jetson import find_jetpack
+
+        if find_jetpack(m, request.jetpack) is None:
+            known = ", ".join(str(j.version) for j in m.jetpacks) or "none"
+            raise UsageError(f"--jetpack: JetPack {shown(request.jetpack)} is not in the matrix (expected one of: "
+                             f"{known})")
     gpu = args.gpu.strip()
     if gpu.lower() == "auto":
         host, detected_by = _this_machine(args, m, glibc)
+        from ..resolve.jetson import with_board_gpu
+
+        host = with_board_gpu(host, m)  # a Jetson without NVML: its module, named by the board
         if not host.gpus:
             request = replace(request, cpu=True)
         return m, host, request, detected_by
@@ -304,6 +318,18 @@ def plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
     if not host.gpus:
         return m, host, replace(request, cpu=True), "--gpu none: the CPU backend"
     return m, host, request, "given on the command line"
+
+
+def _jetson_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """--jetpack and --jetson-index, checked: a JetPack version, an http(s) URL (both land in hints and commands)."""
+    import re
+
+    jetpack, index = _opt(args, "jetpack"), _opt(args, "jetson_index")
+    if jetpack is not None and not re.fullmatch(r"\d{1,2}\.\d{1,2}(?:\.\d{1,2})?", jetpack):
+        raise UsageError(f"--jetpack: invalid JetPack version {shown(jetpack)} (expected X.Y such as '6.2')")
+    if index is not None and not re.fullmatch(r"https?://[A-Za-z0-9.-]+(?::\d{1,5})?(?:/[A-Za-z0-9._~%/+-]*)?", index):
+        raise UsageError(f"--jetson-index: invalid URL {shown(index)} (expected an http(s) URL of a package index)")
+    return {"jetpack": jetpack, "jetson_index": index.rstrip("/") if index else None}
 
 
 def _check_values(args: argparse.Namespace) -> None:

@@ -12,6 +12,9 @@ from __future__ import annotations
 from .environment import library_shadows, probe_environment, probe_torch
 from .parsers import (
     NVML_MISMATCH,
+    parse_device_tree_model,
+    parse_l4t_core_version,
+    parse_nv_tegra_release,
     parse_nvcc_version,
     parse_proc_driver_version,
     parse_proc_gpu_information,
@@ -20,4 +23,5 @@ from .parsers import (
 )
 from .probes import Overrides, detect_host, detect_interpreter, fill_capabilities
 
-__all__ = ["Overrides", "detect_host", "fill_capabilities", "detect_interpreter", "probe_torch", "probe_environment", "library_shadows", "parse_proc_driver_version", "parse_proc_gpu_information", "parse_smi_banner", "parse_smi_query", "parse_nvcc_version", "NVML_MISMATCH"]
+__all__ = ["Overrides", "detect_host", "fill_capabilities", "detect_interpreter", "probe_torch", "probe_environment", "library_shadows", "parse_proc_driver_version", "parse_proc_gpu_information", "parse_smi_banner", "parse_smi_query", "parse_nvcc_version", "NVML_MISMATCH",
+           "parse_nv_tegra_release", "parse_l4t_core_version", "parse_device_tree_model"]

@@ -143,3 +143,42 @@ def driver_or_none(text: str | None) -> DriverVersion | None:
         return DriverVersion.parse(text) if text and text.strip() else None
     except ValueError:
         return None
+
+
+_TEGRA_RELEASE_RE = re.compile(r"^# R(\d{2,3}) \((?:release|Release)\), REVISION: (\d{1,3})\.(\d{1,3})\b", re.MULTILINE)
+
+
+def parse_nv_tegra_release(text: str) -> Version | None:
+    """``/etc/nv_tegra_release`` -> the Jetson Linux (L4T) release (``36.4.3``); None when it is not that file.
+
+    Input (its first line)::
+
+        # R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64, DATE: Wed Jan  8 01:49:37 UTC 2025
+    """
+    m = _TEGRA_RELEASE_RE.search(text[:4096])
+    return Version(f"{int(m[1])}.{int(m[2])}.{int(m[3])}") if m else None
+
+
+_L4T_CORE_RE = re.compile(r"^(\d{2,3})\.(\d{1,3})(?:\.(\d{1,3}))?-\d{8,14}$")
+
+
+def parse_l4t_core_version(text: str) -> Version | None:
+    """``dpkg-query -W -f='${Version}' nvidia-l4t-core`` -> the L4T release; None when it is not such a version.
+
+    Input::
+
+        36.4.3-20250107174145
+    """
+    m = _L4T_CORE_RE.match(text.strip()[:64])
+    return Version(f"{int(m[1])}.{int(m[2])}.{int(m[3] or 0)}") if m else None
+
+
+def parse_device_tree_model(text: str) -> str | None:
+    """``/proc/device-tree/model`` (NUL-terminated) -> the board's name, one plain line; None when empty.
+
+    Input::
+
+        NVIDIA Jetson AGX Orin Developer Kit\\x00
+    """
+    name = machine_text(text.replace("\x00", " "), 128)
+    return name or None

@@ -31,6 +31,9 @@ from .parsers import (
     SMI_FIELDS,
     driver_or_none,
     machine_text,
+    parse_device_tree_model,
+    parse_l4t_core_version,
+    parse_nv_tegra_release,
     parse_nvcc_version,
     parse_proc_driver_version,
     parse_proc_gpu_information,
@@ -329,15 +332,36 @@ def _probe_platform(o: Overrides, problems: list[str]) -> PlatformInfo:
             if marker in cgroup:
                 container = "kubernetes" if marker == "kubepods" else marker
                 break
-    jetson = None
-    if _path(o, "/etc/nv_tegra_release").exists():
-        model = (_read(o, "/proc/device-tree/model") or "").strip("\x00 \n")
-        jetson = model or "Jetson (model unknown)"
-    info = PlatformInfo(os=osname, machine=machine, glibc=glibc, wsl=wsl, container=container, jetson=jetson)
+    jetson, l4t, l4t_source = _probe_jetson(o)
+    info = PlatformInfo(os=osname, machine=machine, glibc=glibc, wsl=wsl, container=container, jetson=jetson,
+                        l4t=l4t, l4t_source=l4t_source)
     if o.platform:
         plat_os, _, plat_machine = o.platform.partition("-")
         info = replace(info, os=plat_os, machine=plat_machine)
     return info
+
+
+def _probe_jetson(o: Overrides) -> tuple[str | None, Version | None, str | None]:
+    """(the board, its L4T release, where that came from) when this is a Jetson; (None, None, None) otherwise.
+
+    A Jetson is known by ``/etc/nv_tegra_release`` (Jetson Linux writes it), else by a device tree naming a
+    Tegra SoC; the L4T release comes from that file, else from dpkg's ``nvidia-l4t-core`` (containers built
+    on L4T images carry the package but may lack the file).
+    """
+    release = _read(o, "/etc/nv_tegra_release")
+    model = parse_device_tree_model(_read(o, "/proc/device-tree/model") or "")
+    compatible = _read(o, "/proc/device-tree/compatible") or ""
+    tegra = release is not None or "nvidia,tegra" in compatible
+    if not tegra:
+        return None, None, None
+    l4t = parse_nv_tegra_release(release) if release is not None else None
+    source = "/etc/nv_tegra_release" if l4t is not None else None
+    if l4t is None:  # a Tegra device tree without the file (an L4T container): ask dpkg
+        out = _run(o, ["dpkg-query", "-W", "-f=${Version}", "nvidia-l4t-core"])
+        if isinstance(out, tuple) and out[0] == 0:
+            l4t = parse_l4t_core_version(out[1])
+            source = "dpkg nvidia-l4t-core" if l4t is not None else None
+    return model or "Jetson (model unknown)", l4t, source
 
 
 def _probe_memory(o: Overrides) -> int | None:
@@ -519,6 +543,9 @@ def detect_host(o: Overrides | None = None, *, probe_gpus: bool = True, installe
         _probe_gpus(o, found)
     problems = found.problems
     plat = _probe_platform(o, problems)
+    if plat.jetson and found.driver.version is not None and found.driver.source != "override":
+        # a Jetson's nvidia-smi (JetPack 6 on) prints L4T's driver: not a desktop branch, its CUDA is the JetPack's
+        found.driver = replace(found.driver, source=f"{found.driver.source} (Jetson: L4T's driver)")
     python = _python(o)
     env = tuple((k, o.environ[k]) for k in ENV_VARS if k in o.environ)
     return Host(

@@ -81,6 +81,7 @@ def cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ..
         _check_vllm_release(m, row, v, p, need_cuda, torch_versions)
     _check_generated(m, wheels, p)
     _check_issues(m, docs, p)
+    _check_jetson(m, p, need_cuda)
 
 
 def _check_issues(m: Matrix, docs: Docs, p: Report) -> None:
@@ -247,3 +248,14 @@ def _check_generated(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Whee
                   f"no such release in wheels/{pkg}.yaml (regenerate it, or remove the row)")
         for version in sorted(set(generated) - rows):
             p(f"wheels/{pkg}.yaml", f"release '{version}'", "version", f"the release has no row in {file}")
+
+
+def _check_jetson(m: Matrix, p: Report, need_cuda: Callable[[str, str, str, Version | None], None]) -> None:
+    """Every JetPack's modules are gpus.yaml rows of the jetson segment, and its CUDA a known toolkit."""
+    segment = {g.name: g.segment for g in m.gpus}
+    for i, j in enumerate(m.jetpacks):
+        row = f"jetpacks[{i}] '{j.version}'"
+        need_cuda("jetson.yaml", row, "cuda", j.cuda)
+        for k, name in enumerate(j.modules):
+            if segment.get(name) != "jetson":
+                p("jetson.yaml", row, f"modules[{k}]", f"{name!r} is not a GPU of gpus.yaml's jetson segment")

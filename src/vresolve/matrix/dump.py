@@ -157,6 +157,11 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
         "wheels/vllm.yaml": _wheels_doc("vllm", {r.version: r.wheels for r in m.vllm}),
         **{f"wheels/{k}.yaml": _wheels_doc(k, m.extra_wheels[k]) for k in ("xformers", "flashinfer-python")
            if m.extra_wheels.get(k)},
+        **({"jetson.yaml": {"jetpacks": [{
+            "jetpack": str(j.version), "l4t": [str(x) for x in j.l4t], "cuda": str(j.cuda), "modules": list(j.modules),
+            "sbsa_modules": list(j.sbsa_modules), "python": str(j.python),
+            "torch": [{"version": t.version, "python": str(t.python), **_prov(t.provenance)} for t in j.torch],
+            **_prov(j.provenance)} for j in m.jetpacks]}} if m.jetpacks else {}),
     }
 
 

@@ -33,6 +33,8 @@ from .model import (
     CudaToolkit,
     DriverFloor,
     Gpu,
+    JetPack,
+    JetsonTorch,
     Kernels,
     KnownIssue,
     Matrix,
@@ -909,6 +911,7 @@ def parse_matrix(root: Path, raw: Mapping[str, bytes | str | None], revision: st
     torch_index, torch = read("torch.yaml", _read_torch, wheels["torch"], empty=(None, ()))
     vllm_index, vllm = read("vllm.yaml", _read_vllm, wheels["vllm"], empty=(None, ()))
     issues = read("known_issues.yaml", _read_known_issues, empty=())
+    jetpacks = read("jetson.yaml", _read_jetson, empty=())
     # rows of a file that could not be read are not "missing" again in the cross-references
     unreadable = {name for name, doc in docs.items() if doc is None}
     if "torch.yaml" in unreadable:
@@ -925,8 +928,59 @@ def parse_matrix(root: Path, raw: Mapping[str, bytes | str | None], revision: st
         vllm_index=vllm_index[0] if vllm_index else "", vllm_index_provenance=vllm_index[1] if vllm_index else missing_prov,
         vllm=vllm, known_issues=issues,
         extra_wheels={k: wheels[k] for k in ("torchvision", "torchaudio", "xformers", "flashinfer-python")},
+        jetpacks=jetpacks,
     )
     cross_check(m, wheels, docs, problems)
     if problems:
         raise MatrixError(problems)
     return m
+
+
+def _read_jetson(doc: dict[str, Any], r: _Rows) -> tuple[JetPack, ...]:
+    """jetson.yaml: JetPack releases, oldest first; every module a gpus.yaml row of the jetson segment (checked
+    in :func:`_check_jetson`), every L4T release named by one JetPack only."""
+    out = []
+    for row, d in r.rows(doc, "jetpacks", "jetpack"):
+        r.known(d, row, ("jetpack", "l4t", "cuda", "modules", "sbsa_modules", "python", "torch", *_PROV))
+        version = r.version(d, "jetpack", row)
+        if version is not None:
+            r.once(("jetpack", version), "JetPack", row, "jetpack")
+        l4t = r.list_of(d, "l4t", row, Version, "L4T release")
+        for rel in l4t or ():
+            r.once(("l4t", rel), "L4T release", row, "l4t")
+        cuda = r.version(d, "cuda", row)
+        modules = r.strings(d, "modules", row)
+        sbsa = r.strings(d, "sbsa_modules", row, required=False)
+        python = r.version(d, "python", row)
+        torch = _read_jetson_torch(d, row, r)
+        prov = r.provenance(d, row)
+        if (version is not None and l4t and cuda is not None and modules is not None and sbsa is not None
+                and python is not None and torch is not None and prov is not None):
+            for i, name in enumerate(sbsa):
+                if name not in modules:
+                    r.problem(row, f"sbsa_modules[{i}]", f"{shown(name)} is not one of this JetPack's modules")
+            out.append(JetPack(version=version, l4t=l4t, cuda=cuda, modules=modules, sbsa_modules=sbsa,
+                               python=python, torch=torch, provenance=prov))
+    return tuple(sorted(out, key=lambda j: j.version))
+
+
+def _read_jetson_torch(d: dict[str, Any], row: str, r: _Rows) -> tuple[JetsonTorch, ...] | None:
+    items = r.get(d, "torch", row, list)
+    if items is None:
+        return None
+    out = []
+    for i, item in enumerate(items):
+        fld = f"torch[{i}]"
+        t = r.mapping(item, row, fld)
+        if t is None:
+            return None
+        r.known(t, row, ("version", "python", *_PROV), prefix=fld + ".")
+        version = r.get(t, "version", row, str, fld=fld + ".version")
+        if version is not None and r.version(t, "version", row, fld=fld + ".version") is None:
+            version = None  # not a version (the problem is recorded); the text is kept as published
+        python = r.version(t, "python", row, fld=fld + ".python")
+        prov = r.provenance(t, f"{row} {fld}")
+        if version is None or python is None or prov is None:
+            return None
+        out.append(JetsonTorch(version=version, python=python, provenance=prov))
+    return tuple(out)

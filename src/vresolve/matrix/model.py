@@ -66,10 +66,12 @@ FILES: dict[str, tuple[str, ...]] = {
     "wheels/vllm.yaml": ("package", "releases"),
     "wheels/xformers.yaml": ("package", "releases"),
     "wheels/flashinfer-python.yaml": ("package", "releases"),
+    "jetson.yaml": ("jetpacks",),
 }
 
 
-OPTIONAL_FILES = ("wheels/xformers.yaml", "wheels/flashinfer-python.yaml")  # companions vLLM pins; may be absent
+OPTIONAL_FILES = ("wheels/xformers.yaml", "wheels/flashinfer-python.yaml",  # companions vLLM pins; may be absent
+                  "jetson.yaml")  # a matrix without it knows no JetPack: a Jetson is refused, never planned generically
 
 
 WHEEL_PACKAGES = ("torch", "torchvision", "torchaudio", "vllm", "xformers", "flashinfer-python")
@@ -299,6 +301,29 @@ class KnownIssue:
 
 
 @dataclass(frozen=True, kw_only=True)
+class JetsonTorch:
+    """A JetPack-specific torch wheel NVIDIA lists for one JetPack (jetson.yaml)."""
+
+    version: str  # as published, local part included ("2.1.0a0+41361538.nv23.06"); a valid version
+    python: Version
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True)
+class JetPack:
+    """One JetPack release: its L4T releases, the CUDA it puts on the board, the modules it supports."""
+
+    version: Version
+    l4t: tuple[Version, ...]
+    cuda: Version
+    modules: tuple[str, ...]  # gpus.yaml row names ("Orin", "Xavier", "NVIDIA Thor")
+    sbsa_modules: tuple[str, ...]  # the modules on which this JetPack's CUDA is the unified ARM (SBSA) build
+    python: Version  # the OS's python3
+    torch: tuple[JetsonTorch, ...]
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True)
 class Matrix:
     path: str = field(compare=False)
     revision: str = field(compare=False)  # sha256 of the files' bytes, first 16 hex digits
@@ -314,6 +339,7 @@ class Matrix:
     vllm: tuple[VllmRelease, ...]
     known_issues: tuple[KnownIssue, ...]
     extra_wheels: Mapping[str, Mapping[Version, tuple[Wheel, ...]]]  # torchvision, torchaudio
+    jetpacks: tuple[JetPack, ...] = ()  # jetson.yaml, oldest first
 
     def toolkit(self, version: Version) -> CudaToolkit | None:
         """The toolkit row of ``version``'s major.minor (12.8.1 -> the 12.8 row)."""
@@ -338,11 +364,14 @@ class Matrix:
 
     def find_gpu(self, text: str) -> Gpu | None:
         """A GPU by its reported name, another reported name or an alias (case-insensitive)."""
-        key = gpu_key(text)
-        return next(
-            (g for g in self.gpus if key in {gpu_key(n) for n in (g.name, *g.names, *g.aliases)}),
-            None,
-        )
+        index = _INDEXES.get(("gpus", self.revision))
+        if index is None:
+            index = {}
+            for g in self.gpus:  # the first row that names it, as a scan in order would find
+                for n in (g.name, *g.names, *g.aliases):
+                    index.setdefault(gpu_key(n), g)
+            _INDEXES[("gpus", self.revision)] = index
+        return index.get(gpu_key(text))
 
 
 _INDEXES: dict[tuple[str, str], Any] = {}  # lookup tables per matrix revision, built on first use

@@ -162,6 +162,8 @@ def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torc
         raise NoCompatibleStack("--keep-torch: no torch is installed in this environment",
                                 hints=["run vresolve from the environment whose torch you want to keep",
                                        "or leave out --keep-torch: the plan then installs the torch the release pins"])
+    if kept is None and not request.cpu:
+        _jetson_torch_first(host, matrix, request)
     if precompiled and keep_torch:
         raise NoCompatibleStack("--precompiled reuses a release's compiled kernels, which are built for the torch "
                                 "that release pins: it cannot keep another torch",
@@ -185,6 +187,16 @@ def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torc
                      "capability 7.0 or newer, or the CPU backend (--gpu none)")
     ordered = sorted(_dedupe(causes), key=lambda c: c.kind not in _HARDWARE)
     raise NoCompatibleStack(f"no source build of {what} works on this machine", causes=ordered[:6], hints=hints)
+
+
+def _jetson_torch_first(host: Host, matrix: Matrix, request: Request) -> None:
+    """A Jetson whose JetPack CUDA is L4T's own: a source build needs NVIDIA's JetPack torch installed first (and
+    --keep-torch), never the torch of the PyTorch index; the refusal says how (:mod:`..resolve.jetson`)."""
+    from ..resolve.jetson import jetson_of, resolve_jetson, runs_unified_arm
+
+    j = jetson_of(host, matrix, request.jetpack)
+    if j is not None and not runs_unified_arm(matrix, j):
+        resolve_jetson(host, matrix, request, j, index=request.jetson_index)  # raises with the way forward
 
 
 def _choose(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target: str, caps: tuple[Capability, ...],

@@ -110,6 +110,11 @@ def matrix_table_view(m: Matrix, table: str) -> list[dict[str, Any]]:
         return [{"id": k.id, "cause": k.cause, "severity": k.severity, "title": k.title,
                  "signatures": list(k.signatures), "explanation": k.explanation,
                  "fix": k.fix, **_prov(k.provenance)} for k in m.known_issues]
+    if table == "jetson":
+        return [{"jetpack": str(j.version), "l4t": [str(x) for x in j.l4t], "cuda": str(j.cuda),
+                 "modules": list(j.modules), "sbsa_modules": list(j.sbsa_modules), "python": str(j.python),
+                 "torch": [{"version": t.version, "python": str(t.python), **_prov(t.provenance)} for t in j.torch],
+                 **_prov(j.provenance)} for j in m.jetpacks]
     raise ValueError(table)
 
 
@@ -129,6 +134,7 @@ def matrix_summary_view(m: Matrix) -> dict[str, Any]:
         "vllm": {"rows": len(m.vllm), "wheels": len(vllm_wheels),
                  "verified": _verified(r.provenance for r in m.vllm)},
         "issues": {"rows": len(m.known_issues), "verified": _verified(k.provenance for k in m.known_issues)},
+        "jetson": {"rows": len(m.jetpacks), "verified": _verified(j.provenance for j in m.jetpacks)},
     }}
 
 

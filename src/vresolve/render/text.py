@@ -79,7 +79,15 @@ def _issue_rows(m: Matrix) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     return ("id", "cause", "severity", "title"), [(k.id, k.cause, k.severity, k.title) for k in m.known_issues]
 
 
-_TABLES = {"cuda": _cuda_rows, "gpus": _gpu_rows, "torch": _torch_rows, "vllm": _vllm_rows, "issues": _issue_rows}
+def _jetson_rows(m: Matrix) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    return (("JetPack", "L4T", "CUDA", "modules", "unified ARM (SBSA)", "python", "NVIDIA torch", "verified"),
+            [(str(j.version), ", ".join(map(str, j.l4t)), str(j.cuda), ", ".join(j.modules),
+              ", ".join(j.sbsa_modules) or "-", str(j.python), ", ".join(t.version for t in j.torch) or "-",
+              _source_cell(j.provenance)) for j in m.jetpacks])
+
+
+_TABLES = {"cuda": _cuda_rows, "gpus": _gpu_rows, "torch": _torch_rows, "vllm": _vllm_rows, "issues": _issue_rows,
+           "jetson": _jetson_rows}
 
 
 def detect_human(h: Host) -> Table:
@@ -127,6 +135,8 @@ def _machine_rows(h: Host) -> list[tuple[str, str, str]]:
     rows = [("platform", p.tag + (f", glibc {p.glibc}" if p.glibc else "")
              + (f" ({', '.join(hints)})" if hints else ""), ""),
             ("Python", str(h.python), h.python_executable or "")]
+    if p.l4t is not None:  # a Jetson: its CUDA is the JetPack's of this L4T release (compat_matrix/jetson.yaml)
+        rows.append(("Jetson Linux", f"L4T {p.l4t}", p.l4t_source or ""))
     if h.cpu_count or h.memory_mib:
         rows.append(("CPU / memory", f"{h.cpu_count} cores, {(h.memory_mib or 0) / 1024:.1f} GiB", ""))
     return rows

@@ -36,6 +36,11 @@ class Request:
     driver_policy: Policy = "minor-compat"
     cpu: bool = False  # plan the CPU backend (--gpu none, or no GPU found)
     pypi_only: bool = False  # only wheels from the configured index (no PyTorch or vLLM variant index)
+    cuda_major: int | None = None  # only builds of this CUDA major (a Jetson Thor: its JetPack's unified ARM CUDA)
+    cuda_major_why: str = ""  # why, in words, for the rejections
+    jetpack: str | None = None  # --jetpack: the JetPack of a Jetson named on the command line (else from its L4T)
+    jetson_index: str | None = None  # --jetson-index: the index of NVIDIA's JetPack wheels (written into hints)
+    generic: bool = False  # the host's facts as given, without the Jetson rules (the Jetson planner's own call)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

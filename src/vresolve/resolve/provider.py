@@ -82,7 +82,8 @@ class _Checker:
         the same question for every driver. The builds it drops are recorded as rejections.
         """
         entries, rejected, skipped = memo(("pool", key, *self._shape, self.request.cpu, self.request.pypi_only,
-                                            self.request.driver_policy, self.allow_unverified),
+                                            self.request.driver_policy, self.allow_unverified,
+                                            self.request.cuda_major),
                                            lambda: self._filter(builds))
         self._rejections.extend(rejected)
         self.skipped_unverified |= skipped
@@ -105,13 +106,20 @@ class _Checker:
             if not self.allow_unverified and self.glibc is not None and c.manylinux is None:
                 skipped = True
                 continue  # the glibc this build's wheel needs is not recorded: cautious, like an unverified fact
-            kind, reason = self._verdict(c)
+            kind, reason = self._cuda_major(c, self._verdict(c))
             if kind != "ok" and kind != "ptx":
                 rejected.append(Rejection(build=c, kind=kind, text=reason))
                 continue
             floor = driver_floor_memo(self.matrix, c.cuda, policy, kind == "ptx") if c.cuda is not None else None
             entries.append((c, floor, kind == "ptx"))
         return entries, rejected, skipped
+
+    def _cuda_major(self, c: Candidate, verdict: _Verdict) -> _Verdict:
+        """A build that runs here otherwise, turned down when the request holds the CUDA major (a Jetson Thor)."""
+        major = self.request.cuda_major
+        if major is None or c.cuda is None or c.cuda.major == major or verdict[0] not in ("ok", "ptx"):
+            return verdict
+        return "platform", f"{c.label} is built with CUDA {c.cuda}; {self.request.cuda_major_why}"
 
     def driver_ok(self, c: Candidate, floor: DriverVersion | None, ptx: bool) -> bool:
         """The one check that depends on the driver; records why not."""
@@ -367,7 +375,18 @@ def _stack_warnings(host: Host, v: VllmBuild, t: TorchBuild) -> list[str]:
 
 
 def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
-    """The best stack for ``host`` under ``request``, or NoCompatibleStack with causes and hints."""
+    """The best stack for ``host`` under ``request``, or NoCompatibleStack with causes and hints.
+
+    A Jetson is answered by its JetPack (:mod:`.jetson`): the generic aarch64 wheels only where its JetPack's
+    CUDA is the unified ARM build (Thor), else the way forward as a NoCompatibleStack."""
+    if not request.cpu and not request.generic:
+        from .jetson import jetson_of, resolve_jetson
+
+        j = jetson_of(host, matrix, request.jetpack)
+        if j is not None:
+            res = resolve_jetson(host, matrix, request, j, index=request.jetson_index)
+            if res is not None:
+                return res
     if request.driver_policy not in POLICIES:
         raise ValueError(request.driver_policy)
     v, t, checker = _pick(host, matrix, request)
@@ -401,6 +420,10 @@ def _pick(host: Host, matrix: Matrix, request: Request) -> tuple[VllmBuild, Torc
     raise AssertionError("unreachable: the second pass either resolves or raises")
 
 
+def _pypi_is_cpu(t: TorchBuild) -> bool:
+    return any(x.variant == "cpu" and t.platform in (x.pypi_default or ()) for x in t.release.variants)
+
+
 def _reasons(host: Host, request: Request, v: VllmBuild, t: TorchBuild, gpus: Sequence[HostGpu],
              floor: DriverVersion | None, cuda: Version | None) -> list[str]:
     reasons = [f"vLLM {v.version} is the newest release that meets the request"
@@ -416,6 +439,9 @@ def _reasons(host: Host, request: Request, v: VllmBuild, t: TorchBuild, gpus: Se
                        "does not run here (see the rejected builds)")
     reasons.append(f"torch {t.version}+{t.variant.variant} "
                    + ("is PyPI's default build" if t.pypi else f"comes from the PyTorch index ({t.variant.variant})"))
+    if not t.pypi and t.variant.cuda is not None and _pypi_is_cpu(t):
+        reasons.append(f"PyPI's {t.platform} torch {t.version} is the CPU build: a plain `pip install torch` there "
+                       "gives a '+cpu' torch without CUDA, so the plan names the PyTorch index's build")
     if gpus:
         reasons.append(f"both arch lists cover {describe_gpus(gpus)}: torch {t.archs}; vLLM kernels "
                        f"{v.kernels.archs if v.kernels else '(none)'}")

@@ -1,0 +1,310 @@
+"""Jetson: the JetPack decides what runs, never the generic aarch64 (SBSA) wheels alone. Pure.
+
+A Jetson's CUDA driver and libraries are Jetson Linux's (L4T), so the CUDA it serves is its JetPack's,
+not a desktop driver branch's. Up to JetPack 6 that CUDA is L4T's own build: the aarch64 wheels of
+PyPI, the PyTorch index and vLLM's index (built for server ARM) do not run there, whatever their arch
+lists say. The answer is NVIDIA's JetPack-specific torch and a vLLM built from source against it, or an
+upgrade of JetPack, or a plain refusal. From JetPack 7 Jetson Thor runs CUDA's unified ARM build: the
+generic wheels run there when their arch lists cover sm_110 and their CUDA is the JetPack's major.
+
+Where the JetPack comes from: ``--jetpack``, else the L4T release detection read
+(``/etc/nv_tegra_release``, ``nvidia-l4t-core``); a board named on the command line without either has
+no JetPack, and the answer covers each JetPack of its module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from packaging.version import Version
+
+from ..host import DriverInfo, Host, HostGpu
+from ..matrix import Gpu, Matrix
+from ..matrix.model import JetPack, VllmRelease
+from ..values import Capability, exact_pin
+from .candidates import Request
+from .explain import Cause, NoCompatibleStack
+from .provider import Resolution, resolve
+
+__all__ = ["Jetson", "jetson_of", "resolve_jetson", "find_jetpack", "with_board_gpu", "effective_jetpack",
+           "runs_unified_arm"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Jetson:
+    """What makes this machine a Jetson: its module (a gpus.yaml row), its GPU, and its JetPack if known."""
+
+    module: Gpu
+    gpu: HostGpu | None
+    jetpack: JetPack | None
+    how: str  # how the JetPack was known ("L4T 36.4.3 from /etc/nv_tegra_release", "--jetpack 6.2", "")
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def cc(self) -> Capability:
+        return self.module.compute_capability
+
+
+def find_jetpack(matrix: Matrix, text: str) -> JetPack | None:
+    """The JetPack row of a version ("6.2", "6.2.0"), or None."""
+    try:
+        v = Version(text)
+    except ValueError:
+        return None
+    return next((j for j in matrix.jetpacks if j.version == v), None)
+
+
+def _module_of(host: Host, matrix: Matrix) -> tuple[Gpu, HostGpu | None] | None:
+    for g in host.gpus:
+        row = matrix.find_gpu(g.name)
+        if row is not None and row.segment == "jetson":
+            return row, g
+    board = (host.platform.jetson or "").lower()
+    if not board:
+        return None
+    # a Jetson whose GPU was not listed (no NVML before JetPack 6): the board's name names the module
+    named = [(len(a), row) for row in matrix.gpus if row.segment == "jetson"
+             for a in (row.name, *row.aliases) if len(a) > 3 and a.lower() in board]
+    return (max(named, key=lambda x: x[0])[1], None) if named else None
+
+
+def with_board_gpu(host: Host, matrix: Matrix) -> Host:
+    """A detected Jetson whose GPU no probe listed (no NVML/nvidia-smi before JetPack 6): its module's GPU, named
+    by the board (the device tree's model), so that it is planned as a Jetson and not for the CPU backend."""
+    if host.gpus or not host.platform.jetson:
+        return host
+    found = _module_of(host, matrix)
+    if found is None:
+        return host
+    row = found[0]
+    return replace(host, gpus=(HostGpu(index=0, name=row.name, compute_capability=row.compute_capability,
+                                       source="device tree model", cc_source="matrix"),))
+
+
+def _from_l4t(matrix: Matrix, l4t: Version, module: Gpu) -> tuple[JetPack | None, tuple[str, ...]]:
+    exact = next((j for j in matrix.jetpacks if l4t in j.l4t), None)
+    if exact is not None:
+        return exact, ()
+    # an L4T update the matrix does not list: the newest JetPack of the same L4T major.minor
+    near = [j for j in matrix.jetpacks if any((x.major, x.minor) == (l4t.major, l4t.minor) for x in j.l4t)
+            and module.name in j.modules]
+    if near:
+        j = near[-1]
+        return j, (f"L4T {l4t} is not in the matrix; read as JetPack {j.version} (L4T "
+                   f"{', '.join(map(str, j.l4t))}), the newest JetPack of L4T {l4t.major}.{l4t.minor}",)
+    return None, (f"L4T {l4t} is not in the matrix: its JetPack, and so its CUDA, are not known",)
+
+
+def jetson_of(host: Host, matrix: Matrix, jetpack: str | None = None) -> Jetson | None:
+    """The Jetson this host is, or None: a GPU of gpus.yaml's jetson segment, or a board detection found."""
+    found = _module_of(host, matrix)
+    if found is None:
+        if host.platform.jetson or host.platform.l4t is not None:
+            raise NoCompatibleStack(
+                f"this is a Jetson ({host.platform.jetson or 'board unknown'}) whose module the matrix does not know",
+                causes=[Cause("jetson", "a Jetson's CUDA is its JetPack's: the generic aarch64 wheels are not "
+                                        "planned for it")],
+                hints=["name its GPU with --gpu (Jetson AGX Orin, Jetson AGX Thor, Jetson Xavier NX, ...)"])
+        return None
+    module, gpu = found
+    if jetpack is not None:
+        jp = find_jetpack(matrix, jetpack)
+        if jp is None:
+            known = ", ".join(str(j.version) for j in matrix.jetpacks) or "none"
+            raise NoCompatibleStack(f"JetPack {jetpack} is not in the matrix", causes=[f"known JetPacks: {known}"],
+                                    hints=["give one of the known JetPacks with --jetpack"])
+        return Jetson(module=module, gpu=gpu, jetpack=jp, how=f"--jetpack {jetpack}")
+    l4t = host.platform.l4t
+    if l4t is None:
+        return Jetson(module=module, gpu=gpu, jetpack=None, how="")
+    jp, warnings = _from_l4t(matrix, l4t, module)
+    return Jetson(module=module, gpu=gpu, jetpack=jp, warnings=warnings,
+                  how=f"L4T {l4t} from {host.platform.l4t_source or 'detection'}")
+
+
+def _jetpacks_of(matrix: Matrix, j: Jetson) -> list[JetPack]:
+    return [jp for jp in matrix.jetpacks if j.module.name in jp.modules]
+
+
+def _unverified(jp: JetPack) -> str:
+    return "" if jp.provenance.trusted else " (unverified)"
+
+
+def _sbsa(j: Jetson, jp: JetPack) -> bool:
+    return j.module.name in jp.sbsa_modules
+
+
+# -------------------------------------------------------------------------------------- the SBSA path (Thor)
+
+
+def _resolve_sbsa(host: Host, matrix: Matrix, request: Request, j: Jetson, jp: JetPack, assumed: bool
+                  ) -> Resolution:
+    tk = matrix.toolkit(jp.cuda)
+    floor = tk.min_driver.linux if tk is not None else None
+    drv = DriverInfo(version=floor, cuda=jp.cuda, source=f"JetPack {jp.version}: L4T's driver serves CUDA {jp.cuda}")
+    h = replace(host, driver=drv, platform=replace(host.platform, os="linux", machine="aarch64"))
+    why = (f"{j.module.name} under JetPack {jp.version} runs CUDA {jp.cuda.major}.x builds only (the unified ARM "
+           f"CUDA of its JetPack; other CUDA majors' aarch64 builds are not built for it)")
+    res = resolve(h, matrix, replace(request, cuda_major=jp.cuda.major, cuda_major_why=why, generic=True))
+    warnings = list(j.warnings)
+    if assumed:
+        warnings.append(f"the JetPack of this {j.module.name} is not known: planned for JetPack {jp.version} "
+                        f"(CUDA {jp.cuda}), the first for it; give --jetpack, or plan on the board (--gpu auto)")
+    if host.driver.version is not None:
+        warnings.append(f"a Jetson's driver {host.driver.version} is L4T's, not a desktop branch: read as serving "
+                        f"JetPack {jp.version}'s CUDA {jp.cuda}")
+    if not jp.provenance.trusted:
+        warnings.append(f"JetPack {jp.version}'s facts in the matrix are unverified")
+    cuda = res.cuda
+    if cuda is not None and (cuda.major, cuda.minor) > (jp.cuda.major, jp.cuda.minor):
+        warnings.append(f"this stack's CUDA {cuda} is newer than JetPack {jp.version}'s CUDA {jp.cuda}: it relies on "
+                        "minor-version compatibility, which the matrix has not verified on Jetson")
+    reason = (f"{j.module.name} (sm_{j.cc.major}{j.cc.minor}) under JetPack {jp.version}{_unverified(jp)} runs CUDA's "
+              f"unified ARM (SBSA) build {jp.cuda}: the generic aarch64 wheels run there when their arch lists "
+              f"cover sm_{j.cc.major}{j.cc.minor}" + (f" ({j.how})" if j.how else ""))
+    return replace(res, warnings=(*res.warnings, *warnings), reasons=(reason, *res.reasons))
+
+
+# -------------------------------------------------------------------------- the JetPack-specific path (Orin, Xavier)
+
+
+@dataclass(frozen=True, slots=True)
+class _Way:
+    """A vLLM release that builds from source for this module against a torch NVIDIA publishes for a JetPack."""
+
+    jetpack: JetPack
+    torch: str
+    vllm: VllmRelease
+
+
+def _pin(r: VllmRelease) -> Version | None:
+    return exact_pin(r.pins("linux-aarch64").get("torch")) or exact_pin(r.pins("linux-x86_64").get("torch"))
+
+
+def _way(matrix: Matrix, jp: JetPack, cc: Capability, request: Request) -> _Way | None:
+    """The newest vLLM (of the request) whose torch pin has the major.minor of a JetPack torch for the JetPack's
+    Python, and whose CMake builds for ``cc`` with the JetPack's nvcc."""
+    torches = {(Version(t.version).major, Version(t.version).minor): t.version for t in jp.torch
+               if t.python == jp.python}
+    for r in sorted(matrix.vllm, key=lambda r: r.version, reverse=True):
+        if request.vllm and not request.vllm.contains(r.version, prereleases=True):
+            continue
+        pin, build = _pin(r), r.build
+        if pin is None or build is None or not build.use_existing_torch:
+            continue
+        rp = r.requires_python
+        if rp is not None and not rp.contains(str(jp.python), prereleases=True):
+            continue
+        archs = build.archs_for(jp.cuda) or ()
+        if (pin.major, pin.minor) in torches and any(a.major == cc.major and a.minor <= cc.minor for a in archs):
+            return _Way(jetpack=jp, torch=torches[(pin.major, pin.minor)], vllm=r)
+    return None
+
+
+def _install_torch_hint(jp: JetPack, index: str | None) -> str | None:
+    if not jp.torch:
+        return None
+    newest = sorted(jp.torch, key=lambda t: Version(t.version))[-1]
+    where = f"--index-url {index}" if index else "--index-url <the Jetson index>"
+    tail = "" if index else (" (the index NVIDIA's 'PyTorch for Jetson' page names: give it with --jetson-index URL "
+                             "to have it written here)")
+    return (f"install NVIDIA's torch for JetPack {jp.version}: python{jp.python} -m pip install "
+            f"'torch=={newest.version}' {where}{tail}")
+
+
+def _refuse(matrix: Matrix, request: Request, j: Jetson, index: str | None, host_driver: object = None
+            ) -> NoCompatibleStack:
+    jps = _jetpacks_of(matrix, j)
+    sm = f"sm_{j.cc.major}{j.cc.minor}"
+    on = (f"JetPack {j.jetpack.version} (CUDA {j.jetpack.cuda}, {j.how})" if j.jetpack else
+          f"every JetPack the matrix knows for it ({', '.join(str(x.version) for x in jps if not _sbsa(j, x))})")
+    causes = [Cause("jetson", f"{j.module.name} ({sm}) under {on} runs L4T's own CUDA build, not the server-ARM (SBSA) "
+                              "CUDA that the aarch64 wheels of PyPI, the PyTorch index and vLLM's index are built for: "
+                              "no generic wheel is planned for it")]
+    causes += [Cause("jetson", w) for w in j.warnings]
+    if host_driver is not None:
+        causes.append(Cause("jetson", f"driver {host_driver} is L4T's, not a desktop branch: the CUDA it serves is its "
+                                      "JetPack's"))
+    hints: list[str] = []
+    if j.jetpack is not None:
+        current = [j.jetpack]
+    else:  # not known: the newest JetPack of this module that gives a way (trusted first), else the newest
+        ways = sorted((jp for jp in jps if not _sbsa(j, jp) and _way(matrix, jp, j.cc, request) is not None),
+                      key=lambda jp: (jp.provenance.trusted, jp.version))
+        current = ways[-1:] or [jp for jp in jps if not _sbsa(j, jp)][-1:]
+        if current:
+            causes.append(Cause("jetson", f"the JetPack is not known (give --jetpack, or plan on the board with "
+                                          f"--gpu auto): the way below is JetPack {current[0].version}'s"))
+    for jp in current:
+        causes.append(Cause("jetson", f"NVIDIA lists torch {', '.join(t.version for t in jp.torch)} for JetPack "
+                                      f"{jp.version} (Python {jp.python}){_unverified(jp)}" if jp.torch else
+                                      f"NVIDIA lists no JetPack-specific torch for JetPack {jp.version}"))
+        way = _way(matrix, jp, j.cc, request)
+        if way is None:
+            causes.append(Cause("jetson", f"no vLLM release in the matrix pins a torch published for JetPack "
+                                          f"{jp.version} and builds for {sm} with its nvcc {jp.cuda}"))
+            continue
+        hint = _install_torch_hint(jp, index)
+        if hint:
+            hints.append(hint if j.jetpack is not None else f"on JetPack {jp.version}: {hint}")
+        hints.append(f"then build vLLM {way.vllm.version} (it pins torch {_pin(way.vllm)}; use_existing_torch.py drops "
+                     f"the pin) from source against that "
+                     f"torch on the board: vresolve plan --gpu auto --keep-torch --vllm =={way.vllm.version} (L4T's "
+                     f"nvcc {jp.cuda} in /usr/local/cuda, TORCH_CUDA_ARCH_LIST={j.cc.major}.{j.cc.minor})")
+    if j.jetpack is not None:
+        newer = [jp for jp in jps if jp.version > j.jetpack.version]
+        hints += [("or " if hints else "") + h for h in _upgrade_hints(matrix, request, j, newer)]
+    if not hints:
+        hints.append(f"none: no JetPack for {j.module.name} in the matrix has a torch that a vLLM release builds "
+                     f"against for {sm}; vLLM does not run on it short of building torch and vLLM from source "
+                     f"(JetPacks known for it: {', '.join(str(jp.version) for jp in jps) or 'none'})")
+    what = f"vLLM {request.vllm}".rstrip() if request.vllm else "vLLM"
+    return NoCompatibleStack(f"no generic aarch64 wheel of {what} runs on this Jetson ({j.module.name}, {sm}): "
+                             "its CUDA is its JetPack's", causes=causes, hints=hints)
+
+
+def _upgrade_hints(matrix: Matrix, request: Request, j: Jetson, newer: Sequence[JetPack]) -> list[str]:
+    out = []
+    for jp in reversed(newer):  # the newest JetPack that gives a way
+        if _sbsa(j, jp):
+            out.append(f"upgrade to JetPack {jp.version}{_unverified(jp)}, whose unified ARM CUDA {jp.cuda} "
+                       "runs the generic aarch64 wheels that cover it")
+            break
+        way = _way(matrix, jp, j.cc, request)
+        if way is not None:
+            out.append(f"upgrade JetPack to {jp.version}{_unverified(jp)} (L4T "
+                       f"{', '.join(map(str, jp.l4t))}) to build vLLM {way.vllm.version} against NVIDIA's torch "
+                       f"{way.torch} there")
+            break
+    return out
+
+
+def effective_jetpack(matrix: Matrix, j: Jetson) -> tuple[JetPack | None, bool]:
+    """(the JetPack to plan for, whether it was assumed): the known one; else, where every JetPack of the module
+    runs the unified ARM build (Thor), the first verified one; else None."""
+    if j.jetpack is not None:
+        return j.jetpack, False
+    jps = _jetpacks_of(matrix, j)
+    sbsa = [x for x in jps if _sbsa(j, x) and x.provenance.trusted]
+    if sbsa and all(_sbsa(j, x) for x in jps):
+        return sbsa[0], True
+    return None, False
+
+
+def runs_unified_arm(matrix: Matrix, j: Jetson) -> bool:
+    """Whether the generic aarch64 (SBSA) builds are this Jetson's (a Thor under JetPack 7)."""
+    jp, _ = effective_jetpack(matrix, j)
+    return jp is not None and _sbsa(j, jp)
+
+
+def resolve_jetson(host: Host, matrix: Matrix, request: Request, j: Jetson, *, index: str | None = None
+                   ) -> Resolution | None:
+    """The Resolution for a Jetson whose JetPack runs the unified ARM builds (Thor), else NoCompatibleStack with
+    the way forward (NVIDIA's torch and a source build, an upgrade of JetPack, or none)."""
+    if request.cpu:
+        return None  # the CPU backend: no CUDA, the generic planner answers
+    jp, assumed = effective_jetpack(matrix, j)
+    if jp is not None and _sbsa(j, jp):
+        return _resolve_sbsa(host, matrix, request, j, jp, assumed)
+    raise _refuse(matrix, request, j, index, host.driver.version)

@@ -1,0 +1,263 @@
+"""Jetson: detection of the L4T release on captured trees, and what a Jetson is planned (the real resolver).
+
+The trees under data/probes/jetson/ are verbatim from public sources (their README says which); the
+fake ``dpkg-query`` and ``nvidia-smi`` are real processes on PATH, as in test_detect.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from vresolve.cli import main
+from vresolve.detect import (
+    detect_host,
+    detect_interpreter,
+    parse_device_tree_model,
+    parse_l4t_core_version,
+    parse_nv_tegra_release,
+)
+from vresolve.host import Host, HostGpu, PlatformInfo
+from vresolve.matrix import Matrix, load_matrix
+from vresolve.plan.source import plan_source_build
+from vresolve.resolve import NoCompatibleStack, Request, resolve
+from vresolve.resolve.jetson import jetson_of, with_board_gpu
+
+from .conftest import DATA, SHIPPED
+from .test_detect import _script, overrides
+
+TREES = DATA / "probes" / "jetson"
+
+
+@pytest.fixture(scope="module")
+def matrix() -> Matrix:
+    return load_matrix(SHIPPED)
+
+
+# --------------------------------------------------------------------------- parsers on real files
+
+
+@pytest.mark.parametrize(("tree", "l4t"), [
+    ("orin-nano-r36.4.7", "36.4.7"), ("orin-r36.4.3", "36.4.3"), ("xavier-r35.4.1", "35.4.1"),
+    ("orin-nx-r35.2.1", "35.2.1"), ("thor-r38.2.2", "38.2.2"), ("thor-r38.2.0", "38.2.0"),
+])
+def test_parse_nv_tegra_release(tree: str, l4t: str) -> None:
+    assert parse_nv_tegra_release((TREES / tree / "etc" / "nv_tegra_release").read_text()) == Version(l4t)
+
+
+@pytest.mark.parametrize("text", ["", "not a tegra release file\n", "# R36 (release)\n", "R36 (release), REVISION: 4.3",
+                                  "# R3600000 (release), REVISION: 4.3", "# R36 (release), REVISION: x.y"])
+def test_parse_nv_tegra_release_refuses_other_text(text: str) -> None:
+    assert parse_nv_tegra_release(text) is None
+
+
+@pytest.mark.parametrize(("text", "l4t"), [
+    ("36.4.3-20250107174145", "36.4.3"), ("36.4.4-20250616085344\n", "36.4.4"), ("36.4.7-20250918154033", "36.4.7"),
+    ("6.2.1+b38", None), ("", None), ("36.4.3", None), ("36.4.3-2025$(id)", None),
+])
+def test_parse_l4t_core_version(text: str, l4t: str | None) -> None:
+    # real dpkg versions of nvidia-l4t-core, quoted in public Jetson notes (README of data/probes/jetson)
+    assert parse_l4t_core_version(text) == (Version(l4t) if l4t else None)
+
+
+def test_parse_device_tree_model_strips_nul_and_controls() -> None:
+    raw = (TREES / "thor-r38.2.2" / "proc" / "device-tree" / "model").read_text()
+    assert raw.endswith("\x00")
+    assert parse_device_tree_model(raw) == "NVIDIA Jetson AGX Thor Developer Kit"
+    assert parse_device_tree_model("\x00") is None
+    assert parse_device_tree_model("Jetson\x1b[2J\nrm -rf") == "Jetson [2J rm -rf"
+
+
+# --------------------------------------------------------------------------- probes on captured trees
+
+
+@pytest.mark.parametrize(("tree", "board", "l4t"), [
+    ("orin-nano-r36.4.7", "NVIDIA Jetson Orin Nano Engineering Reference Developer Kit Super", "36.4.7"),
+    ("thor-r38.2.2", "NVIDIA Jetson AGX Thor Developer Kit", "38.2.2"),
+    ("xavier-r35.4.1", "Jetson (model unknown)", "35.4.1"),
+])
+def test_detect_reads_the_l4t_release(tmp_path: Path, tree: str, board: str, l4t: str) -> None:
+    h = detect_interpreter(overrides(tmp_path, root=TREES / tree))
+    assert (h.platform.jetson, h.platform.l4t, h.platform.l4t_source) == (board, Version(l4t), "/etc/nv_tegra_release")
+    assert Host.from_dict(json.loads(json.dumps(h.to_dict()))).platform == h.platform
+
+
+def test_detect_no_jetson_on_a_plain_tree(tmp_path: Path) -> None:
+    h = detect_interpreter(overrides(tmp_path))
+    assert (h.platform.jetson, h.platform.l4t) == (None, None)
+
+
+def test_detect_falls_back_to_dpkg_in_an_l4t_container(tmp_path: Path) -> None:
+    """A Tegra device tree without /etc/nv_tegra_release: the L4T release from dpkg's nvidia-l4t-core."""
+    root = tmp_path / "tree"
+    (root / "proc" / "device-tree").mkdir(parents=True)
+    shutil.copy(TREES / "orin-nano-r36.4.7" / "proc" / "device-tree" / "model", root / "proc" / "device-tree" / "model")
+    (root / "proc" / "device-tree" / "compatible").write_bytes(
+        b"nvidia,p3768-0000+p3767-0003-super\x00nvidia,p3767-0003\x00nvidia,tegra234\x00")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    _script(bindir / "dpkg-query", 'case "$*" in *nvidia-l4t-core*) printf %s 36.4.3-20250107174145; exit 0;; esac\n'
+                                   "exit 1")
+    h = detect_interpreter(overrides(tmp_path, bindir, root=root))
+    assert (h.platform.l4t, h.platform.l4t_source) == (Version("36.4.3"), "dpkg nvidia-l4t-core")
+    assert h.platform.jetson == "NVIDIA Jetson Orin Nano Engineering Reference Developer Kit Super"
+
+
+def test_a_jetsons_nvidia_smi_driver_is_marked_as_l4ts(tmp_path: Path) -> None:
+    """JetPack 6's nvidia-smi names the GPU 'Orin (nvgpu)' and prints L4T's driver: not a desktop branch."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    row = "0, Orin (nvgpu), GPU-00000000-0000-0000-0000-000000000000, 8.7, 540.4.0, [N/A], 00000000:00:00.0"
+    _script(bindir / "nvidia-smi", f'case "$1" in --query-gpu=*) echo "{row}"; exit 0;; esac\nexit 0')
+    h = detect_host(overrides(tmp_path, bindir, root=TREES / "orin-r36.4.3"), installed=False)
+    assert [g.name for g in h.gpus] == ["Orin (nvgpu)"]
+    assert h.driver.source is not None and "Jetson: L4T's driver" in h.driver.source
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def _jetson(matrix: Matrix, tree: str, gpu: str | None, python: str = "3.10") -> Host:
+    plat = detect_interpreter(overrides_for(tree)).platform
+    plat = PlatformInfo(os="linux", machine="aarch64", jetson=plat.jetson, l4t=plat.l4t, l4t_source=plat.l4t_source)
+    gpus = ()
+    if gpu is not None:
+        row = matrix.find_gpu(gpu)
+        assert row is not None
+        gpus = (HostGpu(index=0, name=gpu, compute_capability=row.compute_capability, source="nvidia-smi"),)
+    return with_board_gpu(Host(gpus=gpus, python=Version(python), platform=plat), matrix)
+
+
+def overrides_for(tree: str) -> object:
+    from vresolve.detect import Overrides
+
+    return Overrides(use_nvml=False, root=str(TREES / tree), environ={"PATH": "/usr/bin:/bin"})
+
+
+def test_orin_jp62_detected_gets_nvidia_torch_and_a_source_build(matrix: Matrix) -> None:
+    host = _jetson(matrix, "orin-r36.4.3", "Orin (nvgpu)")
+    j = jetson_of(host, matrix)
+    assert j is not None and j.module.name == "Orin" and j.jetpack is not None and str(j.jetpack.version) == "6.2"
+    with pytest.raises(NoCompatibleStack) as info:
+        resolve(host, matrix, Request(jetson_index="https://jetson.example/jp6/cu126"))
+    e = info.value
+    assert "jetson" in e.cause_kinds and not ({"gpu", "platform"} & e.cause_kinds)  # no generic source build
+    assert any("L4T 36.4.3 from /etc/nv_tegra_release" in c for c in e.causes)
+    assert any("'torch==2.5.0' --index-url https://jetson.example/jp6/cu126" in h for h in e.hints)
+    assert any("vLLM 0.7.3" in h and "--keep-torch" in h and "TORCH_CUDA_ARCH_LIST=8.7" in h for h in e.hints)
+
+
+def test_orin_without_nvml_is_named_by_its_board(matrix: Matrix) -> None:
+    """JetPack 5 has no nvidia-smi: the board's model names the module, so it is no CPU plan."""
+    host = _jetson(matrix, "orin-nano-r36.4.7", None)
+    assert [g.name for g in host.gpus] == ["Orin"]
+    with pytest.raises(NoCompatibleStack) as info:
+        resolve(host, matrix, Request())
+    # 36.4.7 is newer than any L4T in the matrix: read as the newest JetPack of L4T 36.4, and said so
+    assert any("L4T 36.4.7 is not in the matrix; read as JetPack 6.2.1" in c for c in info.value.causes)
+
+
+def test_orin_jp5_is_told_to_upgrade(matrix: Matrix) -> None:
+    host = _jetson(matrix, "orin-nx-r35.2.1", "Orin", python="3.8")
+    with pytest.raises(NoCompatibleStack) as info:
+        resolve(host, matrix, Request())
+    assert any("2.1.0a0+41361538.nv23.06" in c for c in info.value.causes)
+    assert any(h.startswith("upgrade JetPack to 6.2.1") and "vLLM 0.7.3" in h for h in info.value.hints)
+
+
+def test_xavier_is_refused_with_no_way(matrix: Matrix) -> None:
+    host = _jetson(matrix, "xavier-r35.4.1", "Xavier", python="3.8")
+    with pytest.raises(NoCompatibleStack) as info:
+        resolve(host, matrix, Request())
+    assert info.value.hints[0].startswith("none: no JetPack for Xavier")
+
+
+def test_thor_detected_gets_unified_arm_wheels_covering_sm110(matrix: Matrix) -> None:
+    host = _jetson(matrix, "thor-r38.2.0", "NVIDIA Thor", python="3.12")
+    res = resolve(host, matrix, Request())
+    assert res.cuda is not None and res.cuda.major == 13
+    assert res.vllm.cuda is not None and res.vllm.cuda.major == 13 and res.torch.cuda is not None
+    # the iff: every planned build's arch list covers sm_110 (SASS of 11.x, or PTX of an older capability)
+    from vresolve.resolve.candidates import coverage
+
+    assert res.vllm.kernels is not None
+    for archs in (res.vllm.kernels.archs, res.torch.archs):
+        missing, ptx_only = coverage(archs, res.host.gpus)
+        assert not missing and not ptx_only, archs
+    assert any("JetPack 7.0" in r and "sm_110" in r for r in res.reasons)
+    # vLLM's aarch64 CUDA 13 wheels carry sm_110 from 0.20 (vllm.yaml): below that, Thor gets no wheel
+    assert str(resolve(host, matrix, Request(vllm=SpecifierSet("<0.21"))).vllm.version).startswith("0.20.")
+    with pytest.raises(NoCompatibleStack) as info:
+        resolve(host, matrix, Request(vllm=SpecifierSet("<0.20")))
+    assert "gpu" in info.value.cause_kinds  # so --source-build auto builds it (TORCH_CUDA_ARCH_LIST=11.0)
+
+
+def test_source_build_on_orin_needs_the_jetpack_torch_first(matrix: Matrix) -> None:
+    host = _jetson(matrix, "orin-r36.4.3", "Orin (nvgpu)")
+    with pytest.raises(NoCompatibleStack) as info:
+        plan_source_build(host, matrix, Request())
+    assert "jetson" in info.value.cause_kinds
+
+
+def test_non_jetson_aarch64_is_unchanged(matrix: Matrix) -> None:
+    row = matrix.find_gpu("GH200")
+    assert row is not None
+    host = Host(gpus=(HostGpu(index=0, name=row.name, compute_capability=row.compute_capability),),
+                platform=PlatformInfo(os="linux", machine="aarch64"))
+    assert jetson_of(host, matrix) is None
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def test_cli_orin_named_with_jetpack(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["plan", "--gpu", "Jetson AGX Orin", "--driver", "540.4.0", "--platform", "linux-aarch64", "--python",
+               "3.10", "--jetpack", "6.2", "--jetson-index", "https://jetson.example/jp6/cu126/", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1 and out["error"]["code"] == "no-compatible-stack"
+    assert any(h.endswith("'torch==2.5.0' --index-url https://jetson.example/jp6/cu126") for h in out["error"]["hints"])
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--jetpack", "6.2;id"], "--jetpack: invalid JetPack version"),
+    (["--jetpack", "9.9"], "--jetpack: JetPack '9.9' is not in the matrix"),
+    (["--jetson-index", "file:///etc/passwd"], "--jetson-index: invalid URL"),
+    (["--jetson-index", "https://x y"], "--jetson-index: invalid URL"),
+])
+def test_cli_bad_jetson_flags_are_usage_errors(capsys: pytest.CaptureFixture[str], flags: list[str],
+                                               message: str) -> None:
+    rc = main(["plan", "--gpu", "Jetson AGX Orin", "--platform", "linux-aarch64", *flags])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and "Traceback" not in err
+
+
+def test_source_build_against_nvidias_torch_uses_l4ts_nvcc(matrix: Matrix) -> None:
+    """The way the refusal names: NVIDIA's torch installed, --keep-torch: vLLM built with L4T's nvcc for sm_87."""
+    from vresolve.host import InstalledDist, Toolkit
+
+    host = _jetson(matrix, "orin-r36.4.3", "Orin (nvgpu)")
+    from dataclasses import replace
+
+    host = replace(host, toolkits=(Toolkit(version=Version("12.6.68"), path="/usr/local/cuda", source="/usr/local/cuda",
+                                           nvcc="/usr/local/cuda/bin/nvcc"),),
+                   installed=(InstalledDist(name="torch", version="2.5.0", cuda="12.6"),), cpu_count=12,
+                   memory_mib=62000)
+    sp = plan_source_build(host, matrix, Request(vllm=SpecifierSet("==0.7.3")), keep_torch=True)
+    env = dict(sp.env)
+    assert (str(sp.stack.vllm), sp.stack.torch, sp.stack.torch_source) == ("0.7.3", "2.5.0", "kept")
+    assert env["CUDA_HOME"] == "/usr/local/cuda" and env["TORCH_CUDA_ARCH_LIST"] == "8.7"
+
+
+def test_source_build_on_thor_is_the_generic_one(matrix: Matrix) -> None:
+    """Thor runs the unified ARM CUDA: a source build there is planned like any aarch64 machine's."""
+    row = matrix.find_gpu("Jetson AGX Thor")
+    assert row is not None
+    host = Host(gpus=(HostGpu(index=0, name=row.name, compute_capability=row.compute_capability),),
+                python=Version("3.12"), platform=PlatformInfo(os="linux", machine="aarch64"))
+    sp = plan_source_build(host, matrix, Request())
+    assert dict(sp.env)["TORCH_CUDA_ARCH_LIST"] == "11.0"
