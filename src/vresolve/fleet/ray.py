@@ -1,0 +1,97 @@
+"""A Ray cluster's nodes, each read by the same detection as ``vresolve detect``, in one task pinned to the
+node (node-affinity scheduling, hard: a task never runs on another node in its place). Needs ``ray``
+(``pip install 'vresolve[ray]'``). A node whose task fails or outlives ``timeout`` is reported with why;
+the others are kept. The task imports no torch: it runs :func:`vresolve.detect.detect_host`.
+
+This module only talks to Ray; what runs on each node is detect's (the only layer that probes a machine)
+and, for ``fleet doctor``, doctor's environment probe.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from ..detect.parsers import machine_text
+from .inventory import Failed, FleetHost, Inventory, InventoryError, host_from_json
+
+__all__ = ["ray_nodes_run", "detect_ray", "node_detect", "node_doctor"]
+
+
+def node_detect() -> dict[str, Any]:
+    """On a node: what ``vresolve detect --json`` says of it (its own PATH, its own VRESOLVE_* overrides)."""
+    from ..detect import Overrides, detect_host
+
+    return {"hostname": socket.gethostname(), "host": detect_host(Overrides.from_env()).to_dict()}
+
+
+def node_doctor(timeout: float) -> dict[str, Any]:
+    """On a node: its machine and the environment the task runs in, as ``vresolve doctor`` probes them."""
+    import sys
+
+    from ..detect import Overrides, detect_host, probe_environment
+
+    host = detect_host(Overrides.from_env())
+    env = probe_environment(sys.executable, timeout=timeout)
+    return {"hostname": socket.gethostname(), "host": host.to_dict(), "environment": env.to_dict()}
+
+
+def _names(nodes: list[dict[str, Any]]) -> list[str]:
+    """Each node's host name; with the node id's start where several nodes share one (a local cluster)."""
+    hostnames = [machine_text(str(n.get("NodeManagerHostname") or n.get("NodeManagerAddress") or "node"), 200)
+                 for n in nodes]
+    return [h if hostnames.count(h) == 1 else f"{h}-{str(n['NodeID'])[:8]}" for h, n in zip(hostnames, nodes, strict=True)]
+
+
+def _package_dir() -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def ray_nodes_run(address: str | None, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], timeout: float
+                  ) -> list[tuple[str, dict[str, Any] | None, str | None]]:
+    """``fn(*args)`` once on every alive node, pinned there: (node name, its answer or None, why not)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    started = not ray.is_initialized()
+    if started:
+        # vresolve itself travels with the job: nodes need not have it installed
+        ray.init(address=address or "auto", logging_level="ERROR", log_to_driver=False,
+                 runtime_env={"py_modules": [_package_dir()]})
+    try:
+        nodes = sorted((n for n in ray.nodes() if n.get("Alive")), key=lambda n: str(n.get("NodeID")))
+        remote = ray.remote(num_cpus=0, max_retries=0)(fn)
+        refs = [remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=n["NodeID"], soft=False)
+                               ).remote(*args) for n in nodes]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+        out: list[tuple[str, dict[str, Any] | None, str | None]] = []
+        for name, ref in zip(_names(nodes), refs, strict=True):
+            if ref not in ready:
+                ray.cancel(ref, force=True)
+                out.append((name, None, f"no answer within {timeout:g} s"))
+                continue
+            try:
+                out.append((name, ray.get(ref), None))
+            except Exception as e:  # RayTaskError, a dead node or worker: that node's failure, not the fleet's
+                text = " ".join(str(e).split())
+                out.append((name, None, machine_text(f"{type(e).__name__}: {text}", 500)))
+        return out
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def detect_ray(address: str | None, timeout: float) -> Inventory:
+    """Every alive node of the Ray cluster at ``address`` (None: ``RAY_ADDRESS``, else a local one)."""
+    hosts, failed = [], []
+    for name, answer, why in ray_nodes_run(address, node_detect, (), timeout):
+        if answer is None:
+            failed.append(Failed(host=name, why=why or "no answer"))
+            continue
+        try:
+            hosts.append(FleetHost(name=name, host=host_from_json(answer.get("host"), name), source="ray"))
+        except InventoryError as e:
+            failed.append(Failed(host=name, why=f"unreadable answer: {e}"))
+    return Inventory(hosts=tuple(hosts), failed=tuple(failed))
