@@ -1,0 +1,191 @@
+"""``vresolve fleet``: inventories from ``detect --json`` files and from Kubernetes nodes (kubectl's JSON with
+GPU Feature Discovery's labels), ``fleet plan`` on the real resolver and matrix, the Ray runtime_env of
+``fleet lock``, and bad input. The Ray cluster itself is in test_fleet_ray.py.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from vresolve.cli import main
+from vresolve.fleet.k8s import hosts_from_nodes
+from vresolve.matrix import load_matrix
+from vresolve.render.fleet import runtime_env
+
+K8S = Path(__file__).parent / "data" / "k8s" / "nodes.json"
+
+
+def run(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def detect_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, gpus: str, driver: str,
+                platform: str = "linux-x86_64") -> Path:
+    """What ``vresolve detect --json`` writes on a machine with these GPUs and driver (its overrides)."""
+    for k, v in {"VRESOLVE_GPUS": gpus, "VRESOLVE_DRIVER": driver, "VRESOLVE_PLATFORM": platform,
+                 "VRESOLVE_PYTHON": "3.12", "VRESOLVE_NO_NVML": "1"}.items():
+        monkeypatch.setenv(k, v)
+    code, out, _ = run(["detect", "--json"])
+    assert code == 0
+    f = tmp_path / f"{name}.json"
+    f.write_text(out)
+    return f
+
+
+@pytest.fixture
+def mixed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    files = [detect_file(tmp_path, monkeypatch, "h100-a", "H100", "570.86.15"),
+             detect_file(tmp_path, monkeypatch, "h100-b", "H100", "570.86.15"),
+             detect_file(tmp_path, monkeypatch, "a100-a", "A100", "550.54.15"),
+             detect_file(tmp_path, monkeypatch, "gh200-a", "GH200", "580.65.06", "linux-aarch64")]
+    for k in ("VRESOLVE_GPUS", "VRESOLVE_DRIVER", "VRESOLVE_PLATFORM"):
+        monkeypatch.delenv(k)
+    return files
+
+
+def plan_json(*argv: str) -> dict:
+    code, out, err = run(["fleet", "plan", *argv, "--json"])
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_plan_from_detect_files(mixed: list[Path]) -> None:
+    p = plan_json(*map(str, mixed))
+    assert p["schema"] == "vresolve.fleet/1" and p["hosts"] == 4
+    groups = {tuple(g["hosts"]): g for g in p["groups"]}
+    assert set(groups) == {("h100-a", "h100-b"), ("a100-a",), ("gh200-a",)}
+    per = p["common"]["per_platform"]
+    assert per["linux-x86_64"]["host"]["driver"] == "550.54.15"  # the oldest x86 driver
+    assert sorted(g["compute_capability"] for g in per["linux-x86_64"]["host"]["gpus"]) == ["8.0", "9.0"]
+    assert per["linux-aarch64"]["host"]["driver"] == "580.65.06"
+    assert {v["stack"]["vllm"] for v in per.values()} == {p["common"]["stack"]["vllm"]}
+    common = Version(p["common"]["stack"]["vllm"])
+    best = {k: Version(g["stack"]["vllm"]) for k, g in groups.items()}
+    assert common == min(best.values()) < best[("gh200-a",)]
+    (b,) = p["blocking"]
+    assert set(b["hosts"]) == {"h100-a", "h100-b", "a100-a"} and b["upgrade"].startswith("driver >= ")
+    assert b["unlocks"] == {"vllm": str(best[("gh200-a",)])}
+    # the same plan, resolved for one machine: the blocker's driver floor is the one the unlocked stack needs
+    code, out, _ = run(["plan", "--gpu", "GH200", "--driver", "580.65.06", "--python", "3.12",
+                        "--platform", "linux-aarch64", "--json"])
+    assert json.loads(out)["requires"]["min_driver"] == b["upgrade"].split(">= ")[1]
+
+
+def test_human_table(mixed: list[Path]) -> None:
+    code, out, _ = run(["fleet", "plan", *map(str, mixed)])
+    assert code == 0
+    assert "4 hosts in 3 groups" in out and "Common stack" in out and "held back by 3 node(s)" in out
+
+
+def test_a_gpu_generation_that_holds_the_cluster_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = [detect_file(tmp_path, monkeypatch, "h100", "H100", "580.65.06"),
+             detect_file(tmp_path, monkeypatch, "v100", "V100", "580.65.06")]
+    p = plan_json(*map(str, files))
+    v100 = Version(next(g for g in p["groups"] if g["hosts"] == ["v100"])["stack"]["vllm"])
+    h100 = Version(next(g for g in p["groups"] if g["hosts"] == ["h100"])["stack"]["vllm"])
+    assert Version(p["common"]["stack"]["vllm"]) == min(v100, h100)
+    if v100 < h100:  # no driver helps an old GPU: the nodes are named, with no upgrade
+        (b,) = p["blocking"]
+        assert b["hosts"] == ["v100"] and b["upgrade"] is None and "sm_70" in b["why"]
+
+
+def test_k8s_inventory_from_gfd_labels(tmp_path: Path) -> None:
+    inv_file = tmp_path / "inv.json"
+    code, out, err = run(["fleet", "detect", "--k8s", str(K8S), "--python", "3.12", "--json", "-o", str(inv_file)])
+    assert code == 0, err
+    inv = json.loads(out)
+    assert inv == json.loads(inv_file.read_text())
+    hosts = {h["name"]: h["host"] for h in inv["inventory"]}
+    assert list(hosts) == ["cpu-control-0", "gpu-h100-0", "gpu-h100-1", "gpu-a100-0", "gpu-gh200-0"]
+    assert hosts["cpu-control-0"]["gpus"] == [] and hosts["cpu-control-0"]["driver"]["version"] is None
+    h100 = hosts["gpu-h100-0"]
+    assert len(h100["gpus"]) == 8 and h100["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"  # the matrix's name
+    assert h100["gpus"][0]["compute_capability"] == "9.0"
+    assert (h100["driver"]["version"], h100["driver"]["cuda"]) == ("570.86.15", "12.8")
+    a100 = hosts["gpu-a100-0"]  # an older GFD: only the deprecated cuda.driver.* / cuda.runtime.* labels
+    assert (a100["driver"]["version"], a100["driver"]["cuda"]) == ("550.54.15", "12.4")
+    assert hosts["gpu-gh200-0"]["platform"]["machine"] == "aarch64"
+    assert {h["source"] for h in inv["inventory"]} == {"k8s"}
+    p = plan_json(str(inv_file))
+    (b,) = p["blocking"]
+    assert b["hosts"] == ["gpu-h100-0", "gpu-h100-1", "gpu-a100-0"]
+    assert set(p["common"]["per_platform"]) == {"linux-x86_64", "linux-aarch64"}
+
+
+def _node(labels: dict[str, str], arch: str = "amd64") -> dict:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0", "labels": {"kubernetes.io/arch": arch,
+                                                                                      **labels}}}
+
+
+def test_k8s_driver_label_spellings_agree() -> None:
+    m = load_matrix(None)
+    gpu = {"nvidia.com/gpu.product": "NVIDIA-L4", "nvidia.com/gpu.count": "2", "nvidia.com/gpu.compute.major": "8",
+           "nvidia.com/gpu.compute.minor": "9"}
+    spellings = [{"nvidia.com/cuda.driver-version.full": "535.104.05"},
+                 {"nvidia.com/cuda.driver-version.major": "535", "nvidia.com/cuda.driver-version.minor": "104",
+                  "nvidia.com/cuda.driver-version.revision": "05"},
+                 {"nvidia.com/cuda.driver.major": "535", "nvidia.com/cuda.driver.minor": "104",
+                  "nvidia.com/cuda.driver.rev": "05"}]
+    for labels in spellings:
+        (h,) = hosts_from_nodes(_node({**gpu, **labels}), m, Version("3.12")).hosts
+        assert str(h.host.driver.version) == "535.104.05"
+        assert [str(g.compute_capability) for g in h.host.gpus] == ["8.9", "8.9"]
+    # a GPU node without any driver label, or with an unknown architecture: reported, not fatal
+    inv = hosts_from_nodes({"items": [_node(gpu), _node({}, arch="s390x")]}, m, Version("3.12"))
+    assert inv.hosts == () and [f.why[:20] for f in inv.failed] == ["GPU labels without t", "CPU architecture 's3"]
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    ("not json", "is not JSON"),
+    ('{"schema": "vresolve.plan/1"}', "is not 'vresolve.fleet/1'"),
+    ('{"schema": "vresolve.fleet/1", "inventory": [{"name": "a", "host": {"gpus": "x"}}]}', "inventory[0].host.gpus"),
+    ('{"schema": "vresolve.fleet/1", "inventory": [{"name": "", "host": {}}]}', "inventory[0].name"),
+    ('{"schema": "vresolve.fleet/1", "inventory": [{"name": "a", "host": {"python": "2.7"}}]}', "python"),
+    ('{"schema": "vresolve.fleet/1", "inventory": []}', "no host to plan for"),
+])
+def test_bad_inventory_is_one_line_exit_2(tmp_path: Path, content: str, expected: str) -> None:
+    f = tmp_path / "inv.json"
+    f.write_text(content)
+    code, out, err = run(["fleet", "plan", str(f)])
+    assert code == 2 and out == "" and expected in err and err.count("\n") == 1, err
+
+
+def test_bad_k8s_input_and_duplicate_names(tmp_path: Path, mixed: list[Path]) -> None:
+    f = tmp_path / "nodes.json"
+    f.write_text('{"kind": "List"}')
+    code, _, err = run(["fleet", "detect", "--k8s", str(f)])
+    assert code == 2 and "expected kubectl get nodes -o json output" in err
+    code, _, err = run(["fleet", "plan", str(mixed[0]), str(mixed[0])])
+    assert code == 2 and "named twice" in err
+
+
+def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as on a machine without vresolve[ray]
+    code, _, err = run(["fleet", "detect", "--ray"])
+    assert code == 2 and "pip install 'vresolve[ray]'" in err
+
+
+def test_runtime_env_binds_each_lock_to_its_architecture() -> None:
+    x86 = ("# vresolve-lock: {}\n--extra-index-url https://example.org/whl/cu128\n"
+           "torch==2.10.0+cu128 \\\n    --hash=sha256:aa \\\n    --hash=sha256:bb\nvllm==0.19.1 \\\n    --hash=sha256:cc\n")
+    arm = "torch==2.10.0 \\\n    --hash=sha256:dd\n"
+    env = runtime_env({"linux-x86_64": x86, "linux-aarch64": arm},
+                      {"linux-x86_64": {"A": "1", "B": "x"}, "linux-aarch64": {"A": "1", "B": "y"}})
+    assert env["pip"]["packages"] == [
+        "--extra-index-url https://example.org/whl/cu128",
+        "torch==2.10.0 ; platform_machine == 'aarch64' --hash=sha256:dd",
+        "torch==2.10.0+cu128 ; platform_machine == 'x86_64' --hash=sha256:aa --hash=sha256:bb",
+        "vllm==0.19.1 ; platform_machine == 'x86_64' --hash=sha256:cc"]
+    assert env["env_vars"] == {"A": "1"}
+    one = runtime_env({"linux-x86_64": x86}, {"linux-x86_64": {}})
+    assert one["pip"]["packages"][1] == "torch==2.10.0+cu128 --hash=sha256:aa --hash=sha256:bb"
