@@ -189,3 +189,45 @@ def test_runtime_env_binds_each_lock_to_its_architecture() -> None:
     assert env["env_vars"] == {"A": "1"}
     one = runtime_env({"linux-x86_64": x86}, {"linux-x86_64": {}})
     assert one["pip"]["packages"][1] == "torch==2.10.0+cu128 --hash=sha256:aa --hash=sha256:bb"
+
+
+def test_fleet_lock_on_a_loopback_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The common stack locked by real uv against a real index on loopback, and the runtime_env's pins
+    accepted by real pip (hashes required) from that index."""
+    import subprocess
+
+    from .conftest import TINY
+    from .test_index import _Server, make_wheel
+    from .test_lock import _meta
+
+    s = _Server()
+    for name, (version, requires) in {"vllm": ("0.33.0", ["torch==2.14.0", "torchvision==0.29.0", "tinydep>=1.0"]),
+                                      "torch": ("2.14.0", ["tinydep"]), "torchvision": ("0.29.0", ["torch==2.14.0"]),
+                                      "tinydep": ("1.0", [])}.items():
+        fn = f"{name}-{version}-py3-none-any.whl"
+        s.add_project_json(name, {fn: make_wheel(_meta(name, version, requires), name, version, padding=1000)})
+    try:
+        monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+        files = [detect_file(tmp_path, monkeypatch, f"h200-{i}", "H200", "580.159.04") for i in range(2)]
+        out = tmp_path / "locks"
+        code, stdout, err = run(["--matrix", str(TINY), "fleet", "lock", *map(str, files), "--python", "3.12",
+                                 "--index-url", s.url + "/simple/", "-o", str(out), "--json"])
+        assert code == 0, err
+        report = json.loads(stdout)
+        (lock,) = report["locks"]
+        assert lock["platform"] == "linux-x86_64" and lock["stack"]["vllm"] == "0.33.0"
+        req = (out / "linux-x86_64" / "requirements.txt").read_text()
+        assert "# vresolve-lock:" in req and "--hash=sha256:" in req
+        env = json.loads((out / "runtime_env.json").read_text())
+        pins = [p for p in env["pip"]["packages"] if not p.startswith("-")]
+        assert sorted(p.split("==")[0] for p in pins) == ["tinydep", "torch", "torchvision", "vllm"]
+        assert all("--hash=sha256:" in p for p in pins)
+        rfile = tmp_path / "runtime-env-requirements.txt"
+        rfile.write_text("\n".join(env["pip"]["packages"]) + "\n")  # what Ray's pip plugin installs from
+        res = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--require-hashes", "--no-deps",
+                              "--index-url", s.url + "/simple/", "--python-version", "3.12", "--only-binary", ":all:",
+                              "--target", str(tmp_path / "t"), "-r", str(rfile)], capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert "Would install tinydep-1.0 torch-2.14.0 torchvision-0.29.0 vllm-0.33.0" in res.stdout
+    finally:
+        s.close()
