@@ -45,6 +45,14 @@ def _names(nodes: list[dict[str, Any]]) -> list[str]:
     return [h if hostnames.count(h) == 1 else f"{h}-{str(n['NodeID'])[:8]}" for h, n in zip(hostnames, nodes, strict=True)]
 
 
+def _why(e: BaseException) -> str:
+    """A failed task in one line: the task's own exception (RayTaskError's ``cause``), else Ray's."""
+    cause = getattr(e, "cause", None)
+    err = cause if isinstance(cause, BaseException) else e
+    text = " ".join(str(err).split()) if err is cause else " ".join(str(e).split()).split(" File ")[0]
+    return machine_text(f"{type(err).__name__}: {text}", 500)
+
+
 def _package_dir() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -75,8 +83,7 @@ def ray_nodes_run(address: str | None, fn: Callable[..., dict[str, Any]], args: 
             try:
                 out.append((name, ray.get(ref), None))
             except Exception as e:  # RayTaskError, a dead node or worker: that node's failure, not the fleet's
-                text = " ".join(str(e).split())
-                out.append((name, None, machine_text(f"{type(e).__name__}: {text}", 500)))
+                out.append((name, None, _why(e)))
         return out
     finally:
         if started:
