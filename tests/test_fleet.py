@@ -231,3 +231,80 @@ def test_fleet_lock_on_a_loopback_index(tmp_path: Path, monkeypatch: pytest.Monk
         assert "Would install tinydep-1.0 torch-2.14.0 torchvision-0.29.0 vllm-0.33.0" in res.stdout
     finally:
         s.close()
+
+
+def test_drift_against_the_lock_and_between_nodes() -> None:
+    from vresolve.cli.fleet_doctor import drift_findings
+    from vresolve.host import Host, InstalledDist
+
+    def node(torch: str | None, vllm: str = "0.19.1") -> Host:
+        dists = [InstalledDist(name="vllm", version=vllm)] + ([InstalledDist(name="torch", version=torch)] if torch else [])
+        return Host(installed=tuple(dists))
+
+    nodes = {"a": node("2.10.0"), "b": node("2.10.0+cu128"), "c": node("2.10.0+cu126"), "d": node(None)}
+    lock = {"stack": {"vllm": "0.19.1", "torch": "2.10.0", "variant": "cu128"}}
+    found = drift_findings(nodes, dict.fromkeys(nodes, lock))
+    assert [(hosts, f.title) for hosts, f in found] == [(("c", "d"), "torch differs on 2 node(s)")]
+    assert "c: torch 2.10.0+cu126, not the lock's torch 2.10.0+cu128" in found[0][1].explanation
+    # no lock: the nodes against each other (the most common version)
+    found = drift_findings({"a": node("2.10.0"), "b": node("2.10.0"), "c": node("2.9.0", vllm="0.18.0")},
+                           dict.fromkeys("abc"))
+    assert [(hosts, f.cause) for hosts, f in found] == [(("c",), "fleet-drift"), (("c",), "fleet-drift")]
+    assert drift_findings({"a": node("2.10.0"), "b": node("2.10.0")}, {}) == []
+
+
+def test_k8s_live_through_the_official_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--k8s`` with no FILE: the kubernetes client, the user's kubeconfig, an API server on loopback that
+    answers GET /api/v1/nodes with the fixture (what a cluster answers kubectl)."""
+    pytest.importorskip("kubernetes", reason="the Kubernetes client is not installed (pip install 'vresolve[k8s]')")
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    body = json.loads(K8S.read_text())
+    body["kind"], body["metadata"] = "NodeList", {"resourceVersion": "4412093"}
+    seen: list[str] = []
+
+    class Api(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            seen.append(self.path.split("?")[0])
+            data = json.dumps(body).encode() if self.path.startswith("/api/v1/nodes") else b"{}"
+            self.send_response(200 if self.path.startswith("/api/v1/nodes") else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Api)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        cfg = tmp_path / "kubeconfig"
+        cfg.write_text(f"""apiVersion: v1
+kind: Config
+clusters:
+- cluster: {{server: "http://127.0.0.1:{server.server_address[1]}"}}
+  name: lab
+contexts:
+- context: {{cluster: lab, user: me}}
+  name: lab
+current-context: lab
+users:
+- name: me
+  user: {{token: not-a-secret}}
+""")
+        monkeypatch.setenv("KUBECONFIG", str(cfg))
+        monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+        code, out, err = run(["fleet", "detect", "--k8s", "--python", "3.12", "--json"])
+        assert code == 0, out + err
+        assert seen == ["/api/v1/nodes"]
+        live = json.loads(out)
+        code, out, _ = run(["fleet", "detect", "--k8s", str(K8S), "--python", "3.12", "--json"])
+        assert live == json.loads(out)  # the same hosts as from kubectl's JSON
+    finally:
+        server.shutdown()
+        server.server_close()
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
+    code, _, err = run(["fleet", "detect", "--k8s"])
+    assert code == 2 and "no usable kubeconfig" in err

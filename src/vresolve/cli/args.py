@@ -259,8 +259,9 @@ def _fleet_command(fl: argparse.ArgumentParser, common: _Parser) -> None:
     lk.add_argument("--timeout", type=seconds, default=600.0, help="seconds uv may take per lock (default 600)")
     doc = fsub.add_parser("doctor", parents=[common], help="doctor's environment checks on every node of a Ray cluster")
     doc.add_argument("--ray", nargs="?", const="", required=True, metavar="ADDRESS", help="the Ray cluster")
-    doc.add_argument("--lock", metavar="FILE", dest="lock_file", type=path,
-                     help="a lock every node must match (requirements.txt of vresolve lock or fleet lock)")
+    doc.add_argument("--lock", metavar="FILE|DIR", dest="lock_file", type=path,
+                     help="a lock every node must match (a requirements.txt of vresolve lock), or fleet lock's "
+                          "DIR: each node against DIR/<its platform>/requirements.txt")
     doc.add_argument("--timeout", type=seconds, default=180.0, help="seconds each node may take (default 180)")
 
 

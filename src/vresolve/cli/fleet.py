@@ -120,18 +120,30 @@ def _this_python() -> Any:
 
 
 def _live_nodes() -> Any:
-    """``kubectl get nodes -o json``, through the official client and the user's kubeconfig."""
+    """``kubectl get nodes -o json``, through the official client: the user's kubeconfig, else the pod's
+    service account when run inside the cluster."""
     _need("kubernetes")
     from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
     from kubernetes.config.config_exception import ConfigException
 
     try:
-        config.load_kube_config()
+        if os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
+            config.load_incluster_config()
+        else:  # KUBECONFIG as it is now (the client reads it once, when imported)
+            config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None)
     except (ConfigException, OSError) as e:
         raise UsageError(f"--k8s: no usable kubeconfig ({' '.join(str(e).split())[:160]}); "
                          "or give kubectl get nodes -o json output as FILE") from None
     api = client.CoreV1Api()
-    return api.api_client.sanitize_for_serialization(api.list_node())
+    try:
+        nodes = api.list_node(_request_timeout=60)
+    except ApiException as e:
+        raise UsageError(f"--k8s: the cluster refused to list nodes ({e.status} {str(e.reason)[:80]})") from None
+    except Exception as e:  # urllib3's connection errors: the cluster is out of reach
+        raise UsageError(f"--k8s: the cluster did not answer ({type(e).__name__}: "
+                         f"{' '.join(str(e).split())[:160]})") from None
+    return api.api_client.sanitize_for_serialization(nodes)
 
 
 def _print_inventory(inv: Any) -> None:

@@ -6,6 +6,7 @@ other nodes' or from a lock's.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 from typing import Any
@@ -24,27 +25,44 @@ def _installed(host: Host, name: str) -> str | None:
     return d.version if d is not None else None
 
 
-def drift_findings(nodes: dict[str, Host], header: dict[str, Any] | None) -> list[tuple[tuple[str, ...], Finding]]:
-    """(nodes, finding) for each package whose installed version differs between nodes or from the lock."""
+def drift_findings(nodes: dict[str, Host], headers: dict[str, dict[str, Any] | None]
+                   ) -> list[tuple[tuple[str, ...], Finding]]:
+    """(nodes, finding) for each package whose installed version differs between nodes, or, for the nodes
+    ``headers`` gives a lock, from their lock's pin."""
     out = []
-    lock_stack = (header or {}).get("stack") or {}
     for dist in _DISTS:
         have = {name: _installed(h, dist) for name, h in nodes.items()}
-        counts = Counter(have.values())
-        wanted = _locked(lock_stack, dist)
-        usual = wanted if wanted is not None else max(counts, key=lambda v: (counts[v], str(v)))
-        odd = tuple(sorted(n for n, v in have.items() if not _same(v, usual, wanted is not None)))
-        if not odd or (len(counts) == 1 and wanted is None):
+        wanted = {name: _locked((headers.get(name) or {}).get("stack") or {}, dist) for name in nodes}
+        if any(w is not None for w in wanted.values()):
+            odd = tuple(sorted(n for n in nodes if wanted[n] is not None and not _same(have[n], wanted[n], True)))
+            against = {n: f"the lock's {dist} {wanted[n]}" for n in odd}
+        else:
+            counts = Counter(have.values())
+            usual = max(counts, key=lambda v: (counts[v], str(v)))
+            odd = tuple(sorted(n for n, v in have.items() if v != usual))
+            against = {n: f"{dist} {usual or '(none)'} on the other nodes" for n in odd}
+        if not odd:
             continue
-        against = f"the lock's {dist} {usual}" if wanted is not None else f"{dist} {usual or '(none)'} on the other nodes"
-        found = ", ".join(sorted({f"{have[n] or 'none'}" for n in odd}))
+        found = "; ".join(f"{n}: {dist} {have[n] or 'not installed'}, not {against[n]}" for n in odd)
         out.append((odd, Finding(
             cause=DRIFT, severity="error", title=f"{dist} differs on {len(odd)} node(s)",
-            explanation=f"{', '.join(odd)}: {dist} {found}, not {against}; a job that runs on every node "
-                        "(vLLM across nodes on Ray) needs the same stack everywhere",
+            explanation=f"{found}; a job that runs on every node (vLLM across nodes on Ray) needs the same "
+                        "stack everywhere",
             fix="install the same lock on every node (vresolve fleet lock; Ray: the runtime_env it writes)",
             evidence=tuple(f"{n}: {dist} {have[n] or 'not installed'}" for n in odd), source="fleet")))
     return out
+
+
+def _lock_for(lock: str | None, tag: str, cache: dict[str, dict[str, Any] | None]) -> dict[str, Any] | None:
+    """``--lock FILE``: that lock for every node; ``--lock DIR`` (fleet lock's): DIR/<the node's platform>/."""
+    import os
+
+    if lock is None:
+        return None
+    path = os.path.join(lock, tag, "requirements.txt") if os.path.isdir(lock) else lock
+    if path not in cache:
+        cache[path] = lock_header_of(path) if os.path.exists(path) or not os.path.isdir(lock) else None
+    return cache[path]
 
 
 def _locked(stack: dict[str, Any], dist: str) -> str | None:
@@ -71,9 +89,12 @@ def fleet_doctor(args: argparse.Namespace) -> int:
     from ..render import envelope
 
     m = _load(args)
-    header = lock_header_of(args.lock_file) if args.lock_file else None
+    cache: dict[str, dict[str, Any] | None] = {}
+    if args.lock_file and not os.path.isdir(args.lock_file):
+        _lock_for(args.lock_file, "", cache)  # a bad lock is a usage error before any node is asked
     answers = ray_nodes_run(args.ray or None, node_doctor, (args.timeout,), args.timeout + 30)
     nodes: dict[str, Host] = {}
+    headers: dict[str, dict[str, Any] | None] = {}
     per_node: list[dict[str, Any]] = []
     failed = []
     for name, answer, why in answers:
@@ -87,11 +108,17 @@ def fleet_doctor(args: argparse.Namespace) -> int:
             failed.append({"host": name, "why": f"unreadable answer: {e}"})
             continue
         nodes[name] = host
+        headers[name] = header = _lock_for(args.lock_file, host.platform.tag, cache)
         findings = diagnose(host, m, env)
+        if header is None and args.lock_file and os.path.isdir(args.lock_file):
+            findings.insert(0, Finding(
+                cause=DRIFT, severity="error", title=f"no lock for {host.platform.tag}",
+                explanation=f"{args.lock_file} has no {host.platform.tag}/requirements.txt for this node",
+                fix="vresolve fleet lock with an inventory that holds this node", source="fleet"))
         if header is not None:
             findings = check_against_lock(header, host, env, name=args.lock_file) + findings
         per_node.append({"host": name, "findings": findings})
-    fleet = drift_findings(nodes, header)
+    fleet = drift_findings(nodes, headers)
     all_findings = [f for n in per_node for f in n["findings"]] + [f for _, f in fleet]
     code = max(worst_exit_code(all_findings), 1 if failed else 0)
     if getattr(args, "json", None):
