@@ -173,6 +173,11 @@ def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # as on a machine without vresolve[ray]
     code, _, err = run(["fleet", "detect", "--ray"])
     assert code == 2 and "pip install 'vresolve[ray]'" in err
+    code, _, err = run(["fleet", "doctor", "--ray"])
+    assert code == 2 and "pip install 'vresolve[ray]'" in err
+    monkeypatch.setitem(sys.modules, "kubernetes", None)
+    code, _, err = run(["fleet", "detect", "--k8s"])
+    assert code == 2 and "pip install 'vresolve[k8s]'" in err
 
 
 def test_runtime_env_binds_each_lock_to_its_architecture() -> None:
