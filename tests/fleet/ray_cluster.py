@@ -12,7 +12,9 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import sys
+import tempfile
 
 from ray.cluster_utils import Cluster
 
@@ -40,11 +42,14 @@ def run(argv: list[str]) -> dict:
 def main_() -> None:
     work = sys.argv[1]
     head, *workers = NODES
+    # the cluster's sessions and sockets in a directory of its own, removed afterwards (a short path: socket
+    # paths are limited to 107 bytes)
+    temp = tempfile.mkdtemp(prefix="vr-ray-", dir="/tmp")
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "env_vars": node_env(work, head),
-                                                           "node_ip_address": "127.0.0.1"})
+                                                           "node_ip_address": "127.0.0.1", "temp_dir": temp})
     try:
         for n in workers:
-            cluster.add_node(num_cpus=1, env_vars=node_env(work, n), node_ip_address="127.0.0.1")
+            cluster.add_node(num_cpus=1, env_vars=node_env(work, n), node_ip_address="127.0.0.1", temp_dir=temp)
         cluster.wait_for_nodes()
         inv = os.path.join(work, "inventory.json")
         results = [run(["fleet", "detect", "--ray", cluster.address, "--json", "-o", inv, "--timeout", "120"]),
@@ -52,6 +57,7 @@ def main_() -> None:
                    run(["fleet", "doctor", "--ray", cluster.address, "--json", "--timeout", "120"])]
     finally:
         cluster.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)
     print("@@fleet@@" + json.dumps(results))
 
 

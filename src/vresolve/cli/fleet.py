@@ -70,6 +70,10 @@ def _cmd_detect(args: argparse.Namespace) -> int:
 
     m = _load(args)
     if args.ray is not None:
+        from ..fleet.ray import parse_address
+
+        if args.ray not in ("", "auto"):
+            parse_address(args.ray)
         _need("ray")
         from ..fleet.ray import detect_ray
 
@@ -245,7 +249,10 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
+    from ..fleet.ray import parse_address
     from .fleet_doctor import fleet_doctor
 
+    if args.ray not in ("", "auto"):
+        parse_address(args.ray)
     _need("ray")
     return fleet_doctor(args)

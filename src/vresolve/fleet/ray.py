@@ -10,11 +10,13 @@ and, for ``fleet doctor``, doctor's environment probe.
 from __future__ import annotations
 
 import os
+import re
 import socket
 from collections.abc import Callable
 from typing import Any
 
 from ..detect.parsers import machine_text
+from ..errors import UsageError
 from .inventory import Failed, FleetHost, Inventory, InventoryError, host_from_json
 
 __all__ = ["ray_nodes_run", "detect_ray", "node_detect", "node_doctor"]
@@ -45,6 +47,32 @@ def _names(nodes: list[dict[str, Any]]) -> list[str]:
     return [h if hostnames.count(h) == 1 else f"{h}-{str(n['NodeID'])[:8]}" for h, n in zip(hostnames, nodes, strict=True)]
 
 
+_ADDRESS = re.compile(r"(ray://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]{1,253}):([0-9]{1,5})")
+
+
+class RayUnreachable(UsageError):
+    """``--ray ADDRESS`` names no Ray cluster that answers (exit 2)."""
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` or ``ray://HOST:PORT`` -> (host, port); UsageError for anything else."""
+    m = _ADDRESS.fullmatch(text)
+    if m is None or not 0 < int(m[3]) < 65536:
+        raise UsageError(f"--ray: invalid address {text[:60]!r} (expected HOST:PORT, ray://HOST:PORT or auto)")
+    return m[2].strip("[]"), int(m[3])
+
+
+def _reachable(address: str | None, timeout: float = 10.0) -> None:
+    """An explicit address must accept a TCP connection: ray.init waits minutes for one that never answers."""
+    if not address or address == "auto":
+        return
+    host, port = parse_address(address)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as e:
+        raise RayUnreachable(f"--ray: no Ray cluster answers at {address} ({e.strerror or e})") from None
+
+
 def _why(e: BaseException) -> str:
     """A failed task in one line: the task's own exception (RayTaskError's ``cause``), else Ray's."""
     cause = getattr(e, "cause", None)
@@ -65,9 +93,13 @@ def ray_nodes_run(address: str | None, fn: Callable[..., dict[str, Any]], args: 
 
     started = not ray.is_initialized()
     if started:
-        # vresolve itself travels with the job: nodes need not have it installed
-        ray.init(address=address or "auto", logging_level="ERROR", log_to_driver=False,
-                 runtime_env={"py_modules": [_package_dir()]})
+        _reachable(address)
+        try:  # vresolve itself travels with the job: nodes need not have it installed
+            ray.init(address=address or "auto", logging_level="ERROR", log_to_driver=False,
+                     runtime_env={"py_modules": [_package_dir()]})
+        except (ConnectionError, ValueError, RuntimeError) as e:
+            raise RayUnreachable(f"--ray: no Ray cluster at {address or 'auto'} "
+                                 f"({machine_text(' '.join(str(e).split()), 200)})") from None
     try:
         nodes = sorted((n for n in ray.nodes() if n.get("Alive")), key=lambda n: str(n.get("NodeID")))
         remote = ray.remote(num_cpus=0, max_retries=0)(fn)
