@@ -9,6 +9,7 @@ and, for ``fleet doctor``, doctor's environment probe.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import socket
@@ -95,7 +96,7 @@ def ray_nodes_run(address: str | None, fn: Callable[..., dict[str, Any]], args: 
     if started:
         _reachable(address)
         try:  # vresolve itself travels with the job: nodes need not have it installed
-            ray.init(address=address or "auto", logging_level="ERROR", log_to_driver=False,
+            ray.init(address=address or "auto", logging_level=logging.ERROR, log_to_driver=False,
                      runtime_env={"py_modules": [_package_dir()]})
         except (ConnectionError, ValueError, RuntimeError) as e:
             raise RayUnreachable(f"--ray: no Ray cluster at {address or 'auto'} "
