@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,6 +25,7 @@ FRAGMENTS = ["\n", "\x1b[2J", "\x00", "$(touch MARK)", "'", '"', "\\", "[/]", ".
              "cu128", "3.12", "580.159.04", ">=0", "none", "auto", "requirements,conda", "\u202e"]
 values = st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=30),
                    st.lists(st.sampled_from(FRAGMENTS), max_size=4).map("".join))
+DATA = Path(__file__).parent / "data"
 CLOSED = "http://127.0.0.1:9/simple/"  # the discard port: nothing listens there
 
 
@@ -51,6 +53,11 @@ BASE = {  # what each command needs to stay on this machine and end quickly
     ("matrix", "validate"): ["--json"],
     ("matrix", "show"): ["--json"],
     ("matrix", "refresh"): ["--offline", "--index-url", CLOSED, "--json"],
+    ("fleet", "detect"): ["--k8s", str(DATA / "k8s" / "nodes.json"), "--json"],
+    ("fleet", "plan"): [str(DATA / "fleet" / "inventory.json"), "--json"],
+    ("fleet", "lock"): [str(DATA / "fleet" / "inventory.json"), "--index-url", CLOSED, "--timeout", "5", "-o", "out",
+                        "--json"],
+    ("fleet", "doctor"): ["--ray", "127.0.0.1:9", "--timeout", "5", "--json"],  # refused: no Ray cluster there
 }
 
 

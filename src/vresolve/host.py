@@ -279,6 +279,15 @@ class EnvReport:
                 "torch": self.torch.to_dict() if self.torch else None, "error": self.error,
                 "vllm_extensions": list(self.vllm_extensions)}
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EnvReport:
+        """From :meth:`to_dict` (a fleet node's report, sent back over Ray)."""
+        return cls(python=str(d["python"]), sys_path=tuple(d.get("sys_path") or ()),
+                   modules=tuple(ModuleReport.from_dict(x) for x in d.get("modules") or ()),
+                   requires=tuple((k, tuple(v)) for k, v in (d.get("requires") or {}).items()),
+                   torch=TorchRuntime.from_dict(d["torch"]) if d.get("torch") else None, error=d.get("error"),
+                   vllm_extensions=tuple(d.get("vllm_extensions") or ()))
+
 
 def describe_gpus(gpus: Iterable[HostGpu], *, capability: bool = True) -> str:
     """GPUs in one line, several of a kind counted: ``2x NVIDIA H100 80GB HBM3 (sm_90), NVIDIA A100 (sm_80)``.

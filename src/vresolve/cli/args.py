@@ -110,6 +110,7 @@ COMMANDS = {  # name -> help; each command's flags are added by its function bel
     "doctor": "diagnose this environment and/or an error log",
     "detect": "what this machine has, and which source answered each fact",
     "matrix": "check, browse and update the compatibility matrix",
+    "fleet": "a cluster: its nodes (Ray, Kubernetes, detect files), one stack for all, its locks, its doctor",
 }
 
 
@@ -225,8 +226,47 @@ def _matrix_command(mx: argparse.ArgumentParser, common: _Parser) -> None:
     ref.add_argument("--timeout", type=seconds, default=30.0, help="seconds per HTTP request (default 30)")
 
 
+def _fleet_command(fl: argparse.ArgumentParser, common: _Parser) -> None:
+    fsub = fl.add_subparsers(dest="fleet_command", metavar="ACTION", parser_class=_Parser)
+    det = fsub.add_parser("detect", parents=[common], help="an inventory (vresolve.fleet/1) of a cluster's nodes")
+    src = det.add_mutually_exclusive_group(required=True)
+    src.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                     help="run detect on every alive node of a Ray cluster (default address: RAY_ADDRESS or auto)")
+    src.add_argument("--k8s", nargs="?", const="", metavar="FILE|-",
+                     help="read nodes' GPU Feature Discovery labels: kubectl get nodes -o json output (FILE or -), "
+                          "or the live cluster of your kubeconfig when no FILE is given")
+    src.add_argument("--from", dest="from_files", nargs="+", metavar="FILE", type=path,
+                     help="vresolve detect --json files (or inventories) collected by other means")
+    det.add_argument("--timeout", type=seconds, default=60.0, help="seconds each Ray node may take (default 60)")
+    det.add_argument("--python", metavar="X.Y", help="--k8s: the Python the nodes' images run (default: this one's)")
+    det.add_argument("-o", "--output", metavar="FILE", type=path, help="write the inventory to FILE")
+    for name, what in (("plan", "the newest stack valid on every node, per group, and what holds it back"),
+                       ("lock", "the common stack's lock per CPU architecture, and a Ray runtime_env")):
+        sp = fsub.add_parser(name, parents=[common], help=what)
+        sp.add_argument("inventory", nargs="+", metavar="INVENTORY", type=path,
+                        help="vresolve.fleet/1 inventories or vresolve detect --json files")
+        sp.add_argument("--vllm", metavar="SPEC", help="a vLLM version or range")
+        sp.add_argument("--torch", metavar="SPEC", help="a torch version or range")
+        sp.add_argument("--variant", metavar="cuXYZ|cpu", help="torch's CUDA variant")
+        sp.add_argument("--python", metavar="X.Y", help="the one Python of the fleet (default: the one most nodes run)")
+        sp.add_argument("--driver-policy", choices=POLICIES, default="minor-compat", help="as for plan")
+        sp.add_argument("--pypi-only", action="store_true", help="as for plan")
+    lk = fsub.choices["lock"]
+    lk.add_argument("-o", "--output", metavar="DIR", default=".", type=path,
+                    help="DIR/<platform>/ gets each lock, DIR/runtime_env.json the Ray runtime_env (default: .)")
+    lk.add_argument("--index-url", type=index_url, help="the index to resolve from (default: your pip/uv configuration)")
+    lk.add_argument("--offline", action="store_true", help="only what uv's cache holds")
+    lk.add_argument("--timeout", type=seconds, default=600.0, help="seconds uv may take per lock (default 600)")
+    doc = fsub.add_parser("doctor", parents=[common], help="doctor's environment checks on every node of a Ray cluster")
+    doc.add_argument("--ray", nargs="?", const="", required=True, metavar="ADDRESS", help="the Ray cluster")
+    doc.add_argument("--lock", metavar="FILE|DIR", dest="lock_file", type=path,
+                     help="a lock every node must match (a requirements.txt of vresolve lock), or fleet lock's "
+                          "DIR: each node against DIR/<its platform>/requirements.txt")
+    doc.add_argument("--timeout", type=seconds, default=180.0, help="seconds each node may take (default 180)")
+
+
 _FLAGS = {"plan": _plan_command, "lock": _lock_command, "apply": _apply_command, "doctor": _doctor_command, "detect": _detect_command,
-          "matrix": _matrix_command}
+          "matrix": _matrix_command, "fleet": _fleet_command}
 
 
 def _add_plan_flags(p: argparse.ArgumentParser) -> None:

@@ -572,6 +572,12 @@ def _torch_variant_report(args: argparse.Namespace, root: Path, client: Any) -> 
     return report
 
 
+def _cmd_fleet(args: argparse.Namespace) -> int:
+    from .fleet import cmd_fleet
+
+    return cmd_fleet(args)
+
+
 def _cmd_apply(args: argparse.Namespace) -> int:
     from .apply import cmd_apply
 
@@ -597,7 +603,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _setup_logging(args)
         command = args.command or "cli"
         run = {"plan": _cmd_plan, "lock": _cmd_lock, "apply": _cmd_apply, "doctor": _cmd_doctor,
-               "detect": _cmd_detect}.get(args.command)
+               "detect": _cmd_detect, "fleet": _cmd_fleet}.get(args.command)
         if run is not None:
             return run(args)
         if args.command == "matrix":

@@ -1,0 +1,258 @@
+"""``vresolve fleet``: a cluster's inventory (Ray, Kubernetes, detect files), one stack for every node, its
+locks and a Ray runtime_env, and the doctor on every node at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from ..errors import EXIT_OK, UsageError
+from .args import _load, shown
+from .commands import _console, _print_json
+
+_EXTRAS = {"ray": "ray", "kubernetes": "k8s"}
+
+
+def _need(module: str) -> Any:
+    """The optional module, or a one-line error naming the extra that installs it (exit 2)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        extra = _EXTRAS[module.split(".")[0]]
+        raise UsageError(f"{module.split('.')[0]} is not installed: pip install 'vresolve[{extra}]'") from None
+
+
+def _read_json(path: str, what: str) -> Any:
+    where = shown(path, 200)
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, "rb") as fh:
+                text = fh.read().decode("utf-8")
+        return json.loads(text)
+    except OSError as e:
+        raise UsageError(f"{what}: cannot read {where} ({e.strerror or e})") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise UsageError(f"{what}: {where} is not JSON ({' '.join(str(e).split())[:120]})") from None
+
+
+def read_inventory(paths: list[str], m: Any) -> Any:
+    """Inventories and detect files, merged, each checked; GPUs named only get the matrix's capability."""
+    from dataclasses import replace
+
+    from ..detect import fill_capabilities
+    from ..fleet.inventory import Inventory, InventoryError, inventory_from_json
+
+    inv = Inventory()
+    for p in paths:
+        stem = os.path.splitext(os.path.basename(p))[0] or "host"
+        try:
+            inv = inv.merged(inventory_from_json(_read_json(p, "INVENTORY"), shown(p, 200), default_name=stem))
+        except InventoryError as e:
+            raise UsageError(f"INVENTORY: {e}") from None
+    names = [h.name for h in inv.hosts]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise UsageError(f"INVENTORY: host {dup!r} is named twice (names must be unique across the files)")
+    hosts = tuple(replace(h, host=fill_capabilities(h.host, m)) for h in inv.hosts)
+    return replace(inv, hosts=hosts)
+
+
+def _cmd_detect(args: argparse.Namespace) -> int:
+    from ..fleet.inventory import InventoryError
+
+    m = _load(args)
+    if args.ray is not None:
+        from ..fleet.ray import parse_address
+
+        if args.ray not in ("", "auto"):
+            parse_address(args.ray)
+        _need("ray")
+        from ..fleet.ray import detect_ray
+
+        inv = detect_ray(args.ray or None, args.timeout)
+        from dataclasses import replace
+
+        from ..detect import fill_capabilities
+
+        inv = replace(inv, hosts=tuple(replace(h, host=fill_capabilities(h.host, m)) for h in inv.hosts))
+    elif args.k8s is not None:
+        from ..fleet.k8s import hosts_from_nodes
+        from .targets import parse_python
+
+        python = parse_python(args.python) if args.python else _this_python()
+        doc = _read_json(args.k8s, "--k8s") if args.k8s else _live_nodes()
+        try:
+            inv = hosts_from_nodes(doc, m, python)
+        except InventoryError as e:
+            raise UsageError(f"--k8s: {shown(args.k8s or 'the live cluster', 200)}: {e}") from None
+    else:
+        inv = read_inventory(args.from_files, m)
+    doc_out = inv.to_dict()
+    if args.output:
+        _write(args.output, doc_out)
+    if getattr(args, "json", None):
+        _print_json(doc_out)
+    else:
+        _print_inventory(inv)
+    return EXIT_OK
+
+
+def _write(path: str, doc: dict[str, Any]) -> None:
+    from pathlib import Path
+
+    from .._atomic import write_atomic
+    from ..render import to_json
+
+    try:
+        write_atomic(Path(path), to_json(doc) + "\n")
+    except OSError as e:
+        raise UsageError(f"-o: cannot write {shown(path, 200)} ({e.strerror or e})") from None
+
+
+def _this_python() -> Any:
+    from packaging.version import Version
+
+    return Version(f"{sys.version_info.major}.{sys.version_info.minor}")
+
+
+def _live_nodes() -> Any:
+    """``kubectl get nodes -o json``, through the official client: the user's kubeconfig, else the pod's
+    service account when run inside the cluster."""
+    _need("kubernetes")
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.config.config_exception import ConfigException
+
+    try:
+        if os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
+            config.load_incluster_config()
+        else:  # KUBECONFIG as it is now (the client reads it once, when imported)
+            config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None)
+    except (ConfigException, OSError) as e:
+        raise UsageError(f"--k8s: no usable kubeconfig ({' '.join(str(e).split())[:160]}); "
+                         "or give kubectl get nodes -o json output as FILE") from None
+    api = client.CoreV1Api()
+    try:
+        nodes = api.list_node(_request_timeout=60)
+    except ApiException as e:
+        raise UsageError(f"--k8s: the cluster refused to list nodes ({e.status} {str(e.reason)[:80]})") from None
+    except Exception as e:  # urllib3's connection errors: the cluster is out of reach
+        raise UsageError(f"--k8s: the cluster did not answer ({type(e).__name__}: "
+                         f"{' '.join(str(e).split())[:160]})") from None
+    return api.api_client.sanitize_for_serialization(nodes)
+
+
+def _print_inventory(inv: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from ..host import describe_gpus
+
+    t = Table(title=f"{len(inv.hosts)} hosts, {len(inv.failed)} failed")
+    for col in ("node", "source", "platform", "GPUs", "driver", "python"):
+        t.add_column(col)
+    for h in inv.hosts:
+        t.add_row(Text(h.name), h.source, h.host.platform.tag, Text(describe_gpus(h.host.gpus) or "none"),
+                  str(h.host.driver.version or "-"), str(h.host.python_minor))
+    console = _console()
+    console.print(t)
+    for f in inv.failed:
+        console.print(Text(f"failed: {f.host}: {f.why}", style="red"))
+
+
+def fleet_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
+    """(matrix, inventory, request, python) from the fleet plan flags."""
+    from ..resolve import Request
+    from .args import _check_values, _spec
+    from .targets import parse_python
+
+    m = _load(args)
+    args.driver = args.platform = None
+    _check_values(args)
+    request = Request(vllm=_spec("--vllm", args.vllm), torch=_spec("--torch", args.torch), variant=args.variant,
+                      driver_policy=args.driver_policy, pypi_only=args.pypi_only)
+    inv = read_inventory(args.inventory, m)
+    if not inv.hosts:
+        raise UsageError("INVENTORY: no host to plan for (every node failed, or the inventory is empty)")
+    return m, inv, request, parse_python(args.python) if args.python else None
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from ..fleet.plan import plan_fleet
+    from ..render import envelope
+    from ..render.fleet import fleet_plan_human, fleet_plan_view
+
+    m, inv, request, python = fleet_inputs(args)
+    plan = plan_fleet(inv, m, request, python=python)
+    if getattr(args, "json", None):
+        _print_json(envelope("fleet", fleet_plan_view(plan)))
+    else:
+        console = _console()
+        for item in fleet_plan_human(plan):
+            console.print(item)
+    return EXIT_OK if plan.common else 1
+
+
+def _cmd_lock(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..fleet.plan import plan_fleet
+    from ..lock import compile_lock, write_lock
+    from ..plan import build_plan
+    from ..render import envelope
+    from ..render.fleet import runtime_env
+    from .commands import _check_output
+
+    m, inv, request, python = fleet_inputs(args)
+    plan = plan_fleet(inv, m, request, python=python)
+    if not plan.common:
+        raise UsageError(f"no common stack to lock: {plan.common_error}")
+    out = Path(args.output)
+    _check_output(out)
+    quiet = getattr(args, "json", None) or getattr(args, "quiet", None)
+    report, reqs = [], {}
+    for tag, res in plan.common.items():
+        progress = None if quiet else (lambda msg, t=tag: print(f"{t}: {msg}", file=sys.stderr, flush=True))
+        lock = compile_lock(build_plan(m, res), m, index_url=args.index_url, offline=args.offline,
+                            timeout=args.timeout, progress=progress)
+        files = write_lock(lock, out / tag, ("requirements", "pylock", "env"))
+        reqs[tag] = (out / tag / "requirements.txt").read_text(encoding="utf-8")
+        report.append({"platform": tag, "dir": str(out / tag), "packages": lock.packages,
+                       "stack": lock.header["stack"], "files": [str(p) for p in files]})
+    env = runtime_env(reqs, {tag: dict(build_plan(m, r).env) for tag, r in plan.common.items()})
+    _write(str(out / "runtime_env.json"), env)
+    if getattr(args, "json", None):
+        _print_json(envelope("fleet", {"locks": report, "runtime_env": str(out / "runtime_env.json")}))
+    else:
+        for item in report:
+            s = item["stack"]
+            print(f"{item['platform']}: vLLM {s['vllm']} + torch {s['torch']}+{s['variant']}: "
+                  f"{item['packages']} packages -> {item['dir']}")
+        print(f"Ray runtime_env -> {out / 'runtime_env.json'}")
+    return EXIT_OK
+
+
+def cmd_fleet(args: argparse.Namespace) -> int:
+    action = {"detect": _cmd_detect, "plan": _cmd_plan, "lock": _cmd_lock,
+              "doctor": _cmd_doctor}.get(args.fleet_command)
+    if action is None:
+        raise UsageError("vresolve fleet: expected an action: detect, plan, lock or doctor")
+    return action(args)
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from ..fleet.ray import parse_address
+    from .fleet_doctor import fleet_doctor
+
+    if args.ray not in ("", "auto"):
+        parse_address(args.ray)
+    _need("ray")
+    return fleet_doctor(args)
