@@ -245,6 +245,8 @@ def _grid_flags(p: argparse.ArgumentParser) -> None:
                    help="default: linux-x86_64")
     p.add_argument("--policy", "--driver-policy", dest="driver_policy", choices=POLICIES, default="minor-compat",
                    help="the driver policy (default: minor-compat)")
+    p.add_argument("--family", metavar="NAME[,NAME...]",
+                   help="only these architectures (gpus.yaml's families: hopper, ampere, ...; default: all)")
     p.add_argument("--workers", type=workers, help="processes computing the plans (default: one per core)")
 
 

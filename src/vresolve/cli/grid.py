@@ -72,10 +72,13 @@ class Grid:
         return sorted({v for v, _ in self.cells.values() if v}, key=Version)
 
 
-def rows(m: Any, platform: str) -> tuple[Row, ...]:
-    """The capabilities with a GPU on ``platform`` (Jetson modules only on linux-aarch64), by architecture."""
+def rows(m: Any, platform: str, families: Sequence[str] | None = None) -> tuple[Row, ...]:
+    """The capabilities with a GPU on ``platform`` (Jetson modules only on linux-aarch64), by architecture;
+    ``families``: only these architectures."""
     out = []
     for arch in m.architectures:
+        if families is not None and arch.family not in families:
+            continue
         for cc in arch.compute_capabilities:
             names = tuple(g.name for g in m.gpus if g.compute_capability == cc
                           and (platform == "linux-aarch64" or g.segment != "jetson"))
@@ -83,6 +86,8 @@ def rows(m: Any, platform: str) -> tuple[Row, ...]:
             plannable = [n for n in names if "," not in n]
             if plannable:
                 out.append(Row(arch.family, str(cc), (plannable[0], *[n for n in names if n != plannable[0]])))
+    if not out:
+        raise UsageError(f"no GPU of {', '.join(families or ('the matrix',))} runs on {platform}")
     return tuple(out)
 
 
@@ -191,8 +196,8 @@ def grid_from_answers(m: Any, rs: Sequence[Row], cs: Sequence[Column], answers: 
 
 
 def compute_grid(m: Any, *, python: str, platform: str, policy: str, matrix: str | None,
-                 workers: int | None = None) -> Grid:
-    rs, cs = rows(m, platform), columns(m)
+                 workers: int | None = None, families: Sequence[str] | None = None) -> Grid:
+    rs, cs = rows(m, platform, families), columns(m)
     keys = [(r, c) for r in rs for c in cs]
     argvs = [plan_argv(r.names[0], c.driver, python, installer="uv", platform=platform, policy=policy, matrix=matrix)
              for r, c in keys]
@@ -250,10 +255,10 @@ def cmd_grid(args: Any) -> int:
         except ImportError:
             raise UsageError(f"-o {out}: drawing {fmt.upper()} needs matplotlib: pip install 'vresolve[grid]' "
                              "(or write .html)") from None
-    python = _checked_python(args.python) if args.python else _python_default()
+    python = _checked_python(args.python) if args.python is not None else _python_default()
     m = _load(args)
     g = compute_grid(m, python=python, platform=args.platform, policy=args.driver_policy,
-                     matrix=_opt(args, "matrix"), workers=args.workers)
+                     matrix=_opt(args, "matrix"), workers=args.workers, families=_families(m, args.family))
     if fmt == "html":
         _write(out, grid_html(g, built=_built()).encode())
     elif fmt in ("png", "svg"):
@@ -279,27 +284,36 @@ def cmd_grid(args: Any) -> int:
 
 def _list_flag(flag: str, text: str | None, default: Sequence[str], allowed: Sequence[str] | None = None
                ) -> tuple[str, ...]:
-    if not text:
+    """A comma-separated flag's values (``default`` when the flag is not given); only ``allowed`` ones."""
+    if text is None:
         return tuple(default)
     items = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
     bad = [x for x in items if allowed is not None and x not in allowed]
     if bad or not items:
         from .args import shown
 
-        raise UsageError(f"{flag}: unknown value {shown(','.join(bad) or text)} (expected any of: "
-                         f"{', '.join(allowed or ())})")
+        expected = f"any of: {', '.join(allowed)}" if allowed is not None else "a comma-separated list"
+        raise UsageError(f"{flag}: invalid value {shown(','.join(bad) or text)} (expected {expected})")
     return items
 
 
+def _families(m: Any, text: str | None) -> tuple[str, ...] | None:
+    """``--family``: known architecture names, or None for all."""
+    if text is None:
+        return None
+    return _list_flag("--family", text, (), [a.family for a in m.architectures])
+
+
 def site_data(m: Any, *, pys: Sequence[str], installers: Sequence[str], platform: str, policy: str,
-              matrix: str | None, workers: int | None, built: str) -> dict[str, Any]:
+              matrix: str | None, workers: int | None, built: str,
+              families: Sequence[str] | None = None) -> dict[str, Any]:
     """The page's data: the choices, and every plan (numbered strings, shared plans stored once)."""
     from packaging.version import Version
 
     from ..render.grid import _dark, release_colours
     from ..render.site import GPU_TOKEN, StringTable, slim_plan
 
-    rs, cs = rows(m, platform), columns(m)
+    rs, cs = rows(m, platform, families), columns(m)
     keys = [(r, c, py, inst) for r in rs for c in cs for py in pys for inst in installers]
     answers = compute_answers([plan_argv(r.names[0], c.driver, py, installer=inst, platform=platform, policy=policy,
                                          matrix=matrix) for r, c, py, inst in keys], exports=True, workers=workers)
@@ -348,7 +362,8 @@ def cmd_site(args: Any) -> int:
         raise UsageError(f"-o {args.output}: not a directory")
     built = _built()
     data = site_data(m, pys=pys, installers=installers, platform=args.platform, policy=args.driver_policy,
-                     matrix=_opt(args, "matrix"), workers=args.workers, built=built)
+                     matrix=_opt(args, "matrix"), workers=args.workers, built=built,
+                     families=_families(m, args.family))
     page = page_html(data, title="Which vLLM runs on my GPU and driver?", revision=m.revision, built=built,
                      version=__version__).encode()
     _write(str(out / "index.html"), page)

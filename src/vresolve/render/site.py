@@ -93,7 +93,11 @@ const $ = id => document.getElementById(id);
 const capOf = {};
 function el(tag, text, cls) { const e = document.createElement(tag); if (text !== undefined) e.textContent = text;
   if (cls) e.className = cls; return e; }
-function fill(list, items) { list.replaceChildren(...items.map(t => el("li", t))); }
+function fill(list, items) {
+  list.replaceChildren(...items.map(t => el("li", t)));
+  const h = list.previousElementSibling;  // an empty list's heading is hidden with it
+  list.hidden = !items.length; if (h && h.tagName === "H2") h.hidden = !items.length;
+}
 function init() {
   const gpu = $("gpu");
   for (const a of D.archs) {
