@@ -111,6 +111,7 @@ COMMANDS = {  # name -> help; each command's flags are added by its function bel
     "detect": "what this machine has, and which source answered each fact",
     "matrix": "check, browse and update the compatibility matrix",
     "fleet": "a cluster: its nodes (Ray, Kubernetes, detect files), one stack for all, its locks, its doctor",
+    "site": "write a static page where one picks GPU, driver, Python and installer and sees the plan",
 }
 
 
@@ -224,6 +225,34 @@ def _matrix_command(mx: argparse.ArgumentParser, common: _Parser) -> None:
     ref.add_argument("--since", metavar="VERSION", help="only releases from VERSION on (the rest of the file is kept)")
     ref.add_argument("--offline", action="store_true", help="only what the cache holds (no network)")
     ref.add_argument("--timeout", type=seconds, default=30.0, help="seconds per HTTP request (default 30)")
+    _grid_flags(msub.add_parser("grid", parents=[common], help="the newest vLLM per GPU capability and driver "
+                                                                 "branch, as a picture, an HTML table or text"))
+
+
+def _grid_flags(p: argparse.ArgumentParser) -> None:
+    """``matrix grid`` and (with ``site``) ``site``: the support grid's flags."""
+    site = p.prog.endswith(" site")
+    p.add_argument("-o", "--output", metavar="DIR" if site else "FILE", type=path, required=site,
+                   help="the directory to write index.html into" if site else
+                        "FILE.png, FILE.svg (matplotlib: the extra vresolve[grid]) or FILE.html (default: a table "
+                        "on stdout)")
+    p.add_argument("--python", metavar="X.Y[,X.Y...]" if site else "X.Y",
+                   help="the Pythons to plan for (default: every one the matrix has wheels for)" if site else
+                        "the Python to plan for (default: this interpreter's)")
+    if site:
+        p.add_argument("--installer", default=",".join(INSTALLERS),
+                       help=f"the installers to offer (default: {','.join(INSTALLERS)})")
+    p.add_argument("--platform", choices=("linux-x86_64", "linux-aarch64"), default="linux-x86_64",
+                   help="default: linux-x86_64")
+    p.add_argument("--policy", "--driver-policy", dest="driver_policy", choices=POLICIES, default="minor-compat",
+                   help="the driver policy (default: minor-compat)")
+    p.add_argument("--family", metavar="NAME[,NAME...]",
+                   help="only these architectures (gpus.yaml's families: hopper, ampere, ...; default: all)")
+    p.add_argument("--workers", type=workers, help="processes computing the plans (default: one per core)")
+
+
+def _site_command(st: argparse.ArgumentParser, common: _Parser) -> None:
+    _grid_flags(st)
 
 
 def _fleet_command(fl: argparse.ArgumentParser, common: _Parser) -> None:
@@ -266,7 +295,8 @@ def _fleet_command(fl: argparse.ArgumentParser, common: _Parser) -> None:
 
 
 _FLAGS = {"plan": _plan_command, "lock": _lock_command, "apply": _apply_command, "doctor": _doctor_command, "detect": _detect_command,
-          "matrix": _matrix_command, "fleet": _fleet_command}
+          "matrix": _matrix_command, "fleet": _fleet_command,
+          "site": _site_command}
 
 
 def _add_plan_flags(p: argparse.ArgumentParser) -> None:

@@ -584,6 +584,18 @@ def _cmd_apply(args: argparse.Namespace) -> int:
     return cmd_apply(args)
 
 
+def _cmd_matrix_grid(args: argparse.Namespace) -> int:
+    from .grid import cmd_grid
+
+    return cmd_grid(args)
+
+
+def _cmd_site(args: argparse.Namespace) -> int:
+    from .grid import cmd_site
+
+    return cmd_site(args)
+
+
 def _setup_logging(args: argparse.Namespace) -> None:
     verbose, quiet = _opt(args, "verbose", 0) or 0, _opt(args, "quiet", 0) or 0
     if not verbose and not quiet:
@@ -603,14 +615,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         _setup_logging(args)
         command = args.command or "cli"
         run = {"plan": _cmd_plan, "lock": _cmd_lock, "apply": _cmd_apply, "doctor": _cmd_doctor,
-               "detect": _cmd_detect, "fleet": _cmd_fleet}.get(args.command)
+               "detect": _cmd_detect, "fleet": _cmd_fleet, "site": _cmd_site}.get(args.command)
         if run is not None:
             return run(args)
         if args.command == "matrix":
             action = {"validate": _cmd_matrix_validate, "show": _cmd_matrix_show,
-                      "refresh": _cmd_matrix_refresh}.get(args.matrix_command)
+                      "refresh": _cmd_matrix_refresh, "grid": _cmd_matrix_grid}.get(args.matrix_command)
             if action is None:
-                raise UsageError("vresolve matrix: expected an action: validate, show or refresh")
+                raise UsageError("vresolve matrix: expected an action: validate, show, refresh or grid")
             return action(args)
         parser.print_help()
         return EXIT_USAGE

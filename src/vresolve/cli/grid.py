@@ -1,0 +1,383 @@
+"""The support grid: every GPU capability in the matrix x every driver branch x Python -> what ``vresolve
+plan`` answers. ``vresolve matrix grid`` draws it; ``vresolve site`` writes a static page of the plans.
+
+Every cell is the answer of the plan command itself (:func:`plan_answer` runs ``vresolve plan --json``
+in-process), so the grid and the page say what ``vresolve plan`` says, not what a second table says.
+Rows are the compute capabilities of ``gpus.yaml``'s architectures that have a GPU on the platform;
+columns are the NVIDIA driver branches of the matrix's driver floors (each CUDA toolkit's and update's
+minimum driver and each major's minor-version-compatibility floor), each at the newest floor the matrix
+records in that branch: a driver of that branch at least that new.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import UsageError
+
+__all__ = ["Row", "Column", "Answer", "Grid", "rows", "columns", "pythons", "plan_answer", "compute_answers",
+           "grid_from_answers"]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One compute capability of one architecture; ``names``: its GPUs, the first one planned for."""
+
+    family: str
+    capability: str
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Column:
+    """A driver branch (``570``) at ``driver``, the newest floor the matrix records in it; ``cuda``:
+    the toolkits (and minor-compatibility majors) whose floors lie in the branch."""
+
+    branch: int
+    driver: str
+    cuda: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """``vresolve plan --json`` for one input: its exit code, its object and (bash) exports."""
+
+    argv: tuple[str, ...]
+    code: int
+    plan: dict[str, Any]
+    exports: str = ""
+
+
+@dataclass(frozen=True)
+class Grid:
+    rows: tuple[Row, ...]
+    columns: tuple[Column, ...]
+    python: str
+    platform: str
+    policy: str
+    revision: str
+    #: (capability, driver) -> (vLLM version or None, "wheel" | "source" | "none")
+    cells: dict[tuple[str, str], tuple[str | None, str]] = field(default_factory=dict)
+
+    def releases(self) -> list[str]:
+        """The vLLM releases in the grid, oldest first."""
+        from packaging.version import Version
+
+        return sorted({v for v, _ in self.cells.values() if v}, key=Version)
+
+
+def rows(m: Any, platform: str, families: Sequence[str] | None = None) -> tuple[Row, ...]:
+    """The capabilities with a GPU on ``platform`` (Jetson modules only on linux-aarch64), by architecture;
+    ``families``: only these architectures."""
+    out = []
+    for arch in m.architectures:
+        if families is not None and arch.family not in families:
+            continue
+        for cc in arch.compute_capabilities:
+            names = tuple(g.name for g in m.gpus if g.compute_capability == cc
+                          and (platform == "linux-aarch64" or g.segment != "jetson"))
+            # the GPU planned for: one whose name --gpu takes as one name (no comma)
+            plannable = [n for n in names if "," not in n]
+            if plannable:
+                out.append(Row(arch.family, str(cc), (plannable[0], *[n for n in names if n != plannable[0]])))
+    if not out:
+        raise UsageError(f"no GPU of {', '.join(families or ('the matrix',))} runs on {platform}")
+    return tuple(out)
+
+
+def columns(m: Any) -> tuple[Column, ...]:
+    """Driver branches from the matrix's floors (Linux), each at its newest recorded floor."""
+    floors: list[tuple[Any, str]] = []
+    for t in m.toolkits:
+        label = f"{t.version.major}.{t.version.minor}"
+        if t.min_driver.linux is not None:
+            floors.append((t.min_driver.linux, label))
+        floors.extend((u.min_driver.linux, label) for u in t.updates if u.min_driver.linux is not None)
+    floors.extend((c.minor_compat_driver.linux, f"{c.major}.x") for c in m.cuda_majors
+                  if c.minor_compat_driver.linux is not None)
+    branches: dict[int, list[tuple[Any, str]]] = {}
+    for d, label in floors:
+        branches.setdefault(d.key[0], []).append((d, label))
+    out = []
+    for b in sorted(branches):
+        newest = max(d for d, _ in branches[b])
+        labels = tuple(dict.fromkeys(label for _, label in sorted(branches[b], key=lambda x: x[0])))
+        out.append(Column(b, str(newest), labels))
+    return tuple(out)
+
+
+def pythons(m: Any) -> tuple[str, ...]:
+    """The Pythons (X.Y) that torch ships wheels for and some vLLM release accepts, oldest first."""
+    from packaging.version import Version
+
+    found = {Version(f"{p.major}.{p.minor}") for t in m.torch for p in t.python}
+    ok = [p for p in found if any(v.requires_python is None or Version(f"{p}.0") in v.requires_python
+                                  for v in m.vllm)]
+    return tuple(str(p) for p in sorted(ok))
+
+
+def plan_argv(gpu: str, driver: str, python: str, *, installer: str, platform: str, policy: str,
+              matrix: str | None) -> tuple[str, ...]:
+    argv = ["plan", "--gpu", gpu, "--driver", driver, "--python", python, "--platform", platform,
+            "--installer", installer, "--driver-policy", policy]
+    if matrix:
+        argv += ["--matrix", matrix]
+    return tuple(argv)
+
+
+def _run(argv: Sequence[str]) -> tuple[int, str, str]:
+    from .commands import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def plan_answer(argv: Sequence[str], *, exports: bool = False) -> Answer:
+    """``vresolve ARGV --json`` run in this process (the plan command itself), and with ``exports`` its
+    ``--shell bash`` output too; a usage error (exit 2) is raised as one."""
+    code, out, err = _run([*argv, "--json"])
+    if code not in (0, 1):
+        raise UsageError(f"vresolve {' '.join(argv)}: exit {code}: {err.strip() or out.strip()}")
+    shell = ""
+    if exports and code == 0:
+        scode, shell, serr = _run([*argv, "--shell", "bash"])
+        if scode != 0:
+            raise UsageError(f"vresolve {' '.join(argv)} --shell bash: exit {scode}: {serr.strip()}")
+    return Answer(tuple(argv), code, json.loads(out), shell)
+
+
+def _answer_exports(argv: Sequence[str]) -> Answer:
+    return plan_answer(argv, exports=True)
+
+
+def _answer_plain(argv: Sequence[str]) -> Answer:
+    return plan_answer(argv)
+
+
+def compute_answers(argvs: Iterable[Sequence[str]], *, exports: bool = False, workers: int | None = None
+                    ) -> list[Answer]:
+    """Every plan answer, in the order given; in ``workers`` processes (default: one per core)."""
+    todo = [tuple(a) for a in argvs]
+    fn = _answer_exports if exports else _answer_plain
+    n = workers or os.cpu_count() or 1
+    if n <= 1 or len(todo) < 8:
+        return [fn(a) for a in todo]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # fork: the workers start with the matrix already loaded and vresolve imported
+    ctx = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+        return list(pool.map(fn, todo, chunksize=max(1, len(todo) // (n * 8))))
+
+
+def cell_of(a: Answer) -> tuple[str | None, str]:
+    """(vLLM version, kind) of one answer: a wheel, only a source build, or nothing (exit 1)."""
+    if a.code != 0:
+        return None, "none"
+    stack = a.plan.get("stack") or {}
+    return stack.get("vllm"), "source" if stack.get("install_kind") == "source" else "wheel"
+
+
+def grid_from_answers(m: Any, rs: Sequence[Row], cs: Sequence[Column], answers: dict[tuple[str, str], Answer], *,
+                      python: str, platform: str, policy: str) -> Grid:
+    g = Grid(tuple(rs), tuple(cs), python, platform, policy, m.revision)
+    for key, a in answers.items():
+        g.cells[key] = cell_of(a)
+    return g
+
+
+def compute_grid(m: Any, *, python: str, platform: str, policy: str, matrix: str | None,
+                 workers: int | None = None, families: Sequence[str] | None = None) -> Grid:
+    rs, cs = rows(m, platform, families), columns(m)
+    keys = [(r, c) for r in rs for c in cs]
+    argvs = [plan_argv(r.names[0], c.driver, python, installer="uv", platform=platform, policy=policy, matrix=matrix)
+             for r, c in keys]
+    answers = compute_answers(argvs, workers=workers)
+    return grid_from_answers(m, rs, cs, {(r.capability, c.driver): a for (r, c), a in zip(keys, answers, strict=True)},
+                             python=python, platform=platform, policy=policy)
+
+
+def _python_default() -> str:
+    import sys
+
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def _checked_python(text: str) -> str:
+    from .targets import parse_python
+
+    v = parse_python(text)  # UsageError naming --python for anything else
+    return f"{v.major}.{v.minor}"
+
+
+def _write(path: str, data: bytes) -> None:
+    from pathlib import Path
+
+    from .._atomic import write_bytes_atomic
+
+    try:
+        write_bytes_atomic(Path(path), data)
+    except OSError as e:
+        raise UsageError(f"-o {path}: cannot write it ({e.strerror or e})") from None
+
+
+def _built() -> str:
+    """When the output was built: ``SOURCE_DATE_EPOCH`` when set (reproducible builds), else now (UTC)."""
+    import time
+
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    t = int(epoch) if epoch.isdigit() else int(time.time())
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t))
+
+
+def cmd_grid(args: Any) -> int:
+    """``vresolve matrix grid``: the grid as PNG/SVG (matplotlib), HTML, a terminal table or JSON."""
+    from ..render import envelope, to_json
+    from ..render.grid import MissingExtra, grid_html, grid_image, grid_text_rows, grid_view
+    from .args import _load, _opt
+
+    out = _opt(args, "output")
+    fmt = out.rsplit(".", 1)[-1].lower() if out and "." in out else None
+    if out and fmt not in ("png", "svg", "html"):
+        raise UsageError(f"-o {out}: expected a file name ending in .png, .svg or .html")
+    if fmt in ("png", "svg"):
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UsageError(f"-o {out}: drawing {fmt.upper()} needs matplotlib: pip install 'vresolve[grid]' "
+                             "(or write .html)") from None
+    python = _checked_python(args.python) if args.python is not None else _python_default()
+    m = _load(args)
+    g = compute_grid(m, python=python, platform=args.platform, policy=args.driver_policy,
+                     matrix=_opt(args, "matrix"), workers=args.workers, families=_families(m, args.family))
+    if fmt == "html":
+        _write(out, grid_html(g, built=_built()).encode())
+    elif fmt in ("png", "svg"):
+        try:
+            _write(out, grid_image(g, fmt))
+        except MissingExtra as e:
+            raise UsageError(f"-o {out}: {e}") from None
+    if _opt(args, "json"):
+        import sys
+
+        sys.stdout.write(to_json(envelope("grid", grid_view(g))) + "\n")
+    elif not out:
+        from ..render.shell import escape_controls
+
+        header, body = grid_text_rows(g)
+        widths = [max(len(r[i]) for r in (header, *body)) for i in range(len(header))]
+        print(f"newest vLLM by GPU capability and driver branch: Python {python}, {args.platform}, "
+              f"driver policy {args.driver_policy} (src: only a source build; -: nothing)")
+        for r in (header, *body):
+            print(escape_controls("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()))
+    return 0
+
+
+def _list_flag(flag: str, text: str | None, default: Sequence[str], allowed: Sequence[str] | None = None
+               ) -> tuple[str, ...]:
+    """A comma-separated flag's values (``default`` when the flag is not given); only ``allowed`` ones."""
+    if text is None:
+        return tuple(default)
+    items = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    bad = [x for x in items if allowed is not None and x not in allowed]
+    if bad or not items:
+        from .args import shown
+
+        expected = f"any of: {', '.join(allowed)}" if allowed is not None else "a comma-separated list"
+        raise UsageError(f"{flag}: invalid value {shown(','.join(bad) or text)} (expected {expected})")
+    return items
+
+
+def _families(m: Any, text: str | None) -> tuple[str, ...] | None:
+    """``--family``: known architecture names, or None for all."""
+    if text is None:
+        return None
+    return _list_flag("--family", text, (), [a.family for a in m.architectures])
+
+
+def site_data(m: Any, *, pys: Sequence[str], installers: Sequence[str], platform: str, policy: str,
+              matrix: str | None, workers: int | None, built: str,
+              families: Sequence[str] | None = None) -> dict[str, Any]:
+    """The page's data: the choices, and every plan (numbered strings, shared plans stored once)."""
+    from packaging.version import Version
+
+    from ..render.grid import _dark, release_colours
+    from ..render.site import GPU_TOKEN, StringTable, slim_plan
+
+    rs, cs = rows(m, platform, families), columns(m)
+    keys = [(r, c, py, inst) for r in rs for c in cs for py in pys for inst in installers]
+    answers = compute_answers([plan_argv(r.names[0], c.driver, py, installer=inst, platform=platform, policy=policy,
+                                         matrix=matrix) for r, c, py, inst in keys], exports=True, workers=workers)
+    st = StringTable()
+    plans: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    index: dict[str, int] = {}
+    for (r, c, py, inst), a in zip(keys, answers, strict=True):
+        slim = slim_plan(a.code, a.plan, a.exports, r.names[0], st)
+        text = json.dumps(slim, sort_keys=True)
+        if text not in seen:
+            seen[text] = len(plans)
+            plans.append(slim)
+        index["|".join((r.capability, c.driver, py, inst))] = seen[text]
+    releases = sorted({v for v, _ in map(cell_of, answers) if v is not None}, key=Version)
+    colours = release_colours([str(v) for v in releases])
+    archs = []
+    for fam in dict.fromkeys(r.family for r in rs):
+        caps = [r.capability for r in rs if r.family == fam]
+        archs.append({"family": fam, "caps": caps,
+                      "gpus": [[n, r.capability] for r in rs if r.family == fam for n in r.names]})
+    return {"token": GPU_TOKEN, "platform": platform, "policy": policy, "revision": m.revision, "built": built,
+            "archs": archs, "caps": {r.capability: r.names[0] for r in rs},
+            "drivers": [{"branch": c.branch, "driver": c.driver, "cuda": list(c.cuda)} for c in cs],
+            "pythons": list(pys), "installers": list(installers), "strings": st.strings, "plans": plans,
+            "index": index, "colours": colours, "dark": [v for v, col in colours.items() if _dark(col)]}
+
+
+def cmd_site(args: Any) -> int:
+    """``vresolve site -o DIR``: DIR/index.html, the page of every plan (written atomically)."""
+    import sys
+    import time
+    from pathlib import Path
+
+    from .. import __version__
+    from ..names import INSTALLERS
+    from ..render.site import page_html
+    from .args import _load, _opt
+
+    t0 = time.perf_counter()
+    m = _load(args)
+    pys = tuple(_checked_python(p) for p in _list_flag("--python", args.python, pythons(m)))
+    installers = _list_flag("--installer", args.installer, INSTALLERS, INSTALLERS)
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"-o {args.output}: not a directory")
+    built = _built()
+    data = site_data(m, pys=pys, installers=installers, platform=args.platform, policy=args.driver_policy,
+                     matrix=_opt(args, "matrix"), workers=args.workers, built=built,
+                     families=_families(m, args.family))
+    page = page_html(data, title="Which vLLM runs on my GPU and driver?", revision=m.revision, built=built,
+                     version=__version__).encode()
+    _write(str(out / "index.html"), page)
+    seconds = time.perf_counter() - t0
+    summary = {"output": str(out / "index.html"), "bytes": len(page), "seconds": round(seconds, 2),
+               "plans": len(data["index"]), "distinct_plans": len(data["plans"]), "strings": len(data["strings"]),
+               "matrix_revision": m.revision}
+    if _opt(args, "json"):
+        from ..render import envelope, to_json
+
+        sys.stdout.write(to_json(envelope("site", summary)) + "\n")
+    elif not _opt(args, "quiet"):
+        from ..render.shell import escape_controls
+
+        print(escape_controls(f"wrote {out / 'index.html'}: {len(page) / 1e6:.2f} MB, {summary['plans']} plans "
+                              f"({summary['distinct_plans']} distinct) in {seconds:.1f} s"))
+    return 0
