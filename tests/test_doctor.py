@@ -357,3 +357,20 @@ def test_pasted_vllm_without_its_extension_is_judged_by_the_torch_beside_it(
     if cause == "incomplete-install":
         (found,) = [f for f in out["findings"] if f["cause"] == cause]
         assert "vllm==0.26.0" in found["fix"] and "<" not in found["fix"].split("`")[1]
+
+
+def test_a_failed_build_cut_short_says_what_to_paste_and_not_shown_facts_are_said_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A pip build cut before its error: no cause guessed; the failure, and what to paste; the facts the paste does
+    not show are said to be not shown (never their defaults: no 'CPU build', no 'no GPU')."""
+    log = tmp_path / "log.txt"
+    log.write_text("* Torch version: 2.5.1\n$ pip install flash-attn\nCollecting flash-attn\n"
+                   "  Installing build dependencies ... done\n  Getting requirements to build wheel ... error\n"
+                   "  error: subprocess-exited-with-error\n")
+    assert main(["doctor", "--no-env", "--log", str(log), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["findings"] == []
+    (unclear,) = out["unclear"]
+    assert unclear["error"] == "Getting requirements to build wheel ... error" and "pip install -v" in unclear["paste"]
+    assert out["observations"][0] == "NVIDIA driver not shown; GPUs not shown"
+    assert "torch 2.5.1 (CUDA not shown)" in out["observations"][2]

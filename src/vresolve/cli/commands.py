@@ -275,6 +275,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
             kept.close()
     log = kept.text() if kept is not None else None
     unclear: list[Any] = []
+    unseen: frozenset[str] = frozenset()  # what a paste does not show (said so in what was checked)
     if evidence is not None and args.no_env and header is None:
         # only the pasted text: its facts (collect_env, nvidia-smi, pip list, tracebacks...) are judged
         # by the same checks as a live environment's, those it does not show left out
@@ -282,6 +283,8 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
         facts = to_host_facts(evidence)
         host, env = fill_capabilities(facts.host, m), facts.env
+        unseen = facts.unknown | {name for name, shown in (("driver", host.driver.version), ("gpus", host.gpus))
+                                  if not shown}
         # the corrected plan for the pasted machine, when the paste names all it needs (never from defaults)
         whole = (host.driver.version is not None and host.known_gpus()
                  and not {"python", "platform.os", "platform.machine"} & facts.unknown)
@@ -306,15 +309,15 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     if _opt(args, "json"):
         _print_json(envelope("doctor", {"findings": [f.to_dict() for f in findings],
                                         "unclear": [u.to_dict() for u in unclear],
-                                        "observations": observations(host, env),
+                                        "observations": observations(host, env, unseen),
                                         "host": host.to_dict(), "environment": env.to_dict() if env else None}))
     elif args.doctor_format == "markdown":
         from ..render.markdown import doctor_markdown
 
-        sys.stdout.write(doctor_markdown(findings, observations(host, env), unclear))
+        sys.stdout.write(doctor_markdown(findings, observations(host, env, unseen), unclear))
     else:
         console = _console()
-        for item in doctor_human(findings, host, env, unclear):
+        for item in doctor_human(findings, host, env, unclear, unseen):
             console.print(item)
     return 1 if unclear else worst_exit_code(findings)
 

@@ -87,12 +87,17 @@ def needs_libcuda(m: ModuleReport) -> bool:
     return "libcuda.so.1" in (m.traceback or "") + (m.error or "")
 
 
-def observations(host: Host, env: EnvReport | None) -> list[str]:
-    """What doctor saw, in plain words, whether or not anything is wrong (the state it judged)."""
+def observations(host: Host, env: EnvReport | None, unknown: frozenset[str] = frozenset()) -> list[str]:
+    """What doctor saw, in plain words, whether or not anything is wrong (the state it judged). ``unknown``: the
+    facts a pasted text does not show (``driver``, ``gpus``, ``torch.cuda``, ``torch.available``): said so, not
+    shown as their defaults."""
     gpus = [g for g in host.gpus if g.compute_capability is not None]
+    listed = ", ".join(f"{g.name} ({g.compute_capability})" for g in gpus)
     if host.driver.version is not None:
         out = [f"NVIDIA driver {host.driver.version} (CUDA {host.driver.cuda or '?'}), "
-               + (", ".join(f"{g.name} ({g.compute_capability})" for g in gpus) or "no GPU")]
+               + (listed or ("GPUs not shown" if "gpus" in unknown else "no GPU"))]
+    elif "driver" in unknown:
+        out = ["NVIDIA driver not shown" + (f"; {listed}" if listed else "; GPUs not shown" if "gpus" in unknown else "")]
     else:
         out = ["no NVIDIA driver or GPU"]
     if env is None:
@@ -100,7 +105,7 @@ def observations(host: Host, env: EnvReport | None) -> list[str]:
     if env.error:
         return [*out, f"the environment ({env.python}) could not be inspected: {env.error}"]
     out.append(f"environment: {env.python}")
-    out += _torch_seen(host, env, gpus)
+    out += _torch_seen(host, env, gpus, unknown)
     for name in ("vllm", "torchvision", "torchaudio", "xformers", "flashinfer", "flash_attn"):
         m = env.module(name)
         if m is None:
@@ -117,7 +122,7 @@ def observations(host: Host, env: EnvReport | None) -> list[str]:
     return out
 
 
-def _torch_seen(host: Host, env: EnvReport, gpus: Sequence[HostGpu]) -> list[str]:
+def _torch_seen(host: Host, env: EnvReport, gpus: Sequence[HostGpu], unknown: frozenset[str] = frozenset()) -> list[str]:
     t = env.torch
     if t is None:
         torch_mod = env.module("torch")
@@ -125,7 +130,10 @@ def _torch_seen(host: Host, env: EnvReport, gpus: Sequence[HostGpu]) -> list[str
                 else f"torch: does not import ({torch_mod.error})"]
     seen = f"sees {len(t.device_capabilities)} GPU(s): {', '.join(t.device_capabilities)}" if t.available else \
         "sees no GPU"
-    out = [f"torch {t.version} (CUDA {t.cuda or 'none: a CPU build'}) {seen}"]
+    if "torch.available" in unknown:
+        seen = "(whether it sees a GPU: not shown)"
+    cuda = "not shown" if "torch.cuda" in unknown else t.cuda or "none: a CPU build"
+    out = [f"torch {t.version} (CUDA {cuda}) {seen}"]
     if t.available and gpus:
         covered = all(caps_covered(t.arch_list, g.cc) for g in gpus)
         out.append(f"torch's arch list ({' '.join(t.arch_list)}) " + ("covers every GPU" if covered

@@ -287,6 +287,26 @@ def _for_this_machine(cause: str, e: Evidence, matrix: Matrix) -> str:
     return ""
 
 
+#: what to paste to name the cause of a failed install or build
+ASK_FOR_BUILD = ("the installer's whole output (`pip install -v ...`, or `uv pip install -v ...`) from its first line, "
+                 "and the output of `vllm collect-env` (or `python -m torch.utils.collect_env`)")
+
+
+def _unexplained(e: Evidence) -> list[Unclear]:
+    """The failure a paste shows when no cause is named: an installer that failed, else the exception a traceback
+    ends with (the last one); with what to paste."""
+    failed = [ev for ev in e.installer if ev.value.action in ("build-failed", "resolution-failed")]
+    if failed:
+        last = failed[-1]
+        return [Unclear(error=last.text.strip(), missing="the error above the installer's summary, and the machine's facts",
+                        evidence=(_line(last),), paste=ASK_FOR_BUILD)]
+    if e.exceptions:
+        raised = e.exceptions[-1]
+        return [Unclear(error=raised.value, missing="the facts that name its cause (torch, its CUDA, the GPUs, the "
+                        "driver)", evidence=(_line(raised),))]
+    return []
+
+
 def _all_causes(e: Evidence, matrix: Matrix) -> tuple[list[tuple[str, Seen[Any]]], list[Unclear]]:
     """Every (cause, line that shows it) the paste holds, and the errors it does not settle."""
     found: list[tuple[str, Seen[Any]]] = []
@@ -330,9 +350,9 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -
                                source="log"))
     if not any(f.severity == "error" for f in (*out, *already)):
         out += _weak_build_oom(e, matrix)
-    if any(f.severity == "error" for f in (*out, *already)):
-        unclear = []  # an error's cause is named: the failure is explained
-    return out, unclear
+    if out or any(f.severity == "error" for f in already):
+        return out, []  # a cause is named: the failure is explained
+    return out, unclear or _unexplained(e)
 
 
 def classify(matrix: Matrix, text: str) -> KnownIssue | None:

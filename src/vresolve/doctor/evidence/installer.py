@@ -186,6 +186,9 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("unsatisfiable", re.compile(r".*requirements are unsatisfiable.*"), _resolution),
     ("building", re.compile(rf"(?:Failed building (?:wheel|editable) for|Could not build wheels for) (?P<name>{_NAME})"),
      _build_failed),
+    ("... error", re.compile(r"^\s*(?:Getting requirements to build (?:wheel|editable)|Preparing (?:editable )?metadata "
+                             r"\(pyproject\.toml\)|Building (?:wheel|editable) for (?P<name>[\w.-]+) \([\w.]+\)) \.\.\. error"),
+     _build_failed),
     ("Failed to build", re.compile(rf"^\s*Failed to build (?P<name>{_NAME})\s*$"), _build_failed),
     ("not found:", re.compile(r"Package\(s\) not found: (?P<names>.+)$"), _not_found),
     ("Using pip", re.compile(r"Using pip (?P<pip>\S+) from .* \(python (?P<python>\d+\.\d+)\)"), _pip_python),

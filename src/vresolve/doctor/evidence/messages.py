@@ -138,6 +138,12 @@ def _failed_import(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add("import_failures", ImportFailure(module=m["module"], error=error), line, MESSAGE, HOW, m.span())
 
 
+def _exception(m: re.Match[str], line: Line, out: Collector) -> None:
+    """The exception a traceback ends with, kept when the paste shows a traceback (a bare "Error: x" in prose is not one)."""
+    if "traceback" in out.kinds:
+        out.add("exceptions", line.body.strip(), line, MESSAGE, HOW)
+
+
 def _imported(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add("imported", m["module"], line, MESSAGE, HOW, m.span())
 
@@ -212,6 +218,7 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("Failed to import from", re.compile(r"Failed to import from (?P<module>[\w.]+) with \w+\((?P<error>.*)$"),
      _failed_import),
     ("No module named", re.compile(r"No module named ['\"]?([\w.]*\w)['\"]?"), _no_module),
+    ("Error", re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*Error|\w*Exception): \S"), _exception),
     ("import", re.compile(r"(?:^|[\s>`])(?:import|importing|from) (?P<module>torchvision|torchaudio|xformers|flash_attn"
                           r"|flashinfer|vllm|sgl_kernel)\b"), _imported),
     ("PyTorch", re.compile(r"requires PyTorch\S* (?:been |to be |is )?installed|please install PyTorch first",

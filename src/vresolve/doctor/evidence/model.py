@@ -201,7 +201,8 @@ class Evidence:
     oom_words: tuple[Seen[str], ...] = ()  # "OOM", "out of memory" said of the host (not of a GPU)
     build_jobs: tuple[Seen[int], ...] = ()  # parallel build jobs asked for: MAX_JOBS=64, cmake -j=64, make -j 32
     vllm_paths: tuple[Seen[str], ...] = ()
-    imported: tuple[Seen[str], ...] = ()  # the packages a traceback or the user says were being imported  # the directory holding the vllm package a frame or warning names
+    imported: tuple[Seen[str], ...] = ()
+    exceptions: tuple[Seen[str], ...] = ()  # a Python exception a traceback ends with ("RuntimeError: ...")  # the packages a traceback or the user says were being imported  # the directory holding the vllm package a frame or warning names
     build_env_paths: tuple[Seen[str], ...] = ()  # "/tmp/pip-build-env-k_b5x9gx/overlay"
     build_env_torch_cuda: tuple[Seen[str], ...] = ()  # the CUDA of the torch in that environment
     gencode: tuple[Seen[str], ...] = ()  # "-gencode arch=compute_75,code=sm_75" -> "sm_75"
