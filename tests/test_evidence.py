@@ -483,7 +483,7 @@ def test_to_host_facts_leaves_gaps_unguessed() -> None:
                                         "torch 2.4.0\n"))
     host = facts.host
     assert host.driver.version is None and host.gpus == () and host.platform.glibc is None
-    assert facts.unknown == {"python", "platform.os", "platform.machine", "torch.cuda", "torch.available"}
+    assert facts.unknown == {"python", "platform.os", "platform.machine", "torch.cuda", "torch.available", "driver", "gpus"}
     assert host.torch_runtime is not None and host.torch_runtime.cuda is None  # listed in unknown: not a CPU build
     assert to_host_facts(read_evidence("")).env is None
 

@@ -77,15 +77,14 @@ def failure_causes(job: Job, failed: StepOutcome, host: Host, matrix: Matrix) ->
     ``doctor --log`` judges a paste (``build-oom`` when the compiler was killed, an unreachable index, ...)."""
     from ..doctor import diagnose
     from ..doctor.evidence import read_evidence
-    from ..doctor.pasted import judge_pasted
+    from ..doctor.pasted import judge_pasted, merge_log_findings
 
     text = _tail_of(job.log) if job.log is not None else "\n".join(failed.ran.tail if failed.ran else ())
     if not text.strip():
         return []
     signed = [f for f in diagnose(host, matrix, None, log=text) if f.source == "log"]
     typed, _ = judge_pasted(read_evidence(text), matrix)  # the same judgement as `doctor --log` of that output
-    shown = {f.cause for f in typed}
-    return typed + [f for f in signed if f.cause not in shown]
+    return merge_log_findings(signed, typed)
 
 
 def _tail_of(log: Path, limit: int = 16 << 20) -> str:

@@ -283,8 +283,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
         facts = to_host_facts(evidence)
         host, env = fill_capabilities(facts.host, m), facts.env
-        unseen = facts.unknown | {name for name, shown in (("driver", host.driver.version), ("gpus", host.gpus))
-                                  if not shown}
+        unseen = facts.unknown
         # the corrected plan for the pasted machine, when the paste names all it needs (never from defaults)
         whole = (host.driver.version is not None and host.known_gpus()
                  and not {"python", "platform.os", "platform.machine"} & facts.unknown)
@@ -298,12 +297,12 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         findings = diagnose(host, m, env, shadows=() if args.no_env else library_shadows(), log=log,
                             reinstall=_reinstall_lines(host, m))
     if evidence is not None:  # what only the log's typed lines show, judged the same way for both
-        from ..doctor.pasted import judge_pasted
+        from ..doctor.pasted import judge_pasted, merge_log_findings
 
         # a cause the log's typed lines show is cited by line; a signature's finding of it gives way
         pasted, unclear = judge_pasted(evidence, m, [f for f in findings if f.source != "log"])
         assert kept is not None
-        findings = _cited(findings, pasted, kept)
+        findings = merge_log_findings(findings, pasted, kept.cite)
     if header is not None:
         findings = check_against_lock(header, host, env, name=args.lock_file) + findings
     if _opt(args, "json"):
@@ -320,18 +319,6 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         for item in doctor_human(findings, host, env, unclear, unseen):
             console.print(item)
     return 1 if unclear else worst_exit_code(findings)
-
-
-def _cited(findings: list[Any], pasted: list[Any], kept: Any) -> list[Any]:
-    """The environment's findings, the paste's (cited by line), and the signatures' findings of causes neither
-    names, their lines cited in the log."""
-    from dataclasses import replace
-
-    from ..doctor.facts import dedupe
-
-    named = {f.cause for f in pasted} | {f.cause for f in findings if f.source != "log"}
-    signed = [replace(f, evidence=kept.cite(f.evidence)) for f in findings if f.source == "log" and f.cause not in named]
-    return dedupe([f for f in findings if f.source != "log"] + signed + pasted)
 
 
 def _doctor_inputs(args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None]:

@@ -19,6 +19,7 @@ from .facts import (
     is_source_tree,
     needs_libcuda,
     torch_pin,
+    with_version,
 )
 from .logs import from_issue, issue_for, match_log
 from .pasted import classify
@@ -298,9 +299,7 @@ def _core_fails(matrix: Matrix, env: EnvReport, core: str, text: str, error: str
             and pin == public_version(torch.version):
         k = issue_for(matrix, "incomplete-install")
         vllm = env.module("vllm")
-        version = str(vllm.version) if vllm is not None and vllm.version else "<version>"
-        emit(k.cause, "error", k.title, k.explanation,
-             k.fix.replace("<the installed version>", version).replace("<version>", version),
+        emit(k.cause, "error", k.title, k.explanation, with_version(k.fix, vllm.version if vllm else None),
              (error, f"vllm requires torch=={pin}; installed torch {torch.version} "
                                                      f"(CUDA {torch.cuda})"))
         return

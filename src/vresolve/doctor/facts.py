@@ -46,13 +46,23 @@ def caps_covered(arch_list: Sequence[str], cc: Capability) -> bool:
     return ArchList.from_torch(arch_list).covers(cc)
 
 
+def with_version(fix: str, version: str | None) -> str:
+    """A known issue's fix with its ``<version>`` placeholder filled with the installed vLLM's version, when known."""
+    return fix.replace("<version>", version) if version else fix
+
+
+def in_site_packages(path: str) -> bool:
+    """Whether a path lies in an installed package tree (``site-packages``/``dist-packages``; POSIX or Windows)."""
+    return any(part in ("site-packages", "dist-packages") for part in path.replace("\\", "/").split("/"))
+
+
 def is_source_tree(origin: str | None) -> str | None:
     """The checkout root when a module's origin is a vLLM source tree rather than an installed package."""
     if not origin:
         return None
     pkg = os.path.dirname(origin) if origin.endswith(".py") else origin
     root = os.path.dirname(pkg)
-    if any(part in ("site-packages", "dist-packages") for part in root.split(os.sep)):
+    if in_site_packages(root):
         return None
     markers = ("setup.py", "pyproject.toml", "CMakeLists.txt", "csrc")
     return root if sum(os.path.exists(os.path.join(root, m)) for m in markers) >= 2 else None

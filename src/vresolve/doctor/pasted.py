@@ -9,16 +9,17 @@ names the pasted lines it used, and takes its explanation and fix from the known
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from ..matrix import KnownIssue, Matrix
+from ..matrix import KnownIssue, Matrix, VllmRelease
 from ..values import public_version
 from .evidence import Evidence, Seen
-from .facts import Finding
+from .facts import Finding, dedupe, in_site_packages, with_version
 from .logs import issue_for, match_log
 
 #: vLLM's main compiled modules (``_C_stable_libtorch`` from 0.24 on)
@@ -74,22 +75,25 @@ def signal_causes(matrix: Matrix) -> dict[str, str]:
     return {code: k.cause for k in matrix.known_issues for code in k.signals}
 
 
-def _is_installed_path(root: str) -> bool:
-    return any(part in ("site-packages", "dist-packages") for part in root.replace("\\", "/").split("/"))
+def _release(matrix: Matrix, version: str | None) -> VllmRelease | None:
+    """The matrix's vLLM release of a pasted version (its local tag left out); None when unknown or not a version."""
+    try:
+        return matrix.vllm_release(Version((version or "").partition("+")[0]))
+    except InvalidVersion:
+        return None
+
+
+def _torch_spec(release: VllmRelease | None) -> SpecifierSet | None:
+    """The torch a release's wheel pins (the x86_64 wheel's, else the aarch64 one's)."""
+    if release is None:
+        return None
+    return (release.pins("linux-x86_64") or release.pins("linux-aarch64")).get("torch")
 
 
 def _pin_holds(matrix: Matrix, vllm: str, torch: str) -> bool | None:
     """Whether the torch the vLLM release's wheel pins is this torch (None: the release or versions unknown)."""
-    try:
-        release = matrix.vllm_release(Version(vllm.partition("+")[0]))
-        have = public_version(torch)
-    except InvalidVersion:
-        return None
-    if release is None or have is None:
-        return None
-    pins = release.pins("linux-x86_64") or release.pins("linux-aarch64")
-    spec = pins.get("torch")
-    return None if spec is None else spec.contains(have, prereleases=True)
+    spec, have = _torch_spec(_release(matrix, vllm)), public_version(torch)
+    return None if spec is None or have is None else spec.contains(have, prereleases=True)
 
 
 def _vllm_core(e: Evidence, matrix: Matrix) -> tuple[str, list[Seen[Any]]] | Unclear | None:
@@ -98,7 +102,7 @@ def _vllm_core(e: Evidence, matrix: Matrix) -> tuple[str, list[Seen[Any]]] | Unc
     or an install without its compiled modules. ``Unclear`` when the paste does not show torch."""
     failed = [f for f in e.import_failures if f.value.module in CORE_MODULES]
     unbuilt = [f for f in e.import_failures if f.value.module == "vllm._version"]  # written only by a build
-    trees = [p for p in e.vllm_paths if not _is_installed_path(p.value)]
+    trees = [p for p in e.vllm_paths if not in_site_packages(p.value)]
     if trees and (failed or unbuilt):
         return "source-tree-shadowing", [(failed or unbuilt)[0], trees[0]]
     if not failed:
@@ -228,10 +232,7 @@ def _vllm_cuda(e: Evidence, matrix: Matrix) -> list[Seen[Any]]:
     vllm, cuda = e.dist("vllm"), e.torch_cuda_seen()
     if vllm is None or cuda is None or cuda.value is None or "+" in (vllm.value.version or "+"):
         return []
-    try:
-        release = matrix.vllm_release(Version(vllm.value.version or ""))
-    except InvalidVersion:
-        return []
+    release = _release(matrix, vllm.value.version)
     torch_cuda = public_version(cuda.value)
     if release is None or release.cuda is None or torch_cuda is None or release.cuda.major == torch_cuda.major:
         return []
@@ -275,11 +276,7 @@ def _for_this_machine(cause: str, e: Evidence, matrix: Matrix) -> str:
             return (f"This torch is built with CUDA {cuda.value}: it needs NVIDIA driver >= {floor}"
                     + (f" (the paste shows {driver.value})" if driver is not None else "") + ". ")
     if cause == "torch-abi-mismatch" and vllm is not None and torch is not None:
-        try:
-            release = matrix.vllm_release(Version((vllm.value.version or "").partition("+")[0]))
-        except InvalidVersion:
-            release = None
-        spec = release.pins("linux-x86_64").get("torch") if release is not None else None
+        spec = _torch_spec(_release(matrix, vllm.value.version))
         if spec is not None:
             return (f"vLLM {vllm.value.version} pins torch{spec}; this environment has torch {torch.value.version}: "
                     f"install the pinned torch (`pip install \"torch{spec}\"` from the index of your CUDA variant), "
@@ -343,8 +340,7 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -
         if cause not in {f.cause for f in already}:
             k = issue_for(matrix, cause)
             vllm = e.dist("vllm")
-            fix = k.fix if vllm is None else k.fix.replace("<the installed version>", str(vllm.value.version)).replace(
-                "<version>", str(vllm.value.version))
+            fix = with_version(k.fix, vllm.value.version if vllm is not None else None)
             out.append(Finding(cause=cause, severity=k.severity, title=k.title, explanation=k.explanation,
                                fix=_for_this_machine(cause, e, matrix) + fix, evidence=tuple(evidence),
                                source="log"))
@@ -409,3 +405,13 @@ def cite(findings: Sequence[Finding], e: Evidence) -> list[Finding]:
         out.append(Finding(cause=f.cause, severity=f.severity, title=f.title, explanation=f.explanation, fix=f.fix,
                            evidence=(*f.evidence, *lines), source=f.source))
     return out
+
+
+def merge_log_findings(findings: Sequence[Finding], typed: Sequence[Finding],
+                       cite: Callable[[Sequence[str]], tuple[str, ...]] | None = None) -> list[Finding]:
+    """The environment's findings, the typed lines' and facts' (``typed``, cited by line), and the signatures'
+    findings (``source == "log"`` in ``findings``) of the causes neither names, their lines cited by ``cite``."""
+    named = {f.cause for f in typed} | {f.cause for f in findings if f.source != "log"}
+    signed = [replace(f, evidence=cite(f.evidence)) if cite else f
+              for f in findings if f.source == "log" and f.cause not in named]
+    return dedupe([f for f in findings if f.source != "log"] + signed + list(typed))

@@ -40,7 +40,8 @@ _MODULES = {"flashinfer-python": "flashinfer", "flash-attn": "flash_attn"}
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class HostFacts:
-    """The pasted facts as the live probe's objects; ``unknown``: fields holding a default, not a pasted fact."""
+    """The pasted facts as the live probe's objects; ``unknown``: fields holding a default, not a pasted fact
+    (``driver`` and ``gpus`` when the paste shows none: "not shown", not "no driver")."""
 
     host: Host
     env: EnvReport | None
@@ -150,6 +151,7 @@ def to_host_facts(evidence: Evidence) -> HostFacts:
                 platform=_platform(evidence, unknown), toolkits=_toolkits(evidence),
                 installed=_installed(evidence, torch_cuda), env=_latest(evidence.env), tools=_latest(evidence.tools),
                 torch_runtime=torch, problems=tuple(s.text for s in evidence.signals if s.value.code in _PROBLEMS))
+    unknown |= {name for name, shown in (("driver", host.driver.version), ("gpus", host.gpus)) if not shown}
     modules = _modules(evidence)
     env = EnvReport(python=str(python) if python else "", modules=modules, torch=torch) if torch or modules else None
     return HostFacts(host=host, env=env, unknown=frozenset(unknown))
