@@ -26,6 +26,7 @@ from .job import (
     claim,
     environ,
     installed_versions,
+    jetson_job,
     lock_job,
     run_checks,
     run_steps,
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ACTIVATE", "CheckOutcome", "Claim", "Downloads", "Job", "Ran", "Reporter", "StepOutcome", "check_targets", "claim",
            "environ", "failure_causes", "installed_versions", "lock_differences", "lock_job", "run_checks", "run_command",
-           "run_steps", "source_job", "wheel_job"]
+           "run_steps", "source_job", "wheel_job", "jetson_job"]
 
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
 

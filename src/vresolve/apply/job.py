@@ -20,8 +20,9 @@ from .run import Ran, run_command
 
 if TYPE_CHECKING:
     from ..plan import InstallPlan, SourcePlan
+    from ..plan.jetson import JetsonPlan
 
-__all__ = ["Job", "Claim", "Reporter", "StepOutcome", "CheckOutcome", "wheel_job", "source_job", "lock_job",
+__all__ = ["Job", "Claim", "Reporter", "StepOutcome", "CheckOutcome", "wheel_job", "source_job", "lock_job", "jetson_job",
            "check_targets", "claim", "run_steps", "run_checks", "installed_versions", "ACTIVATE"]
 
 ACTIVATE = "vresolve-env.sh"  # the activation file apply writes into the environment
@@ -70,6 +71,16 @@ def lock_job(plan: InstallPlan, lock_file: Path, header: Mapping[str, object], c
     steps = (fresh, install_lock(plan.installer, plan.env_dir, str(lock_file)), *after)
     return Job(what=what, kind="lock", env_dir=job.env_dir, python=job.python, steps=steps, verify=job.verify,
                exports=job.exports, creates=job.creates)
+
+
+def jetson_job(p: JetsonPlan, cwd: Path) -> Job:
+    """A Jetson's wheels from the Jetson index: L4T's toolkit checked first, the plan's exports set for the install
+    and the checks."""
+    env_dir = _abs(cwd, p.env_dir)
+    w = p.choice.wheels
+    return Job(what=f"vLLM {w.vllm} + torch {w.torch} from the Jetson index's {w.path} path", kind="wheel",
+               env_dir=env_dir, python=str(env_dir / "bin" / "python"), steps=p.steps, verify=p.verify,
+               exports=p.env, creates=(env_dir,), build_from=0, build_env=p.env, pre_checks=p.checks)
 
 
 def source_job(sp: SourcePlan, cwd: Path, parallelism: Sequence[tuple[str, str]] = ()) -> Job:
@@ -279,7 +290,7 @@ def _pre_checks(job: Job, env: Mapping[str, str], cwd: Path, index: int) -> Step
     for c in job.pre_checks:
         ran = run_command(_argv(c.argv, cwd, env), cwd=cwd, env=env, log=job.log, keep_output=True, timeout=120)
         if not ran.ok or c.expect not in ran.output:
-            step = Step(tool="check", argv=c.argv, why=f"check before the build: {c.name}")
+            step = Step(tool="check", argv=c.argv, why=f"check before step {index}: {c.name}")
             return StepOutcome(index=index, step=step, status="failed", ran=ran,
                                why=f"{c.name}: expected {c.expect!r} in its output")
     return None

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import EXIT_OK, UsageError, VresolveError
 from .args import _load, _opt, plan_inputs, shown
-from .commands import _console, _print_json, lock_header_of
+from .commands import _console, _print_json, jetson_wheel_plan, lock_header_of
 
 EXIT_NOT_READY = 1
 
@@ -70,9 +70,9 @@ def _plan_job(args: argparse.Namespace, m: Any, this: Any) -> tuple[Any, Any, li
     """(the job, the wheel plan or None for a source build, what to show) from the plan flags."""
     from dataclasses import replace
 
-    from ..apply import source_job, wheel_job
+    from ..apply import jetson_job, source_job, wheel_job
     from ..plan import build_plan
-    from ..render.text import source_table, stack_table
+    from ..render.text import jetson_plan_human, source_table, stack_table
     from ..resolve import NoCompatibleStack, resolve
 
     m, host, request, detected_by = plan_inputs(args)
@@ -82,6 +82,9 @@ def _plan_job(args: argparse.Namespace, m: Any, this: Any) -> tuple[Any, Any, li
         raise UsageError(f"--platform: apply installs on this machine ({this.platform.tag}), not "
                          f"{host.platform.tag}")
     sp = None
+    jetson = jetson_wheel_plan(args, m, host, request)
+    if jetson is not None:  # a Jetson's wheels from the Jetson index: its script is the record (no lock)
+        return jetson_job(jetson, Path.cwd()), None, [jetson_plan_human(jetson, detected_by)[0]]
     if args.source_build == "always" or args.precompiled:
         sp = _source_plan(args, m, host, request, None)
     else:

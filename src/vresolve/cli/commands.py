@@ -93,6 +93,12 @@ def _wheel_resolution(args: argparse.Namespace, m: Any, host: Any, request: Any,
     if args.source_build == "always" or args.precompiled:
         _print_source_plan(args, m, host, request, detected_by, ())
         return None, None
+    jetson = jetson_wheel_plan(args, m, host, request)
+    if jetson is not None:  # a Jetson on L4T's own CUDA: the Jetson index's wheels for its JetPack
+        from ..render import jetson_plan_human, jetson_plan_view
+
+        _print_recipe(args, jetson, jetson_plan_view, jetson_plan_human, detected_by)
+        return None, None
     try:
         return resolve(host, m, request), None
     except NoCompatibleStack as e:
@@ -112,20 +118,41 @@ def _wheel_resolution(args: argparse.Namespace, m: Any, host: Any, request: Any,
 def _print_source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any, detected_by: str,
                        why_no_wheel: Sequence[str]) -> int:
     from ..plan.source import plan_source_build
-    from ..render import envelope, source_plan_human, source_plan_view
+    from ..render import source_plan_human, source_plan_view
 
     sp = plan_source_build(host, m, request, keep_torch=args.keep_torch, installer=args.installer,
                            env_dir=args.venv, src_dir=args.src_dir, why_no_wheel=why_no_wheel,
                            precompiled=args.precompiled)
+    return _print_recipe(args, sp, source_plan_view, source_plan_human, detected_by)
+
+
+def _print_recipe(args: argparse.Namespace, p: Any, view: Any, human: Any, detected_by: str) -> int:
+    """A plan printed with its script (a source build, a Jetson's wheels): exports, JSON or the human view."""
+    from ..render import envelope
+
     if args.shell:
-        sys.stdout.write(_exports(sp.env, args.shell))
+        sys.stdout.write(_exports(p.env, args.shell))
     elif _opt(args, "json"):
-        _print_json(envelope("plan", source_plan_view(sp, detected_by)))
+        _print_json(envelope("plan", view(p, detected_by)))
     else:
         console = _console()
-        for item in source_plan_human(sp, detected_by):
+        for item in human(p, detected_by):
             console.print(item)
     return EXIT_OK
+
+
+def jetson_wheel_plan(args: argparse.Namespace, m: Any, host: Any, request: Any) -> Any:
+    """The Jetson index's wheels for a Jetson on L4T's own CUDA (a JetsonPlan), or None: not a Jetson, a Thor (the
+    generic wheels), no wheels for its JetPack, or a build asked for. NoCompatibleStack when the wheels exist but no
+    index was named."""
+    from ..plan.jetson import build_jetson_plan
+    from ..resolve.jetson import jetson_wheel_choice
+
+    if args.source_build == "always" or args.precompiled or args.keep_torch:
+        return None
+    choice = jetson_wheel_choice(host, m, request)
+    return None if choice is None else build_jetson_plan(host, request, choice, installer=args.installer,
+                                                         env_dir=args.venv)
 
 
 def _cmd_lock(args: argparse.Namespace) -> int:

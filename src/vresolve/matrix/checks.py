@@ -259,3 +259,25 @@ def _check_jetson(m: Matrix, p: Report, need_cuda: Callable[[str, str, str, Vers
         for k, name in enumerate(j.modules):
             if segment.get(name) != "jetson":
                 p("jetson.yaml", row, f"modules[{k}]", f"{name!r} is not a GPU of gpus.yaml's jetson segment")
+    _check_jetson_wheels(m, p)
+
+
+def _check_jetson_wheels(m: Matrix, p: Report) -> None:
+    """Every wheel set is for JetPacks of the matrix that support its modules on L4T's own CUDA (not the unified
+    ARM build), with the path's CUDA and the JetPack's Python."""
+    jetpacks = {j.version: j for j in m.jetpacks}
+    for i, w in enumerate(m.jetson_wheels):
+        row = f"index_wheels[{i}] '{w.vllm}'"
+        for k, v in enumerate(w.jetpacks):
+            j = jetpacks.get(v)
+            fld = f"jetpacks[{k}]"
+            if j is None:
+                p("jetson.yaml", row, fld, f"JetPack {v} is not a row of jetpacks")
+                continue
+            if (j.cuda.major, j.cuda.minor) != (w.cuda.major, w.cuda.minor):
+                p("jetson.yaml", row, fld, f"JetPack {v} puts CUDA {j.cuda} on the board, not the path's {w.cuda}")
+            if j.python != w.python:
+                p("jetson.yaml", row, fld, f"JetPack {v}'s Python is {j.python}, not the wheels' {w.python}")
+            for name in w.modules:
+                if name not in j.modules or name in j.sbsa_modules:
+                    p("jetson.yaml", row, fld, f"JetPack {v} does not run {name!r} on L4T's own CUDA")

@@ -161,7 +161,14 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
             "jetpack": str(j.version), "l4t": [str(x) for x in j.l4t], "cuda": str(j.cuda), "modules": list(j.modules),
             "sbsa_modules": list(j.sbsa_modules), "python": str(j.python),
             "torch": [{"version": t.version, "python": str(t.python), **_prov(t.provenance)} for t in j.torch],
-            **_prov(j.provenance)} for j in m.jetpacks]}} if m.jetpacks else {}),
+            **_prov(j.provenance)} for j in m.jetpacks],
+            **({"index_wheels": [{
+                "path": w.path, "jetpacks": [str(v) for v in w.jetpacks], "modules": list(w.modules),
+                "python": str(w.python), "archs": [str(c) for c in w.archs], "vllm": str(w.vllm),
+                "torch": str(w.torch), "companions": {k: str(v) for k, v in w.companions.items()},
+                "requires_torch": w.requires_torch, "constraints": list(w.constraints),
+                "system_libs": list(w.system_libs), "sha256": list(w.sha256), "seen": w.seen,
+                **_prov(w.provenance)} for w in m.jetson_wheels]} if m.jetson_wheels else {})}} if m.jetpacks else {}),
     }
 
 

@@ -35,6 +35,7 @@ from .model import (
     Gpu,
     JetPack,
     JetsonTorch,
+    JetsonWheels,
     Kernels,
     KnownIssue,
     Matrix,
@@ -911,7 +912,7 @@ def parse_matrix(root: Path, raw: Mapping[str, bytes | str | None], revision: st
     torch_index, torch = read("torch.yaml", _read_torch, wheels["torch"], empty=(None, ()))
     vllm_index, vllm = read("vllm.yaml", _read_vllm, wheels["vllm"], empty=(None, ()))
     issues = read("known_issues.yaml", _read_known_issues, empty=())
-    jetpacks = read("jetson.yaml", _read_jetson, empty=())
+    jetpacks, jetson_wheels = read("jetson.yaml", _read_jetson, empty=((), ()))
     # rows of a file that could not be read are not "missing" again in the cross-references
     unreadable = {name for name, doc in docs.items() if doc is None}
     if "torch.yaml" in unreadable:
@@ -928,7 +929,7 @@ def parse_matrix(root: Path, raw: Mapping[str, bytes | str | None], revision: st
         vllm_index=vllm_index[0] if vllm_index else "", vllm_index_provenance=vllm_index[1] if vllm_index else missing_prov,
         vllm=vllm, known_issues=issues,
         extra_wheels={k: wheels[k] for k in ("torchvision", "torchaudio", "xformers", "flashinfer-python")},
-        jetpacks=jetpacks,
+        jetpacks=jetpacks, jetson_wheels=jetson_wheels,
     )
     cross_check(m, wheels, docs, problems)
     if problems:
@@ -936,9 +937,87 @@ def parse_matrix(root: Path, raw: Mapping[str, bytes | str | None], revision: st
     return m
 
 
-def _read_jetson(doc: dict[str, Any], r: _Rows) -> tuple[JetPack, ...]:
+def _read_jetson(doc: dict[str, Any], r: _Rows) -> tuple[tuple[JetPack, ...], tuple[JetsonWheels, ...]]:
     """jetson.yaml: JetPack releases, oldest first; every module a gpus.yaml row of the jetson segment (checked
-    in :func:`_check_jetson`), every L4T release named by one JetPack only."""
+    in :func:`_check_jetson`), every L4T release named by one JetPack only; then the Jetson index's wheel sets."""
+    return _read_jetpacks(doc, r), (_read_jetson_wheels(doc, r) if "index_wheels" in doc else ())
+
+
+# a path of the Jetson index: jp6/cu126, sbsa/cu130 (the index's own layout; no host is stored)
+_JETSON_PATH = re.compile(r"(?:jp\d{1,2}|sbsa)/cu\d{3,4}")
+
+
+def _read_jetson_wheels(doc: dict[str, Any], r: _Rows) -> tuple[JetsonWheels, ...]:
+    out = []
+    for row, d in r.rows(doc, "index_wheels", "vllm"):
+        r.known(d, row, ("path", "jetpacks", "modules", "python", "archs", "vllm", "torch", "companions",
+                         "requires_torch", "constraints", "system_libs", "sha256", "seen", *_PROV))
+        path = r.get(d, "path", row, str)
+        if path is not None and not _JETSON_PATH.fullmatch(path):
+            r.problem(row, "path", f"invalid index path {shown(path)} (expected jpN/cuXYZ or sbsa/cuXYZ)")
+            path = None
+        vllm = r.version(d, "vllm", row)
+        if path is not None and vllm is not None:
+            r.once(("index_wheels", path, vllm), "vLLM wheel", row, "vllm")
+            if vllm.local != path.split("/")[1]:
+                r.problem(row, "vllm", f"{shown(str(vllm))}: its local tag is not the path's CUDA ({path})")
+        companions = _read_set_companions(d, row, r)
+        requires_torch = r.get(d, "requires_torch", row, bool)
+        sha = r.list_of(d, "sha256", row, _sha256, "sha256 digest", required=False)
+        fields = dict(path=path, jetpacks=r.list_of(d, "jetpacks", row, Version, "JetPack"),
+                      modules=r.strings(d, "modules", row), python=r.version(d, "python", row),
+                      archs=r.caps(d, "archs", row), vllm=vllm, torch=r.version(d, "torch", row),
+                      companions=companions, requires_torch=requires_torch,
+                      constraints=r.list_of(d, "constraints", row, _requirement, "requirement", required=False),
+                      system_libs=r.list_of(d, "system_libs", row, _soname, "shared library name", required=False),
+                      sha256=sha, seen=r.date(d, "seen", row),
+                      provenance=r.provenance(d, row))
+        if all(v is not None for v in fields.values()):
+            out.append(JetsonWheels(**fields))
+    return tuple(sorted(out, key=lambda w: w.vllm, reverse=True))
+
+
+def _requirement(text: str) -> str:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        req = Requirement(text)
+    except InvalidRequirement as e:
+        raise ValueError(text) from e
+    if req.url or req.marker or req.extras:
+        raise ValueError(text)
+    return str(req)
+
+
+def _soname(text: str) -> str:
+    if not re.fullmatch(r"lib[A-Za-z0-9_+-]+\.so(?:\.\d+)*", text):
+        raise ValueError(text)
+    return text
+
+
+def _sha256(text: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{64}|[0-9a-f]{16}", text):  # a digest, or the 16 digits an index's file URL shows
+        raise ValueError(text)
+    return text
+
+
+def _read_set_companions(d: dict[str, Any], row: str, r: _Rows) -> Mapping[str, Version] | None:
+    m = r.get(d, "companions", row, dict)
+    if m is None:
+        return None
+    out = {}
+    for name in m:
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,60}", name):
+            r.problem(row, "companions", f"invalid package name {shown(name)}")
+            return None
+        v = r.version(m, name, row, fld=f"companions.{name}")
+        if v is None:
+            return None
+        out[name] = v
+    return out
+
+
+def _read_jetpacks(doc: dict[str, Any], r: _Rows) -> tuple[JetPack, ...]:
     out = []
     for row, d in r.rows(doc, "jetpacks", "jetpack"):
         r.known(d, row, ("jetpack", "l4t", "cuda", "modules", "sbsa_modules", "python", "torch", *_PROV))

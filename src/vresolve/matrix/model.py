@@ -66,7 +66,7 @@ FILES: dict[str, tuple[str, ...]] = {
     "wheels/vllm.yaml": ("package", "releases"),
     "wheels/xformers.yaml": ("package", "releases"),
     "wheels/flashinfer-python.yaml": ("package", "releases"),
-    "jetson.yaml": ("jetpacks",),
+    "jetson.yaml": ("jetpacks", "index_wheels"),
 }
 
 
@@ -324,6 +324,33 @@ class JetPack:
 
 
 @dataclass(frozen=True, kw_only=True)
+class JetsonWheels:
+    """A JetPack-specific vLLM wheel and the torch it was built beside, both on one path of the Jetson AI Lab
+    index (jetson.yaml ``index_wheels``): what a Jetson whose CUDA is L4T's own can install instead of a build."""
+
+    path: str  # the index path that serves them, under the index's root: "jp6/cu126"
+    jetpacks: tuple[Version, ...]  # the JetPacks they are for (their CUDA is the path's)
+    modules: tuple[str, ...]  # gpus.yaml rows of the jetson segment
+    python: Version  # the wheels' interpreter (cp310: the JetPack's python3)
+    archs: tuple[Capability, ...]  # the GPU architectures the builds carry
+    vllm: Version  # as published, local tag included: 0.14.0+cu126
+    torch: Version  # the torch of the same path the vLLM wheel was built and run beside
+    companions: Mapping[str, Version]  # torchvision, triton, ... of the same path, in the same set
+    requires_torch: bool  # whether the vLLM wheel's METADATA names torch (False: built with use_existing_torch.py)
+    constraints: tuple[str, ...]  # requirements the set needs beside its pins ("numpy<2"), PEP 508
+    system_libs: tuple[str, ...]  # shared libraries the wheels load that JetPack does not ship ("libcudss.so.0")
+    sha256: tuple[str, ...]  # every digest seen for the vLLM file (more than one: replaced on the index)
+    seen: str  # the date of the newest evidence of the set
+    provenance: Provenance
+
+    @property
+    def cuda(self) -> Version:
+        """The CUDA of the path (cu126 -> 12.6)."""
+        digits = self.path.rsplit("/cu", 1)[1]
+        return Version(f"{digits[:-1]}.{digits[-1]}")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Matrix:
     path: str = field(compare=False)
     revision: str = field(compare=False)  # sha256 of the files' bytes, first 16 hex digits
@@ -340,6 +367,7 @@ class Matrix:
     known_issues: tuple[KnownIssue, ...]
     extra_wheels: Mapping[str, Mapping[Version, tuple[Wheel, ...]]]  # torchvision, torchaudio
     jetpacks: tuple[JetPack, ...] = ()  # jetson.yaml, oldest first
+    jetson_wheels: tuple[JetsonWheels, ...] = ()  # jetson.yaml's index_wheels, newest vLLM first
 
     def toolkit(self, version: Version) -> CudaToolkit | None:
         """The toolkit row of ``version``'s major.minor (12.8.1 -> the 12.8 row)."""

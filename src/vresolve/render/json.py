@@ -188,6 +188,30 @@ def plan_error_view(err: Any) -> dict[str, Any]:
     return {"error": {"code": err.code, "message": err.headline, "causes": list(err.causes), "hints": list(err.hints)}}
 
 
+def jetson_plan_view(p: Any, detected_by: str) -> dict[str, Any]:
+    """The ``vresolve.plan/1`` body of a Jetson's wheel plan: the plan's fields, the Jetson's, and the script."""
+    from .shell import render_jetson_script, shell_line
+
+    c, w = p.choice, p.choice.wheels
+    return {
+        "host": _host_view(p.host, detected_by), "stack": stack_view(p.stack),
+        "requires": {"min_driver": None, "driver_policy": p.request.driver_policy, "glibc": None},
+        "installer": p.installer, "environment": p.env_dir,
+        "steps": [{"tool": s.tool, "argv": list(s.argv), "shell": shell_line(s.argv), "why": s.why,
+                   "needs_gpu": s.needs_gpu} for s in p.steps],
+        "env": dict(p.env),
+        "checks": [{"name": x.name, "argv": list(x.argv), "expect": x.expect} for x in p.checks],
+        "verify": [{"name": x.name, "argv": list(x.argv), "expect": x.expect, "needs_gpu": x.needs_gpu}
+                   for x in p.verify],
+        "reasons": list(p.reasons), "warnings": list(p.warnings), "alternatives": [],
+        "jetson": {"module": c.jetson.module.name, "jetpack": str(c.jetpack.version), "how": c.jetson.how,
+                   "l4t_cuda": str(c.jetpack.cuda), "index": c.index, "path": w.path, "vllm_wheel": str(w.vllm),
+                   "sha256_seen": list(w.sha256), "seen": w.seen, "source": list(w.provenance.source),
+                   "verified": w.provenance.verified},
+        "script": render_jetson_script(p),
+    }
+
+
 def source_plan_view(p: Any, detected_by: str) -> dict[str, Any]:
     """The ``vresolve.plan/1`` body of a SourcePlan: the same fields, plus the script."""
     from .shell import render_script, shell_line

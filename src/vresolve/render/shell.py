@@ -11,11 +11,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..names import SHELLS
-from ..plan.steps import Expand
+from ..plan.steps import Check, Expand, Step
 from ..values import INVISIBLE
 
 if TYPE_CHECKING:
     from ..names import Shell
+    from ..plan.jetson import JetsonPlan
     from ..plan.source import SourcePlan
 
 
@@ -146,9 +147,7 @@ def render_script(p: SourcePlan) -> str:
     for s in p.steps[:clone]:
         out += [comment(s.why), _line(s.argv), ""]
     out.append("# the build environment")
-    for (k, v), (_, why) in zip(p.env, p.env_reasons, strict=True):
-        out.append(comment(why))
-        out.append(f"export {k}={sh_value(v)}")
+    out += _export_lines(p.env, p.env_reasons)
     if p.max_jobs is None:  # (0: nothing is compiled, as with VLLM_USE_PRECOMPILED)
         out += ["# MAX_JOBS and NVCC_THREADS from this machine: 2 nvcc threads on 8+ cores, a 4 GiB budget per",
                 "# nvcc thread in 80 % of the available memory, no more jobs than cores / NVCC_THREADS",
@@ -162,16 +161,42 @@ def render_script(p: SourcePlan) -> str:
     out.append("")
     if p.checks:
         out.append("# checks before building (the seed's pitfalls: nvcc != torch's CUDA, an unsupported gcc)")
-        for c in p.checks:
-            out.append(f"{_line(c.argv)} | grep -qF {shlex.quote(c.expect)} || "
-                       f"{{ echo {shlex.quote('vresolve: check failed: ' + c.name)} >&2; exit 1; }}")
-        out.append("")
-    for s in p.steps[clone:]:
-        out.append(comment(s.why))
-        out.append(f"(cd {shlex.quote(s.cwd)} && {_line(s.argv)})" if s.cwd else _line(s.argv))
-        out.append("")
-    out.append("# verify")
-    for c in p.verify:
-        out.append(f"{_line(c.argv)} | tee /dev/stderr | grep -qF {shlex.quote(c.expect)}")
-    out.append("")
-    return "\n".join(out)
+        out += _check_lines(p.checks)
+    return "\n".join(out + _step_lines(p.steps[clone:]) + _verify_lines(p.verify))
+
+
+def _export_lines(env: Sequence[tuple[str, str]], reasons: Sequence[tuple[str, str]]) -> list[str]:
+    out = []
+    for (k, v), (_, why) in zip(env, reasons, strict=True):
+        out += [comment(why), f"export {k}={sh_value(v)}"]
+    return out
+
+
+def _check_lines(checks: Sequence[Check]) -> list[str]:
+    return [f"{_line(c.argv)} | grep -qF {shlex.quote(c.expect)} || "
+            f"{{ echo {shlex.quote('vresolve: check failed: ' + c.name)} >&2; exit 1; }}" for c in checks] + [""]
+
+
+def _step_lines(steps: Sequence[Step]) -> list[str]:
+    out = []
+    for s in steps:
+        out += [comment(s.why), f"(cd {shlex.quote(s.cwd)} && {_line(s.argv)})" if s.cwd else _line(s.argv), ""]
+    return out
+
+
+def _verify_lines(verify: Sequence[Check]) -> list[str]:
+    return ["# verify", *(f"{_line(c.argv)} | tee /dev/stderr | grep -qF {shlex.quote(c.expect)}" for c in verify), ""]
+
+
+def render_jetson_script(p: JetsonPlan) -> str:
+    """A Jetson's wheel plan as one bash script: L4T's toolkit checked, the environment, the install from the
+    Jetson index's path, the exports, the checks."""
+    w = p.choice.wheels
+    out = ["#!/usr/bin/env bash",
+           comment(f"vLLM {w.vllm} + torch {w.torch} for {p.choice.jetson.module.name} under JetPack "
+                   f"{p.choice.jetpack.version}, from the Jetson index's {w.path} path -- made by vresolve"),
+           "set -euo pipefail", "", "# L4T's CUDA toolkit, before anything is installed"]
+    out += _check_lines(p.checks)
+    out += _step_lines(p.steps)
+    out += ["# the environment vLLM runs in", *_export_lines(p.env, p.env_reasons), ""]
+    return "\n".join(out + _verify_lines(p.verify))

@@ -221,17 +221,39 @@ def error_human(err: Any) -> str:
 
 
 def source_plan_human(p: Any, detected_by: str) -> list[Any]:
-    from rich.text import Text
-
     from .shell import render_script
 
-    out: list[Any] = [source_table(p, detected_by), Text("Why:", style="bold")]
+    return _recipe_human(source_table(p, detected_by), p, render_script(p))
+
+
+def jetson_plan_human(p: Any, detected_by: str) -> list[Any]:
+    """A Jetson's wheel plan: what is installed from which path of the Jetson index, why, and the script."""
+    from rich.table import Table
+
+    from .shell import render_jetson_script
+
+    c, w = p.choice, p.choice.wheels
+    t = Table(title=_t(f"vLLM for {_machine_line(p.host)} ({detected_by})"))
+    for col in ("package", "version", "from"):
+        t.add_column(col)
+    where = f"the Jetson index's {w.path} path"
+    for row in (("vllm", str(w.vllm), where), ("torch", str(w.torch), where),
+                *((k, str(v), where) for k, v in sorted(w.companions.items()))):
+        t.add_row(*map(_t, row))
+    t.add_row(*map(_t, ("JetPack", str(c.jetpack.version), f"L4T's CUDA {c.jetpack.cuda}")))
+    return _recipe_human(t, p, render_jetson_script(p))
+
+
+def _recipe_human(table: Any, p: Any, script: str) -> list[Any]:
+    from rich.text import Text
+
+    out: list[Any] = [table, Text("Why:", style="bold")]
     out += [_t(f"  - {x}") for x in p.reasons]
     if p.warnings:
         out.append(Text("Warnings:", style="bold yellow"))
         out += [_t(f"  ! {x}") for x in p.warnings]
     out.append(Text("Recipe (bash):", style="bold"))
-    out.append(_t(render_script(p), lines=True))
+    out.append(_t(script, lines=True))
     return out
 
 

@@ -14,6 +14,7 @@ no JetPack, and the answer covers each JetPack of its module.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -21,14 +22,14 @@ from packaging.version import Version
 
 from ..host import DriverInfo, Host, HostGpu
 from ..matrix import Gpu, Matrix
-from ..matrix.model import JetPack, VllmRelease
+from ..matrix.model import JetPack, JetsonWheels, VllmRelease
 from ..values import Capability, exact_pin
 from .candidates import Request
 from .explain import Cause, NoCompatibleStack
 from .provider import Resolution, resolve
 
 __all__ = ["Jetson", "jetson_of", "resolve_jetson", "find_jetpack", "with_board_gpu", "effective_jetpack",
-           "runs_unified_arm"]
+           "runs_unified_arm", "JetsonWheelChoice", "jetson_wheel_choice", "index_wheels"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -213,8 +214,8 @@ def _install_torch_hint(jp: JetPack, index: str | None) -> str | None:
             f"'torch=={newest.version}' {where}{tail}")
 
 
-def _refuse(matrix: Matrix, request: Request, j: Jetson, index: str | None, host_driver: object = None
-            ) -> NoCompatibleStack:
+def _refuse(matrix: Matrix, request: Request, j: Jetson, index: str | None, host_driver: object = None,
+            wheels: bool = True) -> NoCompatibleStack:
     jps = _jetpacks_of(matrix, j)
     sm = f"sm_{j.cc.major}{j.cc.minor}"
     on = (f"JetPack {j.jetpack.version} (CUDA {j.jetpack.cuda}, {j.how})" if j.jetpack else
@@ -237,6 +238,8 @@ def _refuse(matrix: Matrix, request: Request, j: Jetson, index: str | None, host
             causes.append(Cause("jetson", f"the JetPack is not known (give --jetpack, or plan on the board with "
                                           f"--gpu auto): the way below is JetPack {current[0].version}'s"))
     for jp in current:
+        if wheels:
+            _wheel_way(matrix, request, j, jp, causes, hints)
         causes.append(Cause("jetson", f"NVIDIA lists torch {', '.join(t.version for t in jp.torch)} for JetPack "
                                       f"{jp.version} (Python {jp.python}){_unverified(jp)}" if jp.torch else
                                       f"NVIDIA lists no JetPack-specific torch for JetPack {jp.version}"))
@@ -264,9 +267,35 @@ def _refuse(matrix: Matrix, request: Request, j: Jetson, index: str | None, host
                              "its CUDA is its JetPack's", causes=causes, hints=hints)
 
 
+def _wheel_way(matrix: Matrix, request: Request, j: Jetson, jp: JetPack, causes: list[Cause], hints: list[str]
+               ) -> None:
+    """The Jetson index's wheels for this JetPack, when the answer is not already them: the JetPack was not known,
+    or the request asks for a vLLM or torch none of them is."""
+    allowed = index_wheels(matrix, j.module.name, jp, request)
+    if allowed:
+        causes.append(Cause("jetson", _wheel_cause(allowed[0], jp)))
+        hints.append(f"on JetPack {jp.version}: install them, vresolve plan --gpu auto --jetpack {jp.version} "
+                     "--jetson-index URL")
+        return
+    any_ = index_wheels(matrix, j.module.name, jp, Request())
+    if any_:
+        have = ", ".join(str(w.vllm) for w in any_)
+        causes.append(Cause("jetson", f"the Jetson index's {any_[0].path} path has vLLM {have} for JetPack "
+                                      f"{jp.version}: not what --vllm/--torch ask for"))
+        hints.append(f"or ask for the one it has: --vllm =={any_[0].vllm.public}")
+
+
 def _upgrade_hints(matrix: Matrix, request: Request, j: Jetson, newer: Sequence[JetPack]) -> list[str]:
     out = []
     for jp in reversed(newer):  # the newest JetPack that gives a way
+        sets = index_wheels(matrix, j.module.name, jp, request)
+        if sets and j.jetpack is not None and sets[0] in index_wheels(matrix, j.module.name, j.jetpack, request):
+            break  # the JetPack it runs has the same wheels: an upgrade gives nothing more
+        if sets and not _sbsa(j, jp):
+            out.append(f"upgrade JetPack to {jp.version}{_unverified(jp)} (L4T {', '.join(map(str, jp.l4t))}), for "
+                       f"which the Jetson index's {sets[0].path} path has vLLM {sets[0].vllm} with torch "
+                       f"{sets[0].torch}")
+            break
         if _sbsa(j, jp):
             out.append(f"upgrade to JetPack {jp.version}{_unverified(jp)}, whose unified ARM CUDA {jp.cuda} "
                        "runs the generic aarch64 wheels that cover it")
@@ -277,6 +306,113 @@ def _upgrade_hints(matrix: Matrix, request: Request, j: Jetson, newer: Sequence[
                        f"{', '.join(map(str, jp.l4t))}) to build vLLM {way.vllm.version} against NVIDIA's torch "
                        f"{way.torch} there")
             break
+    return out
+
+
+# ------------------------------------------------------------------ the Jetson index's wheels (Orin on JetPack 6)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JetsonWheelChoice:
+    """The JetPack-specific wheels a Jetson installs: a vLLM wheel and its torch from one path of the Jetson index."""
+
+    jetson: Jetson
+    jetpack: JetPack
+    wheels: JetsonWheels
+    index: str  # the URL of the path (the user's index, with the path the wheels are on)
+    reasons: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+def index_wheels(matrix: Matrix, module: str, jp: JetPack, request: Request) -> list[JetsonWheels]:
+    """The wheel sets of the Jetson index for this module under this JetPack that the request allows: newest vLLM
+    first, those of trusted rows before unverified ones."""
+    out = [w for w in matrix.jetson_wheels if jp.version in w.jetpacks and module in w.modules
+           and request.vllm.contains(w.vllm, prereleases=True) and request.torch.contains(w.torch, prereleases=True)]
+    return sorted(out, key=lambda w: (w.provenance.trusted, w.vllm), reverse=True)
+
+
+# a path of the Jetson index at the end of a URL the user gave (with pip's or devpi's simple suffix)
+_PATH_AT_END = re.compile(r"/((?:jp\d{1,2}|sbsa)/cu\d{3,4})(?:/\+simple|/simple)?/?$")
+
+
+def _index_url(index: str, w: JetsonWheels, j: Jetson, jp: JetPack) -> str:
+    """The URL of the wheels' path: the index given is its root, or already names that path (else refused)."""
+    m = _PATH_AT_END.search(index)
+    if m is None:
+        return f"{index.rstrip('/')}/{w.path}"
+    if m.group(1) != w.path:
+        raise NoCompatibleStack(
+            f"--jetson-index names the Jetson index's {m.group(1)} path; JetPack {jp.version}'s wheels are on {w.path}",
+            causes=[Cause("jetson", f"{j.module.name} under JetPack {jp.version} (CUDA {jp.cuda}, Python {jp.python}) "
+                                    f"runs the wheels of the {w.path} path only")],
+            hints=[f"give the index's root, or its {w.path} path, with --jetson-index"])
+    return index.rstrip("/")
+
+
+def _wheel_cause(w: JetsonWheels, jp: JetPack) -> str:
+    return (f"the Jetson index's {w.path} path has vLLM {w.vllm} with torch {w.torch} for JetPack {jp.version} "
+            f"(Python {w.python}, sm_{'/sm_'.join(f'{c.major}{c.minor}' for c in w.archs)}; seen {w.seen})")
+
+
+def jetson_wheel_choice(host: Host, matrix: Matrix, request: Request) -> JetsonWheelChoice | None:
+    """The Jetson index's wheels for this host, when it is a Jetson on L4T's own CUDA whose JetPack (known) has a
+    wheel set the request allows; None otherwise (the other answers: :func:`resolve_jetson`). Raises
+    NoCompatibleStack when such wheels exist but no index was named: they are installed from it, not guessed."""
+    if request.cpu or request.generic:
+        return None
+    j = jetson_of(host, matrix, request.jetpack)
+    if j is None or j.jetpack is None or _sbsa(j, j.jetpack):
+        return None
+    jp = j.jetpack
+    sets = index_wheels(matrix, j.module.name, jp, request)
+    if not sets:
+        return None
+    w = sets[0]
+    if request.jetson_index is None:
+        raise NoCompatibleStack(
+            f"vLLM {w.vllm} for this Jetson ({j.module.name}, JetPack {jp.version}) is on the Jetson AI Lab index: "
+            "name it with --jetson-index",
+            causes=[Cause("jetson", _wheel_cause(w, jp)), *(Cause("jetson", x) for x in j.warnings)],
+            hints=[f"vresolve plan --gpu auto --jetson-index URL: the index's root, or its {w.path} path, as NVIDIA's "
+                   "Jetson AI Lab pages give it (vresolve writes no index host of its own)",
+                   *_refuse(matrix, request, j, None, host.driver.version, wheels=False).hints])
+    index = _index_url(request.jetson_index, w, j, jp)
+    return JetsonWheelChoice(jetson=j, jetpack=jp, wheels=w, index=index, reasons=_wheel_reasons(host, j, jp, w),
+                             warnings=(*j.warnings, *_wheel_warnings(host, jp, w, sets)))
+
+
+def _wheel_reasons(host: Host, j: Jetson, jp: JetPack, w: JetsonWheels) -> tuple[str, ...]:
+    sm = f"sm_{j.cc.major}{j.cc.minor}"
+    out = [f"{j.module.name} ({sm}) under JetPack {jp.version} ({j.how or 'given'}) runs L4T's own CUDA {jp.cuda}: "
+           "the generic aarch64 wheels are built for server ARM and do not run there",
+           _wheel_cause(w, jp)[0].upper() + _wheel_cause(w, jp)[1:],
+           f"one index for every package: the {w.path} path serves its own torch, vLLM and companions, and pip and "
+           "uv cannot pick another index's build of the same version (PyPI's aarch64 torch of the same number is "
+           "not L4T's)"]
+    if not w.requires_torch:
+        out.append(f"the vLLM wheel names no torch (built with use_existing_torch.py): torch {w.torch}, the one it "
+                   "was built and run beside, is pinned in the same command")
+    if host.python != w.python:
+        out.append(f"the wheels are for Python {w.python} (JetPack {jp.version}'s python3): the environment is made "
+                   f"with it, not with Python {host.python_minor}")
+    if host.driver.version is not None:
+        out.append(f"driver {host.driver.version} is L4T's, not a desktop branch: it serves JetPack {jp.version}'s "
+                   f"CUDA {jp.cuda}")
+    return tuple(out)
+
+
+def _wheel_warnings(host: Host, jp: JetPack, w: JetsonWheels, sets: Sequence[JetsonWheels]) -> list[str]:
+    out = []
+    if w.provenance.verified != "primary":
+        out.append(f"the Jetson index's wheels are known from files that name them (newest seen {w.seen}: "
+                   f"{w.provenance.source[0]}), not read off the index itself, which vresolve cannot reach: the "
+                   "index may have replaced or removed them; the verify step checks what was installed")
+    if len(w.sha256) > 1:
+        out.append(f"vllm-{w.vllm} was replaced on the index under the same name ({len(w.sha256)} sha256 seen): pin "
+                   "it by version, not by a hash recorded elsewhere")
+    if not jp.provenance.trusted:
+        out.append(f"JetPack {jp.version}'s facts in the matrix are unverified")
     return out
 
 
