@@ -167,6 +167,12 @@ def test_orin_jp5_is_told_to_upgrade(matrix: Matrix) -> None:
     with pytest.raises(NoCompatibleStack) as info:
         resolve(host, matrix, Request())
     assert any("2.1.0a0+41361538.nv23.06" in c for c in info.value.causes)
+    # the newest JetPack of Orin with the Jetson index's wheels (jetson.yaml index_wheels), before any build
+    assert any(h.startswith("upgrade JetPack to 6.2.1") and "vLLM 0.14.0+cu126 with torch 2.9.1" in h
+               for h in info.value.hints)
+    # asked for an older vLLM than any wheel set allows: the build way, as before
+    with pytest.raises(NoCompatibleStack) as info:
+        resolve(host, matrix, Request(vllm=SpecifierSet("<0.8")))
     assert any(h.startswith("upgrade JetPack to 6.2.1") and "vLLM 0.7.3" in h for h in info.value.hints)
 
 
@@ -217,9 +223,10 @@ def test_non_jetson_aarch64_is_unchanged(matrix: Matrix) -> None:
 
 def test_cli_orin_named_with_jetpack(capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["plan", "--gpu", "Jetson AGX Orin", "--driver", "540.4.0", "--platform", "linux-aarch64", "--python",
-               "3.10", "--jetpack", "6.2", "--jetson-index", "https://jetson.example/jp6/cu126/", "--json"])
+               "3.10", "--jetpack", "6.2", "--jetson-index", "https://jetson.example/jp6/cu126/", "--vllm", "==0.7.3",
+               "--json"])
     out = json.loads(capsys.readouterr().out)
-    assert rc == 1 and out["error"]["code"] == "no-compatible-stack"
+    assert rc == 1 and out["error"]["code"] == "no-compatible-stack"  # no wheel set is 0.7.3: the build way
     assert any(h.endswith("'torch==2.5.0' --index-url https://jetson.example/jp6/cu126") for h in out["error"]["hints"])
 
 
@@ -261,3 +268,235 @@ def test_source_build_on_thor_is_the_generic_one(matrix: Matrix) -> None:
                 python=Version("3.12"), platform=PlatformInfo(os="linux", machine="aarch64"))
     sp = plan_source_build(host, matrix, Request())
     assert dict(sp.env)["TORCH_CUDA_ARCH_LIST"] == "11.0"
+
+
+# --------------------------------------------------------------------------- the Jetson index's wheels (JetPack 6)
+
+
+def test_orin_jp62_gets_the_jetson_index_wheels(matrix: Matrix) -> None:
+    """The newest set of jetson.yaml's index_wheels for JetPack 6.2, from the path under the index's root."""
+    from vresolve.plan.jetson import build_jetson_plan
+    from vresolve.resolve.jetson import jetson_wheel_choice
+
+    host = _jetson(matrix, "orin-r36.4.3", "Orin (nvgpu)")
+    request = Request(jetson_index="https://jetson.example/root")
+    choice = jetson_wheel_choice(host, matrix, request)
+    assert choice is not None and choice.index == "https://jetson.example/root/jp6/cu126"
+    w = choice.wheels
+    assert (str(w.vllm), str(w.torch), w.requires_torch) == ("0.14.0+cu126", "2.9.1", False)
+    assert w.provenance.verified == "secondary" and any("uv.lock" in x for x in w.provenance.source)
+    plan = build_jetson_plan(host, request, choice)
+    fresh, install = plan.steps
+    assert fresh.argv == ("uv", "venv", "--python", "3.10", "--seed", ".venv-vllm")
+    assert install.argv[install.argv.index("--index-url") + 1] == "https://jetson.example/root/jp6/cu126"
+    assert install.argv[-4:] == ("vllm==0.14.0+cu126", "torch==2.9.1", "torchvision==0.24.1", "triton==3.5.1")
+    assert [c.expect for c in plan.checks] == ["release 12.6", "libcudss.so.0"]
+    assert [c.expect for c in plan.verify][:2] == ["vllm 0.14.0+cu126", "torch 2.9.1 CUDA 12.6"]
+    assert dict(plan.env)["TRITON_PTXAS_PATH"] == "/usr/local/cuda/bin/ptxas"
+    assert dict(plan.env)["TORCH_CUDA_ARCH_LIST"] == "8.7"
+    stack = plan.stack
+    assert (stack.install_kind, stack.torch_source, stack.vllm_source) == ("wheel", "jetson-index",
+                                                                         "jetson-index jp6/cu126")
+    assert any("known from files that name them" in x for x in plan.warnings)
+
+
+def test_the_older_set_holds_numpy_below_2_and_says_the_file_was_replaced(matrix: Matrix) -> None:
+    from vresolve.plan.jetson import build_jetson_plan
+    from vresolve.resolve.jetson import jetson_wheel_choice
+
+    host = _jetson(matrix, "orin-r36.4.3", "Orin (nvgpu)")
+    request = Request(vllm=SpecifierSet("==0.10.2"), jetson_index="https://jetson.example/jp6/cu126/+simple/")
+    choice = jetson_wheel_choice(host, matrix, request)
+    assert choice is not None and choice.index == "https://jetson.example/jp6/cu126/+simple"  # the path, as given
+    plan = build_jetson_plan(host, request, choice, installer="pip", env_dir="env")
+    assert plan.steps[1].argv[:3] == ("env/bin/python", "-m", "pip")
+    assert plan.steps[1].argv[-5:] == ("vllm==0.10.2+cu126", "torch==2.8.0", "torchvision==0.23.0", "triton==3.4.0",
+                                       "numpy<2")
+    assert any("replaced on the index under the same name (2 sha256 seen)" in x for x in plan.warnings)
+
+
+def test_an_index_path_of_another_jetpack_is_refused(matrix: Matrix) -> None:
+    from vresolve.resolve.jetson import jetson_wheel_choice
+
+    host = _jetson(matrix, "orin-r36.4.3", "Orin (nvgpu)")
+    with pytest.raises(NoCompatibleStack) as info:
+        jetson_wheel_choice(host, matrix, Request(jetson_index="https://jetson.example/jp5/cu114"))
+    assert "names the Jetson index's jp5/cu114 path; JetPack 6.2's wheels are on jp6/cu126" in info.value.headline
+
+
+def test_without_an_index_the_wheels_are_named_and_the_index_asked_for(matrix: Matrix) -> None:
+    from vresolve.resolve.jetson import jetson_wheel_choice
+
+    host = _jetson(matrix, "orin-r36.4.3", "Orin (nvgpu)")
+    with pytest.raises(NoCompatibleStack) as info:
+        jetson_wheel_choice(host, matrix, Request())
+    e = info.value
+    assert e.headline.endswith("name it with --jetson-index")
+    assert any("jp6/cu126 path has vLLM 0.14.0+cu126 with torch 2.9.1 for JetPack 6.2" in c for c in e.causes)
+    assert e.hints[0].startswith("vresolve plan --gpu auto --jetson-index URL")
+    assert any("build vLLM 0.7.3" in h for h in e.hints)  # the build way is still said
+    assert not any("upgrade JetPack" in h for h in e.hints)  # 6.2.1 has the same wheels: no upgrade is offered
+
+
+def test_a_vllm_no_set_has_falls_back_to_the_build_way_and_names_the_sets(matrix: Matrix) -> None:
+    from vresolve.resolve.jetson import jetson_wheel_choice
+
+    host = _jetson(matrix, "orin-r36.4.3", "Orin (nvgpu)")
+    request = Request(vllm=SpecifierSet("==0.20.0"), jetson_index="https://jetson.example")
+    assert jetson_wheel_choice(host, matrix, request) is None
+    with pytest.raises(NoCompatibleStack) as info:
+        resolve(host, matrix, request)
+    assert any("has vLLM 0.14.0+cu126, 0.10.2+cu126 for JetPack 6.2: not what --vllm/--torch ask for" in c
+               for c in info.value.causes)
+    assert "or ask for the one it has: --vllm ==0.14.0" in info.value.hints
+
+
+def test_jetpack_60_has_no_cu126_wheels_and_is_told_to_upgrade(matrix: Matrix) -> None:
+    """JetPack 6.0 puts CUDA 12.2 on the board: the jp6/cu126 wheels are not for it."""
+    from vresolve.resolve.jetson import jetson_wheel_choice
+
+    host = _jetson(matrix, "orin-r36.4.3", "Orin (nvgpu)")
+    request = Request(jetpack="6.0", jetson_index="https://jetson.example")
+    assert jetson_wheel_choice(host, matrix, request) is None
+    with pytest.raises(NoCompatibleStack) as info:
+        resolve(host, matrix, request)
+    assert any(h.startswith("upgrade JetPack to 6.2.1") and "vLLM 0.14.0+cu126" in h for h in info.value.hints)
+
+
+def test_thor_and_the_generic_machines_never_get_the_jetson_index(matrix: Matrix) -> None:
+    from vresolve.resolve.jetson import jetson_wheel_choice
+
+    thor = _jetson(matrix, "thor-r38.2.0", "NVIDIA Thor", python="3.12")
+    assert jetson_wheel_choice(thor, matrix, Request(jetson_index="https://jetson.example")) is None
+    row = matrix.find_gpu("GH200")
+    assert row is not None
+    gh200 = Host(gpus=(HostGpu(index=0, name=row.name, compute_capability=row.compute_capability),),
+                 platform=PlatformInfo(os="linux", machine="aarch64"))
+    assert jetson_wheel_choice(gh200, matrix, Request(jetson_index="https://jetson.example")) is None
+
+
+def test_cli_orin_plan_with_the_jetson_index(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import subprocess
+
+    base = ["plan", "--gpu", "Jetson AGX Orin", "--driver", "540.4.0", "--platform", "linux-aarch64", "--python",
+            "3.10", "--jetpack", "6.2"]
+    rc = main([*base, "--jetson-index", "https://jetson.example/", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["schema"] == "vresolve.plan/1"
+    assert out["stack"]["vllm"] == "0.14.0" and out["stack"]["vllm_variant"] == "cu126"
+    assert out["jetson"]["index"] == "https://jetson.example/jp6/cu126" and out["jetson"]["verified"] == "secondary"
+    assert out["steps"][1]["argv"][-4:] == ["vllm==0.14.0+cu126", "torch==2.9.1", "torchvision==0.24.1",
+                                            "triton==3.5.1"]
+    script = tmp_path / "plan.sh"
+    script.write_text(out["script"])
+    assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+    assert main([*base, "--jetson-index", "https://jetson.example/", "--shell", "fish"]) == 0
+    assert "set -gx TRITON_PTXAS_PATH /usr/local/cuda/bin/ptxas" in capsys.readouterr().out
+    rc = main([*base, "--json"])
+    err = json.loads(capsys.readouterr().out)["error"]
+    assert rc == 1 and err["message"].endswith("name it with --jetson-index")
+
+
+def test_the_plans_install_step_resolves_with_uv_against_a_loopback_jetson_path(tmp_path: Path) -> None:
+    """The plan's own requirements, resolved by the real uv for the board (aarch64, CPython 3.10) against a loopback
+    index laid out like the Jetson index's path (wheels tagged linux_aarch64, as its builds are), beside a newer
+    torch and an untagged vLLM of the same number: uv takes exactly the set's files, from that path only."""
+    import subprocess
+
+    from vresolve._proc import uv_bin
+    from vresolve.plan.jetson import build_jetson_plan
+    from vresolve.resolve.jetson import jetson_wheel_choice
+
+    from .test_index import _Server, make_wheel
+
+    m = load_matrix(SHIPPED)
+    server = _Server()
+    try:
+        wheels = {"torch": [("2.9.1", ""), ("2.10.0", "")], "torchvision": [("0.24.1", "Requires-Dist: torch==2.9.1\n")],
+                  "triton": [("3.5.1", "")], "vllm": [("0.14.0+cu126", "Requires-Dist: flashinfer-python==0.5.3\n"),
+                                                      ("0.14.0", "Requires-Dist: torch==2.9.1\n")],
+                  "flashinfer-python": [("0.5.3", "")]}
+        for name, versions in wheels.items():
+            links = []
+            for version, requires in versions:
+                dist = name.replace("-", "_")
+                fn = f"{dist}-{version}-cp310-cp310-linux_aarch64.whl"
+                meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{requires}"
+                server.files[f"/files/{fn}"] = make_wheel(meta, name=dist, version=version, padding=1000)
+                links.append(f'<a href="/files/{fn}">{fn}</a>')
+            server.pages[f"/root/jp6/cu126/{name}/"] = ("text/html", "<html><body>{}</body></html>".format(
+                "<br/>".join(links)).encode())
+        host = _jetson(m, "orin-r36.4.3", "Orin (nvgpu)")
+        request = Request(jetson_index=server.url + "/root")
+        choice = jetson_wheel_choice(host, m, request)
+        assert choice is not None
+        install = build_jetson_plan(host, request, choice).steps[1].argv
+        i = install.index("--index-url")
+        reqs = tmp_path / "requirements.in"
+        reqs.write_text("\n".join(install[i + 2:]) + "\n")
+        env = {"PATH": "/usr/bin:/bin", "UV_CACHE_DIR": str(tmp_path / "cache"), "UV_NO_CONFIG": "1",
+               "HOME": str(tmp_path)}
+        ran = subprocess.run([uv_bin(), "pip", "compile", "--quiet", "--index-url", install[i + 1], "--python-platform",
+                              "aarch64-unknown-linux-gnu", "--python-version", "3.10", "--no-header", str(reqs)],
+                             capture_output=True, text=True, env=env, timeout=120, check=False)
+        assert ran.returncode == 0, ran.stderr
+        pins = sorted(line for line in ran.stdout.splitlines() if line and not line.startswith(" "))
+        assert pins == ["flashinfer-python==0.5.3", "torch==2.9.1", "torchvision==0.24.1", "triton==3.5.1",
+                        "vllm==0.14.0+cu126"]
+        assert all(r.startswith(("/root/jp6/cu126/", "/files/")) for r in server.requests)
+    finally:
+        server.close()
+
+
+def test_apply_of_a_jetson_plan_stops_at_l4ts_toolkit_on_a_machine_without_it(tmp_path: Path, matrix: Matrix
+                                                                              ) -> None:
+    """The job apply runs: its first check (L4T's ptxas) runs before any step, and fails here, so nothing is made."""
+    import subprocess
+
+    from vresolve.apply import jetson_job, run_steps
+    from vresolve.plan.jetson import CUDA_HOME, build_jetson_plan
+    from vresolve.resolve.jetson import jetson_wheel_choice
+
+    from .test_apply import _Recorder
+
+    ptxas = Path(CUDA_HOME, "bin", "ptxas")
+    if ptxas.exists() and "release 12.6" in subprocess.run([ptxas, "--version"], capture_output=True, text=True,
+                                                           check=False).stdout:
+        pytest.skip("this machine has L4T's toolkit version (CUDA 12.6) at /usr/local/cuda")
+    host = _jetson(matrix, "orin-r36.4.3", "Orin (nvgpu)")
+    request = Request(jetson_index="https://jetson.example")
+    choice = jetson_wheel_choice(host, matrix, request)
+    assert choice is not None
+    job = jetson_job(build_jetson_plan(host, request, choice, env_dir="env"), tmp_path)
+    steps = run_steps(job, _Recorder(), cwd=tmp_path, has_gpu=False)
+    assert [(s.status, s.step.tool) for s in steps] == [("failed", "check")]
+    assert "L4T's CUDA 12.6 toolkit is installed" in steps[0].why and not (tmp_path / "env").exists()
+
+
+def test_matrix_refuses_wrong_index_wheel_rows(tmp_path: Path) -> None:
+    """Every field of an index_wheels row is checked, and every row against the JetPacks it names (all at once)."""
+    import yaml
+
+    from vresolve.errors import MatrixError
+
+    root = tmp_path / "m"
+    shutil.copytree(SHIPPED, root)
+    doc = yaml.safe_load((root / "jetson.yaml").read_text())
+    good = doc["index_wheels"][0]
+    doc["index_wheels"] = [
+        {**good, "path": "jp6/../cu126"},
+        {**good, "vllm": "0.14.0+cu128"},
+        {**good, "jetpacks": ["6.0", "9.9"]},
+        {**good, "modules": ["NVIDIA Thor"], "jetpacks": ["7.0"], "python": "3.12", "path": "sbsa/cu130",
+         "vllm": "0.14.0+cu130"},
+        {**good, "sha256": ["xyz"], "constraints": ["numpy<2; python_version<'3.9'"], "system_libs": ["cudss.dll"]},
+    ]
+    (root / "jetson.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(MatrixError) as info:
+        load_matrix(root, cache=False)
+    text = str(info.value)
+    for want in ("invalid index path 'jp6/../cu126'", "'0.14.0+cu128': its local tag is not the path's CUDA",
+                 "JetPack 6.0 puts CUDA 12.2 on the board, not the path's 12.6", "JetPack 9.9 is not a row of jetpacks",
+                 "JetPack 7.0 does not run 'NVIDIA Thor' on L4T's own CUDA", "invalid sha256 digest 'xyz'",
+                 "invalid requirement", "invalid shared library name 'cudss.dll'"):
+        assert want in text, text

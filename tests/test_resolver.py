@@ -39,7 +39,7 @@ def _request(spec: dict[str, Any], host: Host) -> Request:
     return Request(vllm=SpecifierSet(f"=={vllm}" if vllm[:1].isdigit() else vllm),
                    torch=SpecifierSet(str(spec.get("torch", ""))), variant=spec.get("variant"),
                    driver_policy=spec.get("driver_policy", "minor-compat"), cpu=not host.gpus,
-                   jetpack=spec.get("jetpack"))
+                   jetpack=spec.get("jetpack"), jetson_index=spec.get("jetson_index"))
 
 
 def _contains_all(texts: list[str], wanted: list[str], what: str) -> None:
@@ -53,6 +53,9 @@ def test_case(path: Path, matrix: Matrix) -> None:
     assert case.get("#"), "every case says what it shows"
     host = _host(matrix, case["host"])
     request = _request(case.get("request") or {}, host)
+    if "jetson_wheels" in case:  # a Jetson on L4T's own CUDA: the Jetson index's wheels for its JetPack
+        _jetson_case(case["jetson_wheels"], host, matrix, request)
+        return
     if "conflicted" in case:
         with pytest.raises(NoCompatibleStack) as info:
             resolve(host, matrix, request)
@@ -69,6 +72,20 @@ def test_case(path: Path, matrix: Matrix) -> None:
     if "env" in case:
         plan = build_plan(matrix, res)
         assert {k: v for k, v in plan.env if k in case["env"]} == case["env"]
+
+
+def _jetson_case(want: dict[str, Any], host: Host, matrix: Matrix, request: Request) -> None:
+    from vresolve.plan.jetson import build_jetson_plan
+    from vresolve.resolve.jetson import jetson_wheel_choice
+
+    choice = jetson_wheel_choice(host, matrix, request)
+    assert choice is not None
+    plan = build_jetson_plan(host, request, choice)
+    got = stack_view(plan.stack)
+    assert {k: got[k] for k in want["stack"]} == want["stack"]
+    assert choice.index == want["index"]
+    assert list(plan.steps[-1].argv[-len(want["pins"]):]) == want["pins"]
+    assert [c.expect for c in plan.checks] == want["checks"]
 
 
 def test_driver_rules(matrix: Matrix) -> None:

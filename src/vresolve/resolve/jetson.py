@@ -218,8 +218,10 @@ def _refuse(matrix: Matrix, request: Request, j: Jetson, index: str | None, host
             wheels: bool = True) -> NoCompatibleStack:
     jps = _jetpacks_of(matrix, j)
     sm = f"sm_{j.cc.major}{j.cc.minor}"
+    known = ", ".join(str(x.version) for x in jps if not _sbsa(j, x))
     on = (f"JetPack {j.jetpack.version} (CUDA {j.jetpack.cuda}, {j.how})" if j.jetpack else
-          f"every JetPack the matrix knows for it ({', '.join(str(x.version) for x in jps if not _sbsa(j, x))})")
+          f"every JetPack the matrix knows for it ({known})" if known else
+          "its JetPack (the matrix lists no JetPack for this module: JetPack 4 and older are not in it)")
     causes = [Cause("jetson", f"{j.module.name} ({sm}) under {on} runs L4T's own CUDA build, not the server-ARM (SBSA) "
                               "CUDA that the aarch64 wheels of PyPI, the PyTorch index and vLLM's index are built for: "
                               "no generic wheel is planned for it")]
