@@ -395,6 +395,9 @@ def test_cli_orin_plan_with_the_jetson_index(capsys: pytest.CaptureFixture[str],
     rc = main([*base, "--json"])
     err = json.loads(capsys.readouterr().out)["error"]
     assert rc == 1 and err["message"].endswith("name it with --jetson-index")
+    rc = main(["lock", *base[1:], "--jetson-index", "https://jetson.example/", "--out", str(tmp_path / "lock")])
+    assert rc == 2 and "no lock for a Jetson's wheels" in capsys.readouterr().err
+    assert not (tmp_path / "lock").exists()
 
 
 def test_the_plans_install_step_resolves_with_uv_against_a_loopback_jetson_path(tmp_path: Path) -> None:
@@ -500,3 +503,28 @@ def test_matrix_refuses_wrong_index_wheel_rows(tmp_path: Path) -> None:
                  "JetPack 7.0 does not run 'NVIDIA Thor' on L4T's own CUDA", "invalid sha256 digest 'xyz'",
                  "invalid requirement", "invalid shared library name 'cudss.dll'"):
         assert want in text, text
+
+
+def test_doctor_does_not_hold_a_jetsons_vllm_to_the_release_wheels_kernels(matrix: Matrix) -> None:
+    """After the plan ran on the board: the Jetson index's vLLM 0.14.0+cu126 is its own build (sm_87 only, fewer
+    compiled modules than the release's PyPI wheel), beside its torch 2.9.1 for L4T's CUDA 12.6: healthy. The same
+    install on a machine that is no Jetson is missing the release wheel's modules."""
+    from dataclasses import replace
+
+    from vresolve.doctor.checks import diagnose
+    from vresolve.host import DriverInfo, EnvReport, ModuleReport, TorchRuntime
+    from vresolve.values import DriverVersion
+
+    host = _jetson(matrix, "orin-r36.4.3", "Orin (nvgpu)")
+    host = replace(host, driver=DriverInfo(version=DriverVersion.parse("540.4.0"), cuda=Version("12.6"),
+                                           source="nvidia-smi"))
+    site = "/home/u/.venv-vllm/lib/python3.10/site-packages"
+    env = EnvReport(python="3.10.12",
+                    modules=(ModuleReport(name="torch", origin=f"{site}/torch/__init__.py", version="2.9.1"),
+                             ModuleReport(name="vllm", origin=f"{site}/vllm/__init__.py", version="0.14.0+cu126")),
+                    torch=TorchRuntime(version="2.9.1", cuda="12.6", available=True, arch_list=("sm_87",),
+                                       device_capabilities=("8.7",)),
+                    vllm_extensions=("vllm._C", "vllm._moe_C"))
+    assert diagnose(host, matrix, env) == []
+    elsewhere = replace(host, platform=replace(host.platform, jetson=None, l4t=None, l4t_source=None))
+    assert "optional-kernel-missing" in [f.cause for f in diagnose(elsewhere, matrix, env)]

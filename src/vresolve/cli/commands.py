@@ -252,8 +252,15 @@ def _lock_one(args: argparse.Namespace, name: str, a: argparse.Namespace, dir_: 
     from ..plan import build_plan
     from ..resolve import NoCompatibleStack, resolve
 
+    from ..resolve.jetson import jetson_wheel_choice
+
     m, host, request, _ = plan_inputs(a)
     try:
+        if jetson_wheel_choice(host, m, request) is not None:
+            raise UsageError(f"{name + ': ' if name else ''}no lock for a Jetson's wheels: the Jetson index has replaced "
+                             "files under the same name, so hashes recorded now may not install later; the plan "
+                             "(vresolve plan with --jetson-index) pins every package by version, and its recipe is "
+                             "the record")
         res = resolve(host, m, request)
     except NoCompatibleStack as e:
         raise UsageError(f"{name + ': ' if name else ''}no stack to lock: {e.headline}") from None

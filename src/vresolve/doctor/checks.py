@@ -124,11 +124,12 @@ def _log(matrix: Matrix, log: str, torch_cuda: str | None, out: _Findings) -> No
 def _extensions(matrix: Matrix, host: Host, env: EnvReport) -> tuple[tuple[str, ...], str]:
     """(the compiled modules the installed vLLM release's wheel ships on this platform, its main kernel module).
 
-    Read off the wheel's file list in the matrix; () when the release is not in the matrix (then the
-    main module is judged from what the installed package holds).
+    Read off the wheel's file list in the matrix; () when the release is not in the matrix, and on a Jetson, whose
+    vLLM is a build of its own (the Jetson index's, or one from source), not the release's wheel (then the main
+    module is judged from what the installed package holds).
     """
     vllm = env.module("vllm")
-    version = public_version(vllm.version) if vllm is not None else None
+    version = public_version(vllm.version) if vllm is not None and host.platform.l4t is None else None
     release = matrix.vllm_release(version) if version is not None else None
     wheels = release.wheels_for(host.platform.tag) if release is not None else ()
     expected = wheels[0].extensions if wheels else ()
