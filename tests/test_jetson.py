@@ -493,6 +493,7 @@ def test_matrix_refuses_wrong_index_wheel_rows(tmp_path: Path) -> None:
         {**good, "modules": ["NVIDIA Thor"], "jetpacks": ["7.0"], "python": "3.12", "path": "sbsa/cu130",
          "vllm": "0.14.0+cu130"},
         {**good, "sha256": ["xyz"], "constraints": ["numpy<2; python_version<'3.9'"], "system_libs": ["cudss.dll"]},
+        {**good, "vllm": "0.14.1+cu126", "archs": ["9.0"]},
     ]
     (root / "jetson.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     with pytest.raises(MatrixError) as info:
@@ -501,7 +502,8 @@ def test_matrix_refuses_wrong_index_wheel_rows(tmp_path: Path) -> None:
     for want in ("invalid index path 'jp6/../cu126'", "'0.14.0+cu128': its local tag is not the path's CUDA",
                  "JetPack 6.0 puts CUDA 12.2 on the board, not the path's 12.6", "JetPack 9.9 is not a row of jetpacks",
                  "JetPack 7.0 does not run 'NVIDIA Thor' on L4T's own CUDA", "invalid sha256 digest 'xyz'",
-                 "invalid requirement", "invalid shared library name 'cudss.dll'"):
+                 "invalid requirement", "invalid shared library name 'cudss.dll'",
+                 "'Orin' (sm_87) is not in the builds' archs"):
         assert want in text, text
 
 

@@ -251,7 +251,6 @@ def _lock_one(args: argparse.Namespace, name: str, a: argparse.Namespace, dir_: 
     from ..lock import check_lock, compile_lock, write_lock
     from ..plan import build_plan
     from ..resolve import NoCompatibleStack, resolve
-
     from ..resolve.jetson import jetson_wheel_choice
 
     m, host, request, _ = plan_inputs(a)

@@ -266,8 +266,13 @@ def _check_jetson_wheels(m: Matrix, p: Report) -> None:
     """Every wheel set is for JetPacks of the matrix that support its modules on L4T's own CUDA (not the unified
     ARM build), with the path's CUDA and the JetPack's Python."""
     jetpacks = {j.version: j for j in m.jetpacks}
+    caps = {g.name: g.compute_capability for g in m.gpus}
     for i, w in enumerate(m.jetson_wheels):
         row = f"index_wheels[{i}] '{w.vllm}'"
+        for k, name in enumerate(w.modules):
+            cc = caps.get(name)
+            if cc is not None and not any(a.major == cc.major and a.minor <= cc.minor for a in w.archs):
+                p("jetson.yaml", row, f"modules[{k}]", f"{name!r} (sm_{cc.major}{cc.minor}) is not in the builds' archs")
         for k, v in enumerate(w.jetpacks):
             j = jetpacks.get(v)
             fld = f"jetpacks[{k}]"

@@ -386,9 +386,10 @@ def jetson_wheel_choice(host: Host, matrix: Matrix, request: Request) -> JetsonW
 
 def _wheel_reasons(host: Host, j: Jetson, jp: JetPack, w: JetsonWheels) -> tuple[str, ...]:
     sm = f"sm_{j.cc.major}{j.cc.minor}"
+    found = _wheel_cause(w, jp)
     out = [f"{j.module.name} ({sm}) under JetPack {jp.version} ({j.how or 'given'}) runs L4T's own CUDA {jp.cuda}: "
            "the generic aarch64 wheels are built for server ARM and do not run there",
-           _wheel_cause(w, jp)[0].upper() + _wheel_cause(w, jp)[1:],
+           found[0].upper() + found[1:],
            f"one index for every package: the {w.path} path serves its own torch, vLLM and companions, and pip and "
            "uv cannot pick another index's build of the same version (PyPI's aarch64 torch of the same number is "
            "not L4T's)"]
