@@ -530,3 +530,31 @@ def test_doctor_does_not_hold_a_jetsons_vllm_to_the_release_wheels_kernels(matri
     assert diagnose(host, matrix, env) == []
     elsewhere = replace(host, platform=replace(host.platform, jetson=None, l4t=None, l4t_source=None))
     assert "optional-kernel-missing" in [f.cause for f in diagnose(elsewhere, matrix, env)]
+
+
+@pytest.mark.parametrize(("version", "cuda", "cause", "title"), [
+    ("2.9.1+cpu", None, "cpu-only-build", "torch 2.9.1+cpu is a CPU build, not for this Jetson's CUDA 12.6"),
+    ("2.9.1", "12.8", "cuda-variant-mismatch", "torch 2.9.1 is built for CUDA 12.8, not for this Jetson's CUDA 12.6"),
+])
+def test_doctor_names_a_generic_aarch64_torch_on_a_jetson(matrix: Matrix, version: str, cuda: str | None,
+                                                          cause: str, title: str) -> None:
+    """`pip install torch` on an Orin (JetPack 6.2, L4T 36.4.3 read from the captured tree): PyPI's aarch64 torch, a
+    CPU build or a server-ARM CUDA 12.8 one that does not see the GPU. One finding, with the Jetson's way, instead of
+    the advice for a container started without GPUs."""
+    from dataclasses import replace
+
+    from vresolve.doctor.checks import diagnose
+    from vresolve.host import DriverInfo, EnvReport, ModuleReport, TorchRuntime
+    from vresolve.values import DriverVersion
+
+    host = _jetson(matrix, "orin-r36.4.3", "Orin (nvgpu)")
+    host = replace(host, driver=DriverInfo(version=DriverVersion.parse("540.4.0"), cuda=Version("12.6"),
+                                           source="nvidia-smi"))
+    env = EnvReport(python="3.10.12", modules=(ModuleReport(name="torch", origin="/v/torch/__init__.py",
+                                                            version=version),),
+                    torch=TorchRuntime(version=version, cuda=cuda, available=False))
+    findings = diagnose(host, matrix, env)
+    assert [(f.cause, f.title) for f in findings] == [(cause, title)]
+    assert "vresolve plan --gpu auto --jetson-index URL" in findings[0].fix
+    assert "jp6/cu126 path has vLLM 0.14.0+cu126 with torch 2.9.1" in findings[0].fix
+    assert "L4T 36.4.3 from /etc/nv_tegra_release: JetPack 6.2, CUDA 12.6" in findings[0].evidence

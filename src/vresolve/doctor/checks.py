@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from packaging.version import Version
+
 from ..host import EnvReport, Host, HostGpu, TorchRuntime, describe_gpus
 from ..matrix import Matrix
 from ..values import Capability, core_extension, public_version
@@ -183,6 +185,8 @@ def _torch(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostG
     Facts in ``unknown`` were not observed (pasted text): the checks that need them do not run."""
     if "torch.cuda" in unknown:
         return  # which CUDA torch is built with was not seen: nothing here can be judged
+    if gpus and _generic_torch_on_jetson(host, matrix, torch, emit):
+        return
     if gpus and torch.cuda is None:
         _cpu_torch(matrix, torch, gpus, emit)
     elif not gpus or "torch.available" in unknown:
@@ -230,6 +234,41 @@ def _torch_sees_no_gpu(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Se
              "(a container without the NVIDIA runtime, or a broken driver install).",
              "Run nvidia-smi; check the container's GPU options (--gpus all) and the driver install.",
              ("torch.cuda.is_available() = False", *(torch.error or "",)))
+
+
+def _generic_torch_on_jetson(host: Host, matrix: Matrix, torch: TorchRuntime, emit: Callable[..., None]) -> bool:
+    """A Jetson on L4T's own CUDA (Orin, Xavier) whose torch is not built for that CUDA: a CPU build, or a generic
+    aarch64 (server ARM) build of another CUDA, from PyPI or the PyTorch index. Said once, with the Jetson's way
+    (the Jetson index's wheels for its JetPack); True when said."""
+    from ..resolve import NoCompatibleStack, Request
+    from ..resolve.jetson import index_wheels, jetson_of
+
+    if host.platform.l4t is None:
+        return False
+    try:
+        j = jetson_of(host, matrix)
+    except NoCompatibleStack:
+        return False
+    jp = j.jetpack if j is not None else None
+    if j is None or jp is None or j.module.name in jp.sbsa_modules:
+        return False
+    built = Version(torch.cuda) if torch.cuda and re.fullmatch(r"\d+\.\d+", torch.cuda) else None
+    if built is not None and (built.major, built.minor) == (jp.cuda.major, jp.cuda.minor):
+        return False
+    sets = index_wheels(matrix, j.module.name, jp, Request())
+    way = (f"Install the wheels built for JetPack {jp.version}: vresolve plan --gpu auto --jetson-index URL (the "
+           "Jetson AI Lab index" + (f"; its {sets[0].path} path has vLLM {sets[0].vllm} with torch {sets[0].torch}"
+                                    if sets else "") + "), into a fresh environment; or vresolve plan --gpu auto for "
+           "the other ways (NVIDIA's torch for the JetPack and a source build).")
+    what = "a CPU build" if built is None else f"built for CUDA {built}"
+    emit("cpu-only-build" if built is None else "cuda-variant-mismatch", "error",
+         f"torch {torch.version} is {what}, not for this Jetson's CUDA {jp.cuda}",
+         f"{j.module.name} under JetPack {jp.version} runs L4T's own CUDA {jp.cuda}. The aarch64 torch of PyPI and the "
+         "PyTorch index is built for server ARM (SBSA) CUDA or for the CPU: on a Jetson it does not see the GPU, or "
+         "fails at its first kernel. Only torch built for the JetPack (NVIDIA's, or the Jetson index's) runs here.",
+         way, (f"torch {torch.version}, torch.version.cuda = {torch.cuda}",
+               f"{j.how or 'L4T ' + str(host.platform.l4t)}: JetPack {jp.version}, CUDA {jp.cuda}"))
+    return True
 
 
 def _cpu_torch(matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostGpu], emit: Callable[..., None]) -> None:
