@@ -558,3 +558,12 @@ def test_doctor_names_a_generic_aarch64_torch_on_a_jetson(matrix: Matrix, versio
     assert "vresolve plan --gpu auto --jetson-index URL" in findings[0].fix
     assert "jp6/cu126 path has vLLM 0.14.0+cu126 with torch 2.9.1" in findings[0].fix
     assert "L4T 36.4.3 from /etc/nv_tegra_release: JetPack 6.2, CUDA 12.6" in findings[0].evidence
+
+
+def test_matrix_show_jetson_lists_the_index_wheels_per_jetpack(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["matrix", "show", "jetson", "--json"]) == 0
+    rows = {r["jetpack"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert [w["vllm"] for w in rows["6.2"]["index_wheels"]] == ["0.14.0+cu126", "0.10.2+cu126"]
+    assert rows["6.0"]["index_wheels"] == [] and rows["5.1.2"]["index_wheels"] == []
+    assert main(["matrix", "validate"]) == 0
+    assert "jetson 11 (+2 index wheel sets)" in capsys.readouterr().out

@@ -441,7 +441,8 @@ def _cmd_matrix_validate(args: argparse.Namespace) -> int:
     if _opt(args, "json"):
         _print_json(envelope("matrix", {"valid": True, **summary}))
     else:
-        counts = ", ".join(f"{k} {v['rows']}" for k, v in summary["tables"].items())
+        counts = ", ".join(f"{k} {v['rows']}" + (f" (+{v['index_wheels']} index wheel sets)" if v.get("index_wheels")
+                                                   else "") for k, v in summary["tables"].items())
         print(f"matrix OK: {m.path} (revision {m.revision}): {counts}")
     return EXIT_OK
 

@@ -114,6 +114,10 @@ def matrix_table_view(m: Matrix, table: str) -> list[dict[str, Any]]:
         return [{"jetpack": str(j.version), "l4t": [str(x) for x in j.l4t], "cuda": str(j.cuda),
                  "modules": list(j.modules), "sbsa_modules": list(j.sbsa_modules), "python": str(j.python),
                  "torch": [{"version": t.version, "python": str(t.python), **_prov(t.provenance)} for t in j.torch],
+                 "index_wheels": [{"path": w.path, "vllm": str(w.vllm), "torch": str(w.torch),
+                                   "companions": {k: str(v) for k, v in w.companions.items()},
+                                   "modules": list(w.modules), "seen": w.seen, **_prov(w.provenance)}
+                                  for w in m.jetson_wheels if j.version in w.jetpacks],
                  **_prov(j.provenance)} for j in m.jetpacks]
     raise ValueError(table)
 
@@ -134,7 +138,8 @@ def matrix_summary_view(m: Matrix) -> dict[str, Any]:
         "vllm": {"rows": len(m.vllm), "wheels": len(vllm_wheels),
                  "verified": _verified(r.provenance for r in m.vllm)},
         "issues": {"rows": len(m.known_issues), "verified": _verified(k.provenance for k in m.known_issues)},
-        "jetson": {"rows": len(m.jetpacks), "verified": _verified(j.provenance for j in m.jetpacks)},
+        "jetson": {"rows": len(m.jetpacks), "index_wheels": len(m.jetson_wheels),
+                   "verified": _verified(j.provenance for j in m.jetpacks)},
     }}
 
 
