@@ -567,3 +567,45 @@ def test_matrix_show_jetson_lists_the_index_wheels_per_jetpack(capsys: pytest.Ca
     assert rows["6.0"]["index_wheels"] == [] and rows["5.1.2"]["index_wheels"] == []
     assert main(["matrix", "validate"]) == 0
     assert "jetson 11 (+2 index wheel sets)" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- pasted text from a Jetson
+
+
+@pytest.mark.parametrize(("text", "l4t"), [
+    # /etc/nv_tegra_release (vanttec/vanttec_documentation, see probes/jetson/README.md)
+    ("# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64, DATE: Wed Jan  8 01:49:37 UTC "
+     "2025", "36.4.3"),
+    # jtop (dusty-nv/jetson-inference#1872), jetson_release (vllm-project/vllm#5640), a Jetson Nano's report
+    # (Lmy0217/PyTorch-aarch64#3), an issue's environment list (pinokiocomputer/pinokio#1027)
+    ("L4T: 36.3.0 Jetpack: 6.0", "36.3.0"),
+    ("Model: NVIDIA Jetson AGX Orin Developer Kit - Jetpack 6.0 [L4T 36.3.0]", "36.3.0"),
+    ("I successfully install the torch on my jetson nano(Jetpack 4.4 [L4T 32.4.3]),but cuda.is_available() returns "
+     "false", "32.4.3"),
+    ("* **L4T Release:** R35.4.1 (Check via `cat /etc/nv_tegra_release`)", "35.4.1"),
+    # apt list --installed (insight-platform/Savant#898), dpkg -l
+    ("nvidia-l4t-core/stable,now 36.3.0-20240719161631 arm64 [installed]", "36.3.0"),
+    ("ii  nvidia-l4t-core                            36.4.3-20250107174145                       arm64        NVIDIA "
+     "Core Package", "36.4.3"),
+])
+def test_pasted_l4t_releases_are_read(text: str, l4t: str) -> None:
+    from vresolve.doctor.evidence import read_evidence
+
+    assert [s.value for s in read_evidence(text).l4t] == [l4t]
+
+
+def test_pasted_generic_torch_on_a_jetson_is_named_and_the_fixed_one_is_healthy(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Two notes from one Orin Nano Super (L4T 36.4.7): PyPI's aarch64 torch 2.11.0+cu130, which does not see the GPU,
+    then a torch for the JetPack's CUDA 12.6, which does."""
+    pastes = TREES / "pastes"
+    rc = main(["doctor", "--no-env", "--log", str(pastes / "orin-nano-jp621-torch-cu130.txt"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1 and [f["cause"] for f in out["findings"]] == ["cuda-variant-mismatch"]
+    f = out["findings"][0]
+    assert f["title"] == "torch 2.11.0+cu130 is built for CUDA 13.0, not for this Jetson's CUDA 12.6"
+    assert "L4T 36.4.7 from pasted line 9: JetPack 6.2.1, CUDA 12.6" in f["evidence"]
+    assert "--jetson-index" in f["fix"]
+    rc = main(["doctor", "--no-env", "--log", str(pastes / "orin-nano-jp621-torch-2.10.0.txt")])
+    text = capsys.readouterr().out
+    assert rc == 0 and "Jetson Linux (L4T) 36.4.7, from pasted line 10" in text and "no problems found" in text

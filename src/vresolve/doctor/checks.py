@@ -11,6 +11,7 @@ from packaging.version import Version
 
 from ..host import EnvReport, Host, HostGpu, TorchRuntime, describe_gpus
 from ..matrix import Matrix
+from ..matrix.model import JetPack
 from ..values import Capability, core_extension, public_version
 from .facts import (
     REINSTALL_CAUSES,
@@ -185,8 +186,8 @@ def _torch(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostG
     Facts in ``unknown`` were not observed (pasted text): the checks that need them do not run."""
     if "torch.cuda" in unknown:
         return  # which CUDA torch is built with was not seen: nothing here can be judged
-    if gpus and _generic_torch_on_jetson(host, matrix, torch, emit):
-        return
+    if host.platform.l4t is not None and _generic_torch_on_jetson(host, matrix, torch, emit):
+        return  # (a Jetson has its GPU, whether or not a paste lists it)
     if gpus and torch.cuda is None:
         _cpu_torch(matrix, torch, gpus, emit)
     elif not gpus or "torch.available" in unknown:
@@ -240,22 +241,17 @@ def _generic_torch_on_jetson(host: Host, matrix: Matrix, torch: TorchRuntime, em
     """A Jetson on L4T's own CUDA (Orin, Xavier) whose torch is not built for that CUDA: a CPU build, or a generic
     aarch64 (server ARM) build of another CUDA, from PyPI or the PyTorch index. Said once, with the Jetson's way
     (the Jetson index's wheels for its JetPack); True when said."""
-    from ..resolve import NoCompatibleStack, Request
-    from ..resolve.jetson import index_wheels, jetson_of
+    from ..resolve import Request
+    from ..resolve.jetson import index_wheels
 
-    if host.platform.l4t is None:
+    here = _jetson_here(host, matrix)
+    if here is None:
         return False
-    try:
-        j = jetson_of(host, matrix)
-    except NoCompatibleStack:
-        return False
-    jp = j.jetpack if j is not None else None
-    if j is None or jp is None or j.module.name in jp.sbsa_modules:
-        return False
+    module, jp, how = here
     built = Version(torch.cuda) if torch.cuda and re.fullmatch(r"\d+\.\d+", torch.cuda) else None
     if built is not None and (built.major, built.minor) == (jp.cuda.major, jp.cuda.minor):
         return False
-    sets = index_wheels(matrix, j.module.name, jp, Request())
+    sets = index_wheels(matrix, module, jp, Request())
     way = (f"Install the wheels built for JetPack {jp.version}: vresolve plan --gpu auto --jetson-index URL (the "
            "Jetson AI Lab index" + (f"; its {sets[0].path} path has vLLM {sets[0].vllm} with torch {sets[0].torch}"
                                     if sets else "") + "), into a fresh environment; or vresolve plan --gpu auto for "
@@ -263,12 +259,37 @@ def _generic_torch_on_jetson(host: Host, matrix: Matrix, torch: TorchRuntime, em
     what = "a CPU build" if built is None else f"built for CUDA {built}"
     emit("cpu-only-build" if built is None else "cuda-variant-mismatch", "error",
          f"torch {torch.version} is {what}, not for this Jetson's CUDA {jp.cuda}",
-         f"{j.module.name} under JetPack {jp.version} runs L4T's own CUDA {jp.cuda}. The aarch64 torch of PyPI and the "
+         f"{module} under JetPack {jp.version} runs L4T's own CUDA {jp.cuda}. The aarch64 torch of PyPI and the "
          "PyTorch index is built for server ARM (SBSA) CUDA or for the CPU: on a Jetson it does not see the GPU, or "
          "fails at its first kernel. Only torch built for the JetPack (NVIDIA's, or the Jetson index's) runs here.",
-         way, (f"torch {torch.version}, torch.version.cuda = {torch.cuda}",
-               f"{j.how or 'L4T ' + str(host.platform.l4t)}: JetPack {jp.version}, CUDA {jp.cuda}"))
+         way, (f"torch {torch.version}, torch.version.cuda = {torch.cuda}", f"{how}: JetPack {jp.version}, CUDA {jp.cuda}"))
     return True
+
+
+def _jetson_here(host: Host, matrix: Matrix) -> tuple[str, JetPack, str] | None:
+    """(the module, its JetPack, how the L4T release was known) of a Jetson on L4T's own CUDA; None elsewhere (no L4T
+    release, one the matrix does not know, a Thor on the unified ARM build). The module is the GPU's or the board's,
+    else the only one the JetPack supports (JetPack 6: Orin), as a paste may name neither."""
+    from ..resolve import NoCompatibleStack
+    from ..resolve.jetson import jetson_of
+
+    l4t = host.platform.l4t
+    if l4t is None:
+        return None
+    try:
+        j = jetson_of(host, matrix)
+    except NoCompatibleStack:
+        j = None
+    if j is not None:
+        jp, module = j.jetpack, j.module.name
+    else:
+        jp = next((x for x in matrix.jetpacks if l4t in x.l4t), None) or next(
+            (x for x in reversed(matrix.jetpacks) if any(v.release[:2] == l4t.release[:2] for v in x.l4t)), None)
+        only = [m for m in jp.modules if m not in jp.sbsa_modules] if jp is not None else []
+        module = only[0] if len(only) == 1 else ""
+    if jp is None or not module or module in jp.sbsa_modules:
+        return None
+    return module, jp, f"L4T {l4t}" + (f" from {host.platform.l4t_source}" if host.platform.l4t_source else "")
 
 
 def _cpu_torch(matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostGpu], emit: Callable[..., None]) -> None:

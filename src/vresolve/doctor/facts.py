@@ -102,14 +102,7 @@ def observations(host: Host, env: EnvReport | None, unknown: frozenset[str] = fr
     facts a pasted text does not show (``driver``, ``gpus``, ``torch.cuda``, ``torch.available``): said so, not
     shown as their defaults."""
     gpus = [g for g in host.gpus if g.compute_capability is not None]
-    listed = ", ".join(f"{g.name} ({g.compute_capability})" for g in gpus)
-    if host.driver.version is not None:
-        out = [f"NVIDIA driver {host.driver.version} (CUDA {host.driver.cuda or '?'}), "
-               + (listed or ("GPUs not shown" if "gpus" in unknown else "no GPU"))]
-    elif "driver" in unknown:
-        out = ["NVIDIA driver not shown" + (f"; {listed}" if listed else "; GPUs not shown" if "gpus" in unknown else "")]
-    else:
-        out = ["no NVIDIA driver or GPU"]
+    out = _machine_seen(host, gpus, unknown)
     if env is None:
         return out
     if env.error:
@@ -129,6 +122,22 @@ def observations(host: Host, env: EnvReport | None, unknown: frozenset[str] = fr
     v = env.module("vllm")
     if v is not None and v.origin:
         out += _kernels_seen(env)
+    return out
+
+
+def _machine_seen(host: Host, gpus: Sequence[HostGpu], unknown: frozenset[str]) -> list[str]:
+    """The driver and GPUs, and a Jetson's L4T release (its CUDA is its JetPack's: compat_matrix/jetson.yaml)."""
+    listed = ", ".join(f"{g.name} ({g.compute_capability})" for g in gpus)
+    if host.driver.version is not None:
+        out = [f"NVIDIA driver {host.driver.version} (CUDA {host.driver.cuda or '?'}), "
+               + (listed or ("GPUs not shown" if "gpus" in unknown else "no GPU"))]
+    elif "driver" in unknown:
+        out = ["NVIDIA driver not shown" + (f"; {listed}" if listed else "; GPUs not shown" if "gpus" in unknown else "")]
+    else:
+        out = ["no NVIDIA driver or GPU"]
+    if host.platform.l4t is not None:
+        out.append(f"Jetson Linux (L4T) {host.platform.l4t}" + (f", from {host.platform.l4t_source}"
+                                                               if host.platform.l4t_source else ""))
     return out
 
 

@@ -84,9 +84,10 @@ def _platform(e: Evidence, unknown: set[str]) -> PlatformInfo:
     if machine is None:
         unknown.add("platform.machine")
     container, jetson = e.value("container"), e.value("jetson")
+    l4t = e.best("l4t")
     return PlatformInfo(os=system.value if system else "linux", machine=machine.value if machine else "x86_64",
                         glibc=_version(e.best("glibc")), wsl=bool(e.value("wsl")), container=container,
-                        jetson=jetson)
+                        jetson=jetson, l4t=_version(l4t), l4t_source=f"pasted line {l4t.line}" if l4t else None)
 
 
 def _installed(e: Evidence, torch_cuda: Seen[str | None] | None) -> tuple[InstalledDist, ...]:

@@ -2,8 +2,9 @@
 and of ``_C.cpython-310-x86_64-linux-gnu.so``, the platform of ``/lib/aarch64-linux-gnu``, ``C:\\Users``
 (Windows) and ``/mnt/c/`` (WSL), environment variables set (``CUDA_VISIBLE_DEVICES=1``,
 ``os.environ["CUDA_VISIBLE_DEVICES"] = "0"``, compose's ``NVIDIA_VISIBLE_DEVICES: all``), containers
-(``nvcr.io/nvidia/pytorch:24.08-py3``, a shell prompt ``root@f6ca99dec4b4:``), and the directory vLLM's Python
-files were loaded from (``File "/src/vllm/vllm/engine/llm.py"`` -> ``/src/vllm``).
+(``nvcr.io/nvidia/pytorch:24.08-py3``, a shell prompt ``root@f6ca99dec4b4:``), the directory vLLM's Python
+files were loaded from (``File "/src/vllm/vllm/engine/llm.py"`` -> ``/src/vllm``), and a Jetson's L4T release
+(``/etc/nv_tegra_release``, jtop's ``L4T: 36.3.0``, the nvidia-l4t-core package).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from .collect import Collector
 from .collect_env import read_platform_string
 from .lines import Line
-from .model import DOWNLOAD, MESSAGE, PROSE, Dist
+from .model import DOWNLOAD, MESSAGE, PROSE, REPORT, Dist
 
 __all__ = ["EnvironmentReader", "ENV_VARS"]
 
@@ -84,6 +85,22 @@ def _image(m: re.Match[str], line: Line, out: Collector) -> None:
         out.add_dist(Dist(name="vllm", version=tag[1]), line, PROSE, "image tag")
 
 
+def _tegra_release(m: re.Match[str], line: Line, out: Collector) -> None:
+    """/etc/nv_tegra_release's first line: ``# R36 (release), REVISION: 4.3, GCID: ...`` is L4T 36.4.3."""
+    out.add("l4t", f"{m['major']}.{m['rev']}", line, REPORT, "nv_tegra_release", m.span())
+
+
+def _l4t_named(m: re.Match[str], line: Line, out: Collector) -> None:
+    """``L4T: 36.3.0`` (jtop), ``[L4T 36.3.0]`` (jetson_release), ``L4T Release: R35.4.1``, ``L4T R36.4.3``."""
+    out.add("l4t", m["v"], line, MESSAGE, "l4t", m.span())
+
+
+def _l4t_package(m: re.Match[str], line: Line, out: Collector) -> None:
+    """The nvidia-l4t-core package's version: ``nvidia-l4t-core/stable,now 36.3.0-20240719161631`` (apt list),
+    ``ii  nvidia-l4t-core  36.4.3-20250107174145`` (dpkg -l)."""
+    out.add("l4t", m["v"], line, REPORT, "nvidia-l4t-core", m.span())
+
+
 def _prompt(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add("container", "docker", line, MESSAGE, "prompt", m.span())
 
@@ -103,6 +120,12 @@ RULES: tuple[tuple[tuple[str, ...], re.Pattern[str], Handler], ...] = (
     (("nvcr.io", "docker.io", "ghcr.io", "quay.io", "vllm-openai", "nvidia/cuda", "pytorch/pytorch", "rocm/",
       "sglang"), _IMAGE_RE, _image),
     (("root@",), re.compile(r"\broot@[0-9a-f]{12}:"), _prompt),
+    # a Jetson's L4T release
+    (("(release), REVISION",), re.compile(r"#\s*R(?P<major>\d{2})\s*\(release\),\s*REVISION:\s*(?P<rev>\d{1,2}\.\d{1,2})\b"),
+     _tegra_release),
+    (("L4T",), re.compile(r"\bL4T(?: [Rr]elease)?[:*\s]{0,6}R?(?P<v>\d{2}\.\d{1,2}(?:\.\d{1,2})?)(?![\d.])"), _l4t_named),
+    (("nvidia-l4t-core",), re.compile(r"\bnvidia-l4t-core(?:/[\w.-]+,now|:arm64)?\s+(?P<v>\d{2}\.\d{1,2}\.\d{1,2})-\d"),
+     _l4t_package),
     # where vLLM's Python files were loaded from: a traceback's frame, a warning's location
     (("/vllm/", "\\vllm\\"), re.compile(r"(?:File \"|^\s*)(?P<root>[^\s\"]*)[/\\]vllm[/\\][\w.-]+(?:[/\\][\w.-]+)*\.py(?:\"|:\d)"),
      _vllm_path),

@@ -183,6 +183,7 @@ class Evidence:
     wsl: tuple[Seen[bool], ...] = ()
     container: tuple[Seen[str], ...] = ()  # an image ("nvcr.io/nvidia/pytorch:24.08-py3") or "docker"
     jetson: tuple[Seen[str], ...] = ()
+    l4t: tuple[Seen[str], ...] = ()  # a Jetson's Jetson Linux release: "36.4.3" (nv_tegra_release, jtop, dpkg)
     accelerator: tuple[Seen[str], ...] = ()  # not CUDA: "ROCm", "XPU", "TPU"
     glibc: tuple[Seen[str], ...] = ()  # the machine's glibc
     glibc_required: tuple[Seen[str], ...] = ()  # "GLIBC_2.32' not found"

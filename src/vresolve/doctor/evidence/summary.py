@@ -110,7 +110,7 @@ def summary(evidence: Evidence) -> dict[str, Any]:
     if torch_cuda is not None:
         out["torch_cuda"] = torch_cuda.value
     for name in ("driver", "cuda_driver", "nvidia_smi", "nvml_library", "cuda_available", "cuda_runtime", "cuda",
-                 "cudnn", "rocm", "torch_arch_list", "python", "os", "wsl", "container", "jetson", "accelerator",
+                 "cudnn", "rocm", "torch_arch_list", "python", "os", "wsl", "container", "jetson", "l4t", "accelerator",
                  "glibc", "glibc_required", "build_env_torch_cuda", "vllm_cuda_archs"):
         value = _best(evidence, name)
         if value is not None:
