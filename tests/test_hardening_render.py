@@ -259,3 +259,21 @@ def test_caches_do_not_grow_without_end(tmp_path: Path) -> None:
     assert len(matrices) == 4 and "matrix-old11.pickle" in matrices and "matrix-old00.pickle" not in matrices
     assert len(list(cache.glob("plan-*.out"))) == 13  # under the limit: all kept
     assert (cache / "keep-me.txt").exists()
+
+
+def test_a_jetsons_recipe_keeps_user_values_literal(tmp_path: Path) -> None:
+    """A Jetson's wheel plan (the Jetson index's path): ``--venv`` stays one literal word; only vresolve's own
+    ``$CUDA_HOME`` and ``$PATH`` expand; the index, validated at the flag, is one word too."""
+    venv = f'x"{PAYLOAD}"$CUDA_HOME'
+    r = _run(tmp_path, "plan", "--gpu", "Jetson AGX Orin", "--platform", "linux-aarch64", "--python", "3.10",
+             "--jetpack", "6.2", "--jetson-index", "https://jetson.example/a+b/", "--venv", venv, "--json")
+    assert r.returncode == 0, r.stderr.decode()
+    doc = json.loads(r.stdout)
+    script = doc["script"]
+    assert subprocess.run(["bash", "-n"], input=script.encode()).returncode == 0
+    words = _code_words(script)
+    assert venv in words and f"{venv}/bin/python" in words and "touch" not in words
+    assert "https://jetson.example/a+b/jp6/cu126" in words
+    assert 'export PATH="$CUDA_HOME"/bin:"$PATH"' in script and 'export CPATH="$CUDA_HOME"/include' in script
+    for step in doc["steps"]:
+        assert shlex.split(step["shell"]) == step["argv"]
