@@ -148,8 +148,8 @@ def test_orin_jp62_detected_gets_nvidia_torch_and_a_source_build(matrix: Matrix)
     e = info.value
     assert "jetson" in e.cause_kinds and not ({"gpu", "platform"} & e.cause_kinds)  # no generic source build
     assert any("L4T 36.4.3 from /etc/nv_tegra_release" in c for c in e.causes)
-    assert any("'torch==2.5.0' --index-url https://jetson.example/jp6/cu126" in h for h in e.hints)
-    assert any("vLLM 0.7.3" in h and "--keep-torch" in h and "TORCH_CUDA_ARCH_LIST=8.7" in h for h in e.hints)
+    assert any("'torch==2.10.0' --index-url https://jetson.example/jp6/cu126" in h for h in e.hints)
+    assert any("vLLM 0.19.1" in h and "--keep-torch" in h and "TORCH_CUDA_ARCH_LIST=8.7" in h for h in e.hints)
 
 
 def test_orin_without_nvml_is_named_by_its_board(matrix: Matrix) -> None:
@@ -227,6 +227,7 @@ def test_cli_orin_named_with_jetpack(capsys: pytest.CaptureFixture[str]) -> None
                "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 1 and out["error"]["code"] == "no-compatible-stack"  # no wheel set is 0.7.3: the build way
+    # the JetPack's torch that vLLM 0.7.3 builds against is NVIDIA's 2.5.0 (it pins 2.5.1), not the newest
     assert any(h.endswith("'torch==2.5.0' --index-url https://jetson.example/jp6/cu126") for h in out["error"]["hints"])
 
 
@@ -321,7 +322,7 @@ def test_an_index_path_of_another_jetpack_is_refused(matrix: Matrix) -> None:
     host = _jetson(matrix, "orin-r36.4.3", "Orin (nvgpu)")
     with pytest.raises(NoCompatibleStack) as info:
         jetson_wheel_choice(host, matrix, Request(jetson_index="https://jetson.example/jp5/cu114"))
-    assert "names the Jetson index's jp5/cu114 path; JetPack 6.2's wheels are on jp6/cu126" in info.value.headline
+    assert "names the Jetson index's jp5/cu114 path; this JetPack's wheels are on jp6/cu126" in info.value.headline
 
 
 def test_without_an_index_the_wheels_are_named_and_the_index_asked_for(matrix: Matrix) -> None:
@@ -334,7 +335,7 @@ def test_without_an_index_the_wheels_are_named_and_the_index_asked_for(matrix: M
     assert e.headline.endswith("name it with --jetson-index")
     assert any("jp6/cu126 path has vLLM 0.14.0+cu126 with torch 2.9.1 for JetPack 6.2" in c for c in e.causes)
     assert e.hints[0].startswith("vresolve plan --gpu auto --jetson-index URL")
-    assert any("build vLLM 0.7.3" in h for h in e.hints)  # the build way is still said
+    assert any("build vLLM 0.19.1" in h for h in e.hints)  # the build way is still said
     assert not any("upgrade JetPack" in h for h in e.hints)  # 6.2.1 has the same wheels: no upgrade is offered
 
 
@@ -348,7 +349,7 @@ def test_a_vllm_no_set_has_falls_back_to_the_build_way_and_names_the_sets(matrix
         resolve(host, matrix, request)
     assert any("has vLLM 0.14.0+cu126, 0.10.2+cu126 for JetPack 6.2: not what --vllm/--torch ask for" in c
                for c in info.value.causes)
-    assert "or ask for the one it has: --vllm ==0.14.0" in info.value.hints
+    assert "ask for the vLLM it has: --vllm ==0.14.0 (with --jetson-index URL)" in info.value.hints
 
 
 def test_jetpack_60_has_no_cu126_wheels_and_is_told_to_upgrade(matrix: Matrix) -> None:
@@ -495,6 +496,9 @@ def test_matrix_refuses_wrong_index_wheel_rows(tmp_path: Path) -> None:
         {**good, "sha256": ["xyz"], "constraints": ["numpy<2; python_version<'3.9'"], "system_libs": ["cudss.dll"]},
         {**good, "vllm": "0.14.1+cu126", "archs": ["9.0"]},
     ]
+    jp62 = next(j for j in doc["jetpacks"] if j["jetpack"] == "6.2")
+    jp62["index_path"] = "jp5/cu126"
+    next(j for j in doc["jetpacks"] if j["jetpack"] == "6.0")["index_path"] = "jp6/../x"
     (root / "jetson.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     with pytest.raises(MatrixError) as info:
         load_matrix(root, cache=False)
@@ -503,7 +507,8 @@ def test_matrix_refuses_wrong_index_wheel_rows(tmp_path: Path) -> None:
                  "JetPack 6.0 puts CUDA 12.2 on the board, not the path's 12.6", "JetPack 9.9 is not a row of jetpacks",
                  "JetPack 7.0 does not run 'NVIDIA Thor' on L4T's own CUDA", "invalid sha256 digest 'xyz'",
                  "invalid requirement", "invalid shared library name 'cudss.dll'",
-                 "'Orin' (sm_87) is not in the builds' archs"):
+                 "'Orin' (sm_87) is not in the builds' archs", "'jp5/cu126' is not jp6/cu126, the path of its JetPack",
+                 "JetPack 6.2's index path is jp5/cu126, not jp6/cu126", "invalid index path 'jp6/../x'"):
         assert want in text, text
 
 

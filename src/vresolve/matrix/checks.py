@@ -16,7 +16,18 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import MatrixProblem
 from ..values import Capability, exact_pin
-from .model import CAUSE_CODES, CudaToolkit, Matrix, TorchRelease, TorchVariant, VllmRelease, Wheel, gpu_key
+from .model import (
+    CAUSE_CODES,
+    CudaToolkit,
+    JetPack,
+    JetsonWheels,
+    Matrix,
+    TorchRelease,
+    TorchVariant,
+    VllmRelease,
+    Wheel,
+    gpu_key,
+)
 
 Report = Callable[[str, str, str, str], None]  # (file, row, field, message)
 Docs = Mapping[str, dict[str, Any] | None]
@@ -259,6 +270,10 @@ def _check_jetson(m: Matrix, p: Report, need_cuda: Callable[[str, str, str, Vers
         for k, name in enumerate(j.modules):
             if segment.get(name) != "jetson":
                 p("jetson.yaml", row, f"modules[{k}]", f"{name!r} is not a GPU of gpus.yaml's jetson segment")
+        if j.index_path is not None and j.index_path != f"jp{j.version.major}/cu{j.cuda.major}{j.cuda.minor}" \
+                and not j.index_path.startswith("sbsa/"):
+            p("jetson.yaml", row, "index_path", f"{j.index_path!r} is not jp{j.version.major}/cu{j.cuda.major}"
+                                                f"{j.cuda.minor}, the path of its JetPack major and CUDA")
     _check_jetson_wheels(m, p)
 
 
@@ -275,14 +290,21 @@ def _check_jetson_wheels(m: Matrix, p: Report) -> None:
                 p("jetson.yaml", row, f"modules[{k}]", f"{name!r} (sm_{cc.major}{cc.minor}) is not in the builds' archs")
         for k, v in enumerate(w.jetpacks):
             j = jetpacks.get(v)
-            fld = f"jetpacks[{k}]"
             if j is None:
-                p("jetson.yaml", row, fld, f"JetPack {v} is not a row of jetpacks")
-                continue
-            if (j.cuda.major, j.cuda.minor) != (w.cuda.major, w.cuda.minor):
-                p("jetson.yaml", row, fld, f"JetPack {v} puts CUDA {j.cuda} on the board, not the path's {w.cuda}")
-            if j.python != w.python:
-                p("jetson.yaml", row, fld, f"JetPack {v}'s Python is {j.python}, not the wheels' {w.python}")
-            for name in w.modules:
-                if name not in j.modules or name in j.sbsa_modules:
-                    p("jetson.yaml", row, fld, f"JetPack {v} does not run {name!r} on L4T's own CUDA")
+                p("jetson.yaml", row, f"jetpacks[{k}]", f"JetPack {v} is not a row of jetpacks")
+            else:
+                for problem in _wheels_against_jetpack(w, j):
+                    p("jetson.yaml", row, f"jetpacks[{k}]", problem)
+
+
+def _wheels_against_jetpack(w: JetsonWheels, j: JetPack) -> list[str]:
+    out = []
+    if (j.cuda.major, j.cuda.minor) != (w.cuda.major, w.cuda.minor):
+        out.append(f"JetPack {j.version} puts CUDA {j.cuda} on the board, not the path's {w.cuda}")
+    if j.python != w.python:
+        out.append(f"JetPack {j.version}'s Python is {j.python}, not the wheels' {w.python}")
+    if j.index_path is not None and j.index_path != w.path:
+        out.append(f"JetPack {j.version}'s index path is {j.index_path}, not {w.path}")
+    out += [f"JetPack {j.version} does not run {name!r} on L4T's own CUDA" for name in w.modules
+            if name not in j.modules or name in j.sbsa_modules]
+    return out

@@ -161,6 +161,7 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
             "jetpack": str(j.version), "l4t": [str(x) for x in j.l4t], "cuda": str(j.cuda), "modules": list(j.modules),
             "sbsa_modules": list(j.sbsa_modules), "python": str(j.python),
             "torch": [{"version": t.version, "python": str(t.python), **_prov(t.provenance)} for t in j.torch],
+            **({"index_path": j.index_path} if j.index_path else {}),
             **_prov(j.provenance)} for j in m.jetpacks],
             **({"index_wheels": [{
                 "path": w.path, "jetpacks": [str(v) for v in w.jetpacks], "modules": list(w.modules),

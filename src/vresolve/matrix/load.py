@@ -1020,7 +1020,7 @@ def _read_set_companions(d: dict[str, Any], row: str, r: _Rows) -> Mapping[str, 
 def _read_jetpacks(doc: dict[str, Any], r: _Rows) -> tuple[JetPack, ...]:
     out = []
     for row, d in r.rows(doc, "jetpacks", "jetpack"):
-        r.known(d, row, ("jetpack", "l4t", "cuda", "modules", "sbsa_modules", "python", "torch", *_PROV))
+        r.known(d, row, ("jetpack", "l4t", "cuda", "modules", "sbsa_modules", "python", "torch", "index_path", *_PROV))
         version = r.version(d, "jetpack", row)
         if version is not None:
             r.once(("jetpack", version), "JetPack", row, "jetpack")
@@ -1032,6 +1032,9 @@ def _read_jetpacks(doc: dict[str, Any], r: _Rows) -> tuple[JetPack, ...]:
         sbsa = r.strings(d, "sbsa_modules", row, required=False)
         python = r.version(d, "python", row)
         torch = _read_jetson_torch(d, row, r)
+        index_path = r.get(d, "index_path", row, str, required=False)
+        if index_path is not None and not _JETSON_PATH.fullmatch(index_path):
+            r.problem(row, "index_path", f"invalid index path {shown(index_path)} (expected jpN/cuXYZ or sbsa/cuXYZ)")
         prov = r.provenance(d, row)
         if (version is not None and l4t and cuda is not None and modules is not None and sbsa is not None
                 and python is not None and torch is not None and prov is not None):
@@ -1039,7 +1042,7 @@ def _read_jetpacks(doc: dict[str, Any], r: _Rows) -> tuple[JetPack, ...]:
                 if name not in modules:
                     r.problem(row, f"sbsa_modules[{i}]", f"{shown(name)} is not one of this JetPack's modules")
             out.append(JetPack(version=version, l4t=l4t, cuda=cuda, modules=modules, sbsa_modules=sbsa,
-                               python=python, torch=torch, provenance=prov))
+                               python=python, torch=torch, provenance=prov, index_path=index_path))
     return tuple(sorted(out, key=lambda j: j.version))
 
 

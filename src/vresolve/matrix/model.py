@@ -321,6 +321,7 @@ class JetPack:
     python: Version  # the OS's python3
     torch: tuple[JetsonTorch, ...]
     provenance: Provenance
+    index_path: str | None = None  # its path on the Jetson AI Lab index ("jp6/cu126"); None: none (Thor's JetPacks)
 
 
 @dataclass(frozen=True, kw_only=True)

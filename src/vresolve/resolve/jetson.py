@@ -203,15 +203,20 @@ def _way(matrix: Matrix, jp: JetPack, cc: Capability, request: Request) -> _Way 
     return None
 
 
-def _install_torch_hint(jp: JetPack, index: str | None) -> str | None:
+def _install_torch_hint(jp: JetPack, index: str | None, version: str) -> str:
+    """Install the JetPack's torch ``version`` (the one the vLLM to build pins, by major.minor)."""
+    url = _path_url(index, jp.index_path) if index and jp.index_path else index
+    where = f"--index-url {url}" if url else "--index-url <the Jetson index>"
+    tail = "" if url else (" (the Jetson AI Lab index" + (f", its {jp.index_path} path" if jp.index_path else "")
+                           + ": give it with --jetson-index URL to have it written here)")
+    return f"install JetPack {jp.version}'s torch: python{jp.python} -m pip install 'torch=={version}' {where}{tail}"
+
+
+def _torch_cause(jp: JetPack) -> str:
     if not jp.torch:
-        return None
-    newest = sorted(jp.torch, key=lambda t: Version(t.version))[-1]
-    where = f"--index-url {index}" if index else "--index-url <the Jetson index>"
-    tail = "" if index else (" (the index NVIDIA's 'PyTorch for Jetson' page names: give it with --jetson-index URL "
-                             "to have it written here)")
-    return (f"install NVIDIA's torch for JetPack {jp.version}: python{jp.python} -m pip install "
-            f"'torch=={newest.version}' {where}{tail}")
+        return f"no JetPack-specific torch is known for JetPack {jp.version}"
+    return (f"torch built for JetPack {jp.version} (Python {jp.python}): {', '.join(t.version for t in jp.torch)}"
+            f"{_unverified(jp)}")
 
 
 def _refuse(matrix: Matrix, request: Request, j: Jetson, index: str | None, host_driver: object = None,
@@ -242,17 +247,14 @@ def _refuse(matrix: Matrix, request: Request, j: Jetson, index: str | None, host
     for jp in current:
         if wheels:
             _wheel_way(matrix, request, j, jp, causes, hints)
-        causes.append(Cause("jetson", f"NVIDIA lists torch {', '.join(t.version for t in jp.torch)} for JetPack "
-                                      f"{jp.version} (Python {jp.python}){_unverified(jp)}" if jp.torch else
-                                      f"NVIDIA lists no JetPack-specific torch for JetPack {jp.version}"))
+        causes.append(Cause("jetson", _torch_cause(jp)))
         way = _way(matrix, jp, j.cc, request)
         if way is None:
             causes.append(Cause("jetson", f"no vLLM release in the matrix pins a torch published for JetPack "
                                           f"{jp.version} and builds for {sm} with its nvcc {jp.cuda}"))
             continue
-        hint = _install_torch_hint(jp, index)
-        if hint:
-            hints.append(hint if j.jetpack is not None else f"on JetPack {jp.version}: {hint}")
+        hint = _install_torch_hint(jp, index, way.torch)
+        hints.append(hint if j.jetpack is not None else f"on JetPack {jp.version}: {hint}")
         hints.append(f"then build vLLM {way.vllm.version} (it pins torch {_pin(way.vllm)}; use_existing_torch.py drops "
                      f"the pin) from source against that "
                      f"torch on the board: vresolve plan --gpu auto --keep-torch --vllm =={way.vllm.version} (L4T's "
@@ -284,7 +286,7 @@ def _wheel_way(matrix: Matrix, request: Request, j: Jetson, jp: JetPack, causes:
         have = ", ".join(str(w.vllm) for w in any_)
         causes.append(Cause("jetson", f"the Jetson index's {any_[0].path} path has vLLM {have} for JetPack "
                                       f"{jp.version}: not what --vllm/--torch ask for"))
-        hints.append(f"or ask for the one it has: --vllm =={any_[0].vllm.public}")
+        hints.append(f"ask for the vLLM it has: --vllm =={any_[0].vllm.public} (with --jetson-index URL)")
 
 
 def _upgrade_hints(matrix: Matrix, request: Request, j: Jetson, newer: Sequence[JetPack]) -> list[str]:
@@ -303,11 +305,14 @@ def _upgrade_hints(matrix: Matrix, request: Request, j: Jetson, newer: Sequence[
                        "runs the generic aarch64 wheels that cover it")
             break
         way = _way(matrix, jp, j.cc, request)
-        if way is not None:
+        here = _way(matrix, j.jetpack, j.cc, request) if j.jetpack is not None else None
+        if way is not None and (here is None or (here.vllm, here.torch) != (way.vllm, way.torch)):
             out.append(f"upgrade JetPack to {jp.version}{_unverified(jp)} (L4T "
-                       f"{', '.join(map(str, jp.l4t))}) to build vLLM {way.vllm.version} against NVIDIA's torch "
+                       f"{', '.join(map(str, jp.l4t))}) to build vLLM {way.vllm.version} against its torch "
                        f"{way.torch} there")
             break
+        if way is not None:
+            break  # the JetPack it runs has the same way: an upgrade gives nothing more
     return out
 
 
@@ -338,17 +343,16 @@ def index_wheels(matrix: Matrix, module: str, jp: JetPack, request: Request) -> 
 _PATH_AT_END = re.compile(r"/((?:jp\d{1,2}|sbsa)/cu\d{3,4})(?:/\+simple|/simple)?/?$")
 
 
-def _index_url(index: str, w: JetsonWheels, j: Jetson, jp: JetPack) -> str:
-    """The URL of the wheels' path: the index given is its root, or already names that path (else refused)."""
+def _path_url(index: str, path: str) -> str:
+    """The URL of an index path: the index given is its root, or already names that path (else NoCompatibleStack)."""
     m = _PATH_AT_END.search(index)
     if m is None:
-        return f"{index.rstrip('/')}/{w.path}"
-    if m.group(1) != w.path:
+        return f"{index.rstrip('/')}/{path}"
+    if m.group(1) != path:
         raise NoCompatibleStack(
-            f"--jetson-index names the Jetson index's {m.group(1)} path; JetPack {jp.version}'s wheels are on {w.path}",
-            causes=[Cause("jetson", f"{j.module.name} under JetPack {jp.version} (CUDA {jp.cuda}, Python {jp.python}) "
-                                    f"runs the wheels of the {w.path} path only")],
-            hints=[f"give the index's root, or its {w.path} path, with --jetson-index"])
+            f"--jetson-index names the Jetson index's {m.group(1)} path; this JetPack's wheels are on {path}",
+            causes=[Cause("jetson", f"a Jetson runs the wheels of its JetPack's path only ({path})")],
+            hints=[f"give the index's root, or its {path} path, with --jetson-index"])
     return index.rstrip("/")
 
 
@@ -379,7 +383,7 @@ def jetson_wheel_choice(host: Host, matrix: Matrix, request: Request) -> JetsonW
             hints=[f"vresolve plan --gpu auto --jetson-index URL: the index's root, or its {w.path} path, as NVIDIA's "
                    "Jetson AI Lab pages give it (vresolve writes no index host of its own)",
                    *_refuse(matrix, request, j, None, host.driver.version, wheels=False).hints])
-    index = _index_url(request.jetson_index, w, j, jp)
+    index = _path_url(request.jetson_index, w.path)
     return JetsonWheelChoice(jetson=j, jetpack=jp, wheels=w, index=index, reasons=_wheel_reasons(host, j, jp, w),
                              warnings=(*j.warnings, *_wheel_warnings(host, jp, w, sets)))
 
@@ -440,7 +444,7 @@ def runs_unified_arm(matrix: Matrix, j: Jetson) -> bool:
 def resolve_jetson(host: Host, matrix: Matrix, request: Request, j: Jetson, *, index: str | None = None
                    ) -> Resolution | None:
     """The Resolution for a Jetson whose JetPack runs the unified ARM builds (Thor), else NoCompatibleStack with
-    the way forward (NVIDIA's torch and a source build, an upgrade of JetPack, or none)."""
+    the way forward (the JetPack's torch and a source build, an upgrade of JetPack, or none)."""
     if request.cpu:
         return None  # the CPU backend: no CUDA, the generic planner answers
     jp, assumed = effective_jetpack(matrix, j)
