@@ -305,3 +305,15 @@ def test_page_keeps_matrix_strings_as_text(tmp_path_factory: pytest.TempPathFact
     html_grid = tmp_path / "g.html"
     assert vresolve("--matrix", str(mx), "matrix", "grid", "--python", "3.12", "-o", str(html_grid)).returncode == 0
     assert "<img" not in html_grid.read_text()
+
+
+def test_an_orin_row_is_planned_from_the_jetson_index() -> None:
+    """On aarch64, Orin's row is planned for the newest JetPack whose Jetson-index path has vLLM wheels for it (the
+    driver columns do not apply: a Jetson's driver is L4T's); the other rows are planned as before."""
+    p = vresolve("matrix", "grid", "--platform", "linux-aarch64", "--python", "3.10", "--family", "ampere", "--json")
+    assert p.returncode == 0, p.stderr
+    rows_ = {r["compute_capability"]: r for r in json.loads(p.stdout)["rows"]}
+    orin = rows_["8.7"]
+    assert (orin["jetpack"], orin["from"]) == ("6.2.1", "the Jetson index")
+    assert {(c["vllm"], c["kind"]) for c in orin["cells"]} == {("0.14.0", "wheel")}
+    assert "jetpack" not in rows_["8.0"]

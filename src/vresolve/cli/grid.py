@@ -32,6 +32,7 @@ class Row:
     family: str
     capability: str
     names: tuple[str, ...]
+    jetpack: str | None = None  # a Jetson on L4T's own CUDA: planned for this JetPack, from the Jetson index
 
 
 @dataclass(frozen=True)
@@ -85,10 +86,21 @@ def rows(m: Any, platform: str, families: Sequence[str] | None = None) -> tuple[
             # the GPU planned for: one whose name --gpu takes as one name (no comma)
             plannable = [n for n in names if "," not in n]
             if plannable:
-                out.append(Row(arch.family, str(cc), (plannable[0], *[n for n in names if n != plannable[0]])))
+                out.append(Row(arch.family, str(cc), (plannable[0], *[n for n in names if n != plannable[0]]),
+                               _jetson_index_jetpack(m, plannable[0])))
     if not out:
         raise UsageError(f"no GPU of {', '.join(families or ('the matrix',))} runs on {platform}")
     return tuple(out)
+
+
+def _jetson_index_jetpack(m: Any, gpu: str) -> str | None:
+    """For a Jetson module on L4T's own CUDA (Orin), the newest JetPack whose path of the Jetson index has vLLM wheels
+    for it (its row is planned for that JetPack, driver aside: a Jetson's driver is L4T's); None otherwise."""
+    row = m.find_gpu(gpu)
+    if row is None or row.segment != "jetson":
+        return None
+    found = [v for w in m.jetson_wheels if row.name in w.modules for v in w.jetpacks]
+    return str(max(found)) if found else None
 
 
 def columns(m: Any) -> tuple[Column, ...]:
@@ -122,10 +134,16 @@ def pythons(m: Any) -> tuple[str, ...]:
     return tuple(str(p) for p in sorted(ok))
 
 
+# the index a Jetson row is planned with: only the plan's stack is read, never this URL (.invalid: RFC 2606)
+_NO_INDEX = "https://jetson-index.invalid"
+
+
 def plan_argv(gpu: str, driver: str, python: str, *, installer: str, platform: str, policy: str,
-              matrix: str | None) -> tuple[str, ...]:
+              matrix: str | None, jetpack: str | None = None) -> tuple[str, ...]:
     argv = ["plan", "--gpu", gpu, "--driver", driver, "--python", python, "--platform", platform,
             "--installer", installer, "--driver-policy", policy]
+    if jetpack is not None:
+        argv += ["--jetpack", jetpack, "--jetson-index", _NO_INDEX]
     if matrix:
         argv += ["--matrix", matrix]
     return tuple(argv)
@@ -199,8 +217,8 @@ def compute_grid(m: Any, *, python: str, platform: str, policy: str, matrix: str
                  workers: int | None = None, families: Sequence[str] | None = None) -> Grid:
     rs, cs = rows(m, platform, families), columns(m)
     keys = [(r, c) for r in rs for c in cs]
-    argvs = [plan_argv(r.names[0], c.driver, python, installer="uv", platform=platform, policy=policy, matrix=matrix)
-             for r, c in keys]
+    argvs = [plan_argv(r.names[0], c.driver, python, installer="uv", platform=platform, policy=policy, matrix=matrix,
+                       jetpack=r.jetpack) for r, c in keys]
     answers = compute_answers(argvs, workers=workers)
     return grid_from_answers(m, rs, cs, {(r.capability, c.driver): a for (r, c), a in zip(keys, answers, strict=True)},
                              python=python, platform=platform, policy=policy)

@@ -45,10 +45,11 @@ def _dark(hex_colour: str) -> bool:
     return 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.45
 
 
-def row_label(family: str, capability: str, names: tuple[str, ...], limit: int = 2) -> str:
+def row_label(family: str, capability: str, names: tuple[str, ...], limit: int = 2, jetpack: str | None = None) -> str:
     short = [_short(n.removeprefix("NVIDIA ").removeprefix("Tesla ")) for n in names[:limit]]
     more = f" +{len(names) - limit}" if len(names) > limit else ""
-    return f"{family} sm_{capability.replace('.', '')} ({', '.join(short)}{more})"
+    jp = f", JetPack {jetpack}, Jetson index" if jetpack else ""
+    return f"{family} sm_{capability.replace('.', '')} ({', '.join(short)}{more}{jp})"
 
 
 def _short(name: str, width: int = 20) -> str:
@@ -64,6 +65,7 @@ def grid_view(g: Grid) -> dict[str, Any]:
     return {"python": g.python, "platform": g.platform, "driver_policy": g.policy, "matrix_revision": g.revision,
             "columns": [{"branch": c.branch, "driver": c.driver, "cuda": list(c.cuda)} for c in g.columns],
             "rows": [{"family": r.family, "compute_capability": r.capability, "gpus": list(r.names),
+                      **({"jetpack": r.jetpack, "from": "the Jetson index"} if r.jetpack else {}),
                       "cells": [{"driver": c.driver, "vllm": g.cells[(r.capability, c.driver)][0],
                                  "kind": g.cells[(r.capability, c.driver)][1]} for c in g.columns]}
                      for r in g.rows]}
@@ -78,7 +80,8 @@ def grid_text_rows(g: Grid) -> tuple[list[str], list[list[str]]]:
         for c in g.columns:
             v, kind = g.cells[(r.capability, c.driver)]
             cells.append("-" if kind == "none" else f"src {v}" if kind == "source" else str(v))
-        body.append([f"{r.family} sm_{r.capability.replace('.', '')}", *cells])
+        body.append([f"{r.family} sm_{r.capability.replace('.', '')}" + (f" JP{r.jetpack}" if r.jetpack else ""),
+                     *cells])
     return header, body
 
 
@@ -112,7 +115,7 @@ def grid_html(g: Grid, *, built: str) -> str:
                      if kind == "source" else f"background:{bg};color:{fg}")
             label = f"src {v}" if kind == "source" else str(v)
             cells.append(f'<td{cls} style="{e(style)}" title="{e(kind)}">{e(label)}</td>')
-        body.append(f'<tr><th title="{e(", ".join(r.names))}">{e(row_label(r.family, r.capability, r.names))}</th>'
+        body.append(f'<tr><th title="{e(", ".join(r.names))}">{e(row_label(r.family, r.capability, r.names, jetpack=r.jetpack))}</th>'
                     + "".join(cells) + "</tr>")
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{e(_title(g))}</title><style>"
@@ -147,7 +150,7 @@ def grid_image(g: Grid, fmt: str) -> bytes:
     ax.set_ylim(nr, 0)
     ax.set_xticks([j + 0.5 for j in range(nc)],
                   [f"{column_label(c.branch, c.cuda)}\n{c.driver}" for c in g.columns], fontsize=6)
-    ax.set_yticks([i + 0.5 for i in range(nr)], [row_label(r.family, r.capability, r.names, 1) for r in g.rows],
+    ax.set_yticks([i + 0.5 for i in range(nr)], [row_label(r.family, r.capability, r.names, 1, r.jetpack) for r in g.rows],
                   fontsize=7)
     ax.xaxis.tick_top()
     ax.tick_params(length=0)
