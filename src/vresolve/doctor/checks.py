@@ -267,29 +267,20 @@ def _generic_torch_on_jetson(host: Host, matrix: Matrix, torch: TorchRuntime, em
 
 
 def _jetson_here(host: Host, matrix: Matrix) -> tuple[str, JetPack, str] | None:
-    """(the module, its JetPack, how the L4T release was known) of a Jetson on L4T's own CUDA; None elsewhere (no L4T
-    release, one the matrix does not know, a Thor on the unified ARM build). The module is the GPU's or the board's,
-    else the only one the JetPack supports (JetPack 6: Orin), as a paste may name neither."""
+    """(the module, its JetPack, how the L4T release was known) of a Jetson on L4T's own CUDA whose L4T release the
+    matrix knows; None elsewhere (no L4T release, or a Thor on the unified ARM build)."""
     from ..resolve import NoCompatibleStack
     from ..resolve.jetson import jetson_of
 
-    l4t = host.platform.l4t
-    if l4t is None:
+    if host.platform.l4t is None:
         return None
     try:
         j = jetson_of(host, matrix)
     except NoCompatibleStack:
-        j = None
-    if j is not None:
-        jp, module = j.jetpack, j.module.name
-    else:
-        jp = next((x for x in matrix.jetpacks if l4t in x.l4t), None) or next(
-            (x for x in reversed(matrix.jetpacks) if any(v.release[:2] == l4t.release[:2] for v in x.l4t)), None)
-        only = [m for m in jp.modules if m not in jp.sbsa_modules] if jp is not None else []
-        module = only[0] if len(only) == 1 else ""
-    if jp is None or not module or module in jp.sbsa_modules:
         return None
-    return module, jp, f"L4T {l4t}" + (f" from {host.platform.l4t_source}" if host.platform.l4t_source else "")
+    if j is None or j.jetpack is None or j.module.name in j.jetpack.sbsa_modules:
+        return None
+    return j.module.name, j.jetpack, j.how
 
 
 def _cpu_torch(matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostGpu], emit: Callable[..., None]) -> None:

@@ -391,6 +391,10 @@ class Matrix:
         """PyPI's wheels of a companion release (torchvision, torchaudio, xformers, flashinfer-python)."""
         return self.extra_wheels.get(package, {}).get(version, ())
 
+    def jetson_wheels_for(self, jetpack: Version, module: str | None = None) -> tuple[JetsonWheels, ...]:
+        """The Jetson index's wheel sets for a JetPack (and a module), newest vLLM first."""
+        return tuple(w for w in self.jetson_wheels if jetpack in w.jetpacks and (module is None or module in w.modules))
+
     def find_gpu(self, text: str) -> Gpu | None:
         """A GPU by its reported name, another reported name or an alias (case-insensitive)."""
         index = _INDEXES.get(("gpus", self.revision))

@@ -117,7 +117,7 @@ def matrix_table_view(m: Matrix, table: str) -> list[dict[str, Any]]:
                  "index_wheels": [{"path": w.path, "vllm": str(w.vllm), "torch": str(w.torch),
                                    "companions": {k: str(v) for k, v in w.companions.items()},
                                    "modules": list(w.modules), "seen": w.seen, **_prov(w.provenance)}
-                                  for w in m.jetson_wheels if j.version in w.jetpacks],
+                                  for w in m.jetson_wheels_for(j.version)],
                  **_prov(j.provenance)} for j in m.jetpacks]
     raise ValueError(table)
 

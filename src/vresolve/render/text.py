@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..host import Host, describe_gpus
 from ..matrix import Matrix, Provenance
-from ..matrix.model import JetPack
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -81,14 +80,12 @@ def _issue_rows(m: Matrix) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
 
 
 def _jetson_rows(m: Matrix) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    def index(j: JetPack) -> str:
-        return ", ".join(f"{w.vllm} (torch {w.torch}, {w.path})" for w in m.jetson_wheels if j.version in w.jetpacks)
-
     return (("JetPack", "L4T", "CUDA", "modules", "unified ARM (SBSA)", "python", "NVIDIA torch",
              "Jetson index vLLM", "verified"),
             [(str(j.version), ", ".join(map(str, j.l4t)), str(j.cuda), ", ".join(j.modules),
               ", ".join(j.sbsa_modules) or "-", str(j.python), ", ".join(t.version for t in j.torch) or "-",
-              index(j) or "-", _source_cell(j.provenance)) for j in m.jetpacks])
+              ", ".join(f"{w.vllm} (torch {w.torch}, {w.path})" for w in m.jetson_wheels_for(j.version)) or "-",
+              _source_cell(j.provenance)) for j in m.jetpacks])
 
 
 _TABLES = {"cuda": _cuda_rows, "gpus": _gpu_rows, "torch": _torch_rows, "vllm": _vllm_rows, "issues": _issue_rows,

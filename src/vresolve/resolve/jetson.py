@@ -62,12 +62,15 @@ def _module_of(host: Host, matrix: Matrix) -> tuple[Gpu, HostGpu | None] | None:
         if row is not None and row.segment == "jetson":
             return row, g
     board = (host.platform.jetson or "").lower()
-    if not board:
-        return None
     # a Jetson whose GPU was not listed (no NVML before JetPack 6): the board's name names the module
     named = [(len(a), row) for row in matrix.gpus if row.segment == "jetson"
-             for a in (row.name, *row.aliases) if len(a) > 3 and a.lower() in board]
-    return (max(named, key=lambda x: x[0])[1], None) if named else None
+             for a in (row.name, *row.aliases) if board and len(a) > 3 and a.lower() in board]
+    if named:
+        return max(named, key=lambda x: x[0])[1], None
+    # neither (a pasted L4T release alone): the module, when its JetPack supports only one (JetPack 6: Orin)
+    jp = _from_l4t(matrix, host.platform.l4t, None)[0] if host.platform.l4t is not None else None
+    only = [matrix.find_gpu(m) for m in jp.modules] if jp is not None and len(jp.modules) == 1 else []
+    return (only[0], None) if only and only[0] is not None else None
 
 
 def with_board_gpu(host: Host, matrix: Matrix) -> Host:
@@ -83,13 +86,13 @@ def with_board_gpu(host: Host, matrix: Matrix) -> Host:
                                        source="device tree model", cc_source="matrix"),))
 
 
-def _from_l4t(matrix: Matrix, l4t: Version, module: Gpu) -> tuple[JetPack | None, tuple[str, ...]]:
+def _from_l4t(matrix: Matrix, l4t: Version, module: Gpu | None) -> tuple[JetPack | None, tuple[str, ...]]:
     exact = next((j for j in matrix.jetpacks if l4t in j.l4t), None)
     if exact is not None:
         return exact, ()
     # an L4T update the matrix does not list: the newest JetPack of the same L4T major.minor
     near = [j for j in matrix.jetpacks if any((x.major, x.minor) == (l4t.major, l4t.minor) for x in j.l4t)
-            and module.name in j.modules]
+            and (module is None or module.name in j.modules)]
     if near:
         j = near[-1]
         return j, (f"L4T {l4t} is not in the matrix; read as JetPack {j.version} (L4T "
@@ -334,8 +337,8 @@ class JetsonWheelChoice:
 def index_wheels(matrix: Matrix, module: str, jp: JetPack, request: Request) -> list[JetsonWheels]:
     """The wheel sets of the Jetson index for this module under this JetPack that the request allows: newest vLLM
     first, those of trusted rows before unverified ones."""
-    out = [w for w in matrix.jetson_wheels if jp.version in w.jetpacks and module in w.modules
-           and request.vllm.contains(w.vllm, prereleases=True) and request.torch.contains(w.torch, prereleases=True)]
+    out = [w for w in matrix.jetson_wheels_for(jp.version, module)
+           if request.vllm.contains(w.vllm, prereleases=True) and request.torch.contains(w.torch, prereleases=True)]
     return sorted(out, key=lambda w: (w.provenance.trusted, w.vllm), reverse=True)
 
 
