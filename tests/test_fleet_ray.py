@@ -28,6 +28,9 @@ NODES = [  # name, GPU line of nvidia-smi --query-gpu, driver, CUDA the driver s
      "2.9.0"),
     ("gh200", "0, NVIDIA GH200 480GB, GPU-3, 9.0, 580.65.06, 97871, 00000009:01:00.0", "580.65.06", "13.0",
      {"VRESOLVE_PLATFORM": "linux-aarch64"}, "2.10.0"),
+    # a Jetson Orin under JetPack 6 (its nvidia-smi, L4T's driver): planned apart, its torch not the others' business
+    ("orin", "0, Orin (nvgpu), GPU-4, 8.7, 540.4.0, [N/A], 00000000:00:00.0", "540.4.0", "12.6",
+     {"VRESOLVE_PLATFORM": "linux-aarch64"}, "2.9.1"),
     # a node whose detection fails (a bad override): reported with why, never fatal to the others
     ("broken", None, None, None, {"VRESOLVE_PYTHON": "not-a-version"}, "2.10.0"),
 ]
@@ -87,12 +90,17 @@ def test_fleet_on_a_local_ray_cluster(tmp_path: Path) -> None:
     seen = {(h["host"]["gpus"][0]["name"] if h["host"]["gpus"] else None, h["host"]["driver"]["version"],
              h["host"]["platform"]["machine"]) for h in inv["inventory"]}
     assert seen == {("NVIDIA H100 80GB HBM3", "570.86.15", "x86_64"), ("NVIDIA A100-SXM4-80GB", "550.54.15", "x86_64"),
-                    ("NVIDIA GH200 480GB", "580.65.06", "aarch64"), (None, None, "x86_64")}
+                    ("NVIDIA GH200 480GB", "580.65.06", "aarch64"), ("Orin (nvgpu)", "540.4.0", "aarch64"),
+                    (None, None, "x86_64")}
     assert {h["source"] for h in inv["inventory"]} == {"ray"}
+    orin = next(h["name"] for h in inv["inventory"] if h["host"]["gpus"] and h["host"]["gpus"][0]["name"] == "Orin (nvgpu)")
 
-    assert plan["code"] == 0, plan
+    assert plan["code"] == 1, plan  # every node but the Orin has a stack; the Orin's JetPack is not known
     p = json.loads(plan["stdout"])
-    assert p["hosts"] == 4 and len(p["groups"]) == 4 and p["failed"] == [failed]
+    assert p["hosts"] == 5 and len(p["groups"]) == 5 and p["failed"] == [failed]
+    assert p["apart"] == [orin]
+    (jetson,) = [g for g in p["groups"] if g["apart"]]
+    assert jetson["stack"] is None and "Jetson" in jetson["why_not"]
     common = p["common"]
     assert set(common["per_platform"]) == {"linux-x86_64", "linux-aarch64"}
     x86 = common["per_platform"]["linux-x86_64"]
@@ -102,7 +110,7 @@ def test_fleet_on_a_local_ray_cluster(tmp_path: Path) -> None:
     assert len(versions) == 1  # one vLLM on every node
     from packaging.version import Version
 
-    gh200 = next(g for g in p["groups"] if g["host"]["platform"] == "linux-aarch64")
+    gh200 = next(g for g in p["groups"] if g["host"]["platform"] == "linux-aarch64" and not g["apart"])
     x86_names = {h["name"] for h in inv["inventory"] if h["host"]["platform"]["machine"] == "x86_64" and h["host"]["gpus"]}
     # the GH200 at 580 gets a newer vLLM alone than the x86 nodes at 550 and 570 allow the cluster
     assert Version(gh200["stack"]["vllm"]) > Version(common["stack"]["vllm"])
@@ -111,7 +119,8 @@ def test_fleet_on_a_local_ray_cluster(tmp_path: Path) -> None:
     assert blocker["unlocks"]["vllm"] == gh200["stack"]["vllm"]
 
     d = json.loads(doctor["stdout"])
-    assert len(d["nodes"]) == 4 and [f["host"] for f in d["failed"]] == [failed["host"]]
+    assert len(d["nodes"]) == 5 and [f["host"] for f in d["failed"]] == [failed["host"]]
     drift = [f for f in d["fleet"] if f["title"].startswith("torch ")]
     assert len(drift) == 1 and len(drift[0]["hosts"]) == 1 and drift[0]["cause"] == "fleet-drift"
     assert "2.9.0" in drift[0]["explanation"] and doctor["code"] == 1
+    assert not [f for f in d["fleet"] if orin in f["hosts"]]  # the Orin's torch 2.9.1 is its JetPack's, not drift

@@ -614,3 +614,88 @@ def test_pasted_generic_torch_on_a_jetson_is_named_and_the_fixed_one_is_healthy(
     rc = main(["doctor", "--no-env", "--log", str(pastes / "orin-nano-jp621-torch-2.10.0.txt")])
     text = capsys.readouterr().out
     assert rc == 0 and "Jetson Linux (L4T) 36.4.7, from pasted line 10" in text and "no problems found" in text
+
+
+# --------------------------------------------------------------------------- a fleet with Jetsons
+
+
+def _detect_file(tmp_path: Path, name: str, tree: str | None, gpu_row: str | None, platform: str, python: str) -> Path:
+    """What ``vresolve detect --json`` writes on the board: its captured tree, and its nvidia-smi when it has one."""
+    bindir = tmp_path / name / "bin"
+    bindir.mkdir(parents=True)
+    if gpu_row is not None:
+        _script(bindir / "nvidia-smi", f'case "$1" in --query-gpu=*) echo "{gpu_row}"; exit 0;; esac\nexit 0')
+    o = overrides(tmp_path / name, bindir, root=TREES / tree if tree else None, platform=platform, python=python)
+    f = tmp_path / f"{name}.json"
+    f.write_text(json.dumps({"schema": "vresolve.detect/1", "host": detect_host(o, installed=False).to_dict()}))
+    return f
+
+
+ORIN_SMI = "0, Orin (nvgpu), GPU-00000000-0000-0000-0000-000000000000, 8.7, 540.4.0, [N/A], 00000000:00:00.0"
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> dict[str, Path]:
+    return {
+        "orin-a": _detect_file(tmp_path, "orin-a", "orin-r36.4.3", ORIN_SMI, "linux-aarch64", "3.10"),
+        "orin-b": _detect_file(tmp_path, "orin-b", "orin-r36.4.3", ORIN_SMI, "linux-aarch64", "3.10"),
+        # JetPack 5: no nvidia-smi, and this capture has no device-tree model: its module is not known
+        "jp5": _detect_file(tmp_path, "jp5", "orin-nx-r35.2.1", None, "linux-aarch64", "3.8"),
+        "thor": _detect_file(tmp_path, "thor", "thor-r38.2.2",
+                             "0, NVIDIA Thor, GPU-1, 11.0, 580.00, [N/A], 00000000:01:00.0", "linux-aarch64", "3.12"),
+        "gh200": _detect_file(tmp_path, "gh200", None, "0, NVIDIA GH200 480GB, GPU-2, 9.0, 580.65.06, 97871, "
+                              "00000009:01:00.0", "linux-aarch64", "3.12"),
+        "h100": _detect_file(tmp_path, "h100", None, "0, NVIDIA H100 80GB HBM3, GPU-3, 9.0, 570.86.15, 81559, "
+                             "00000000:18:00.0", "linux-x86_64", "3.12"),
+    }
+
+
+def _fleet_plan(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]:
+    rc = main(["fleet", "plan", *argv, "--json"])
+    return rc, json.loads(capsys.readouterr().out)
+
+
+def test_a_fleets_jetsons_are_planned_apart(fleet: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """Orins, a board on JetPack 5 and a Thor beside a GH200 and an H100: each Jetson group gets its JetPack's
+    answer; the common stack is the others', with their Python, and no Jetson GPU in its aarch64 host."""
+    rc, p = _fleet_plan(capsys, *map(str, fleet.values()))
+    assert rc == 1  # the Orins' wheels need --jetson-index; the JetPack 5 board's module is not known
+    assert p["apart"] == ["orin-a", "orin-b", "jp5", "thor"]
+    groups = {tuple(g["hosts"]): g for g in p["groups"]}
+    assert set(groups) == {("orin-a", "orin-b"), ("jp5",), ("thor",), ("gh200",), ("h100",)}
+    assert "--jetson-index" in groups[("orin-a", "orin-b")]["why_not"]
+    assert groups[("jp5",)]["stack"] is None  # not planned as a CPU machine
+    assert groups[("jp5",)]["why_not"] == "this is a Jetson (Jetson (model unknown)) whose module the matrix does not know"
+    thor = groups[("thor",)]["stack"]
+    assert thor is not None and thor["cuda"].startswith("13.")  # the unified ARM build of JetPack 7's CUDA 13
+    per = p["common"]["per_platform"]
+    assert p["common"]["python"] == "3.12" and set(per) == {"linux-x86_64", "linux-aarch64"}
+    assert [g["compute_capability"] for g in per["linux-aarch64"]["host"]["gpus"]] == ["9.0"]  # the GH200 alone
+    assert not [h for b in p["blocking"] for h in b["hosts"] if h in p["apart"]]
+    # the same facts, one Orin alone: vresolve plan on the board refuses for the same reason
+    rc = main(["plan", "--gpu", "Jetson AGX Orin", "--jetpack", "6.2", "--platform", "linux-aarch64", "--python", "3.10"])
+    assert rc == 1 and "--jetson-index" in capsys.readouterr().err
+
+
+def test_a_fleets_orins_get_their_jetpacks_wheels(fleet: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    rc, p = _fleet_plan(capsys, str(fleet["orin-a"]), str(fleet["orin-b"]), str(fleet["h100"]),
+                        "--jetson-index", "https://jetson.example/")
+    assert rc == 0 and p["apart"] == ["orin-a", "orin-b"]
+    (orins,) = [g for g in p["groups"] if g["apart"]]
+    assert (orins["stack"]["vllm"], orins["stack"]["torch"], orins["stack"]["python"]) == ("0.14.0", "2.9.1", "3.10")
+    assert orins["jetson"]["index"] == "https://jetson.example/jp6/cu126" and orins["jetson"]["jetpack"] == "6.2"
+    assert p["common"]["python"] == "3.12" and set(p["common"]["per_platform"]) == {"linux-x86_64"}
+    rc = main(["fleet", "plan", str(fleet["orin-a"]), str(fleet["h100"]), "--jetson-index", "https://jetson.example/"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert rc == 0 and "Planned apart (Jetson" in text and "orin-a" in text and "jp6/cu126" in text
+
+
+def test_a_fleet_of_jetsons_alone(fleet: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """No common stack to share, each group its JetPack's: planned (exit 0); nothing to lock (exit 2, one line)."""
+    orins = [str(fleet["orin-a"]), str(fleet["orin-b"])]
+    rc, p = _fleet_plan(capsys, *orins, "--jetson-index", "https://jetson.example/jp6/cu126")
+    assert rc == 0 and p["common"] is None and p["common_error"].startswith("every node is a Jetson")
+    rc = main(["fleet", "lock", *orins, "--jetson-index", "https://jetson.example/", "-o", str(tmp_path / "lock")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "every node is a Jetson" in err
+    assert not (tmp_path / "lock").exists()

@@ -280,6 +280,8 @@ def _fleet_command(fl: argparse.ArgumentParser, common: _Parser) -> None:
         sp.add_argument("--python", metavar="X.Y", help="the one Python of the fleet (default: the one most nodes run)")
         sp.add_argument("--driver-policy", choices=POLICIES, default="minor-compat", help="as for plan")
         sp.add_argument("--pypi-only", action="store_true", help="as for plan")
+        sp.add_argument("--jetson-index", metavar="URL",
+                        help="the index of NVIDIA's JetPack-specific wheels, for the fleet's Jetsons (planned apart)")
     lk = fsub.choices["lock"]
     lk.add_argument("-o", "--output", metavar="DIR", default=".", type=path,
                     help="DIR/<platform>/ gets each lock, DIR/runtime_env.json the Ray runtime_env (default: .)")

@@ -171,14 +171,14 @@ def _print_inventory(inv: Any) -> None:
 def fleet_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     """(matrix, inventory, request, python) from the fleet plan flags."""
     from ..resolve import Request
-    from .args import _check_values, _spec
+    from .args import _check_values, _jetson_flags, _spec
     from .targets import parse_python
 
     m = _load(args)
     args.driver = args.platform = None
     _check_values(args)
     request = Request(vllm=_spec("--vllm", args.vllm), torch=_spec("--torch", args.torch), variant=args.variant,
-                      driver_policy=args.driver_policy, pypi_only=args.pypi_only)
+                      driver_policy=args.driver_policy, pypi_only=args.pypi_only, **_jetson_flags(args))
     inv = read_inventory(args.inventory, m)
     if not inv.hosts:
         raise UsageError("INVENTORY: no host to plan for (every node failed, or the inventory is empty)")
@@ -198,7 +198,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         console = _console()
         for item in fleet_plan_human(plan):
             console.print(item)
-    return EXIT_OK if plan.common else 1
+    return EXIT_OK if plan.ok else 1
 
 
 def _cmd_lock(args: argparse.Namespace) -> int:
@@ -229,14 +229,20 @@ def _cmd_lock(args: argparse.Namespace) -> int:
                        "stack": lock.header["stack"], "files": [str(p) for p in files]})
     env = runtime_env(reqs, {tag: dict(build_plan(m, r).env) for tag, r in plan.common.items()})
     _write(str(out / "runtime_env.json"), env)
+    apart = (f"not in these locks: {len(plan.apart)} Jetson node(s), whose JetPack decides their stack (vresolve "
+             "plan on each board; no lock of the Jetson index's wheels, whose files are replaced under the same "
+             "name); keep the runtime_env off them") if plan.apart else None
     if getattr(args, "json", None):
-        _print_json(envelope("fleet", {"locks": report, "runtime_env": str(out / "runtime_env.json")}))
+        _print_json(envelope("fleet", {"locks": report, "runtime_env": str(out / "runtime_env.json"),
+                                       "apart": list(plan.apart)}))
     else:
         for item in report:
             s = item["stack"]
             print(f"{item['platform']}: vLLM {s['vllm']} + torch {s['torch']}+{s['variant']}: "
                   f"{item['packages']} packages -> {item['dir']}")
         print(f"Ray runtime_env -> {out / 'runtime_env.json'}")
+        if apart:
+            print(f"{apart}: {', '.join(plan.apart)}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -1,6 +1,7 @@
 """``vresolve fleet doctor --ray``: doctor's environment checks on every node of a Ray cluster at once, and
 what only a fleet shows: nodes whose installed vLLM, torch (its CUDA build) or companions differ from the
-other nodes' or from a lock's.
+other nodes' or from a lock's. Jetsons run their JetPack's stack: they are compared with each other, and with
+a lock FILE given for every node, but not held to fleet lock's DIR or to the other nodes' stack.
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ def fleet_doctor(args: argparse.Namespace) -> int:
     from ..doctor import check_against_lock, diagnose, worst_exit_code
     from ..fleet.ray import node_doctor, ray_nodes_run
     from ..render import envelope
+    from ..resolve.jetson import is_jetson
 
     m = _load(args)
     cache: dict[str, dict[str, Any] | None] = {}
@@ -94,6 +96,7 @@ def fleet_doctor(args: argparse.Namespace) -> int:
         _lock_for(args.lock_file, "", cache)  # a bad lock is a usage error before any node is asked
     answers = ray_nodes_run(args.ray or None, node_doctor, (args.timeout,), args.timeout + 30)
     nodes: dict[str, Host] = {}
+    jetsons: dict[str, Host] = {}
     headers: dict[str, dict[str, Any] | None] = {}
     per_node: list[dict[str, Any]] = []
     failed = []
@@ -107,10 +110,12 @@ def fleet_doctor(args: argparse.Namespace) -> int:
         except (KeyError, TypeError, ValueError) as e:
             failed.append({"host": name, "why": f"unreadable answer: {e}"})
             continue
-        nodes[name] = host
-        headers[name] = header = _lock_for(args.lock_file, host.platform.tag, cache)
+        jetson = is_jetson(host, m)  # its JetPack's stack: not in fleet lock's DIR, not compared with the others'
+        (jetsons if jetson else nodes)[name] = host
+        by_dir = bool(args.lock_file) and os.path.isdir(args.lock_file)
+        headers[name] = header = None if jetson and by_dir else _lock_for(args.lock_file, host.platform.tag, cache)
         findings = diagnose(host, m, env)
-        if header is None and args.lock_file and os.path.isdir(args.lock_file):
+        if header is None and by_dir and not jetson:
             findings.insert(0, Finding(
                 cause=DRIFT, severity="error", title=f"no lock for {host.platform.tag}",
                 explanation=f"{args.lock_file} has no {host.platform.tag}/requirements.txt for this node",
@@ -118,7 +123,7 @@ def fleet_doctor(args: argparse.Namespace) -> int:
         if header is not None:
             findings = check_against_lock(header, host, env, name=args.lock_file) + findings
         per_node.append({"host": name, "findings": findings})
-    fleet = drift_findings(nodes, headers)
+    fleet = drift_findings(nodes, headers) + drift_findings(jetsons, headers)
     all_findings = [f for n in per_node for f in n["findings"]] + [f for _, f in fleet]
     code = max(worst_exit_code(all_findings), 1 if failed else 0)
     if getattr(args, "json", None):

@@ -7,6 +7,9 @@
 - **Blocking**: what holds the common stack back, found by resolving the combined host again without one
   limit at a time (the driver, one GPU generation, glibc, one architecture): the nodes behind that limit
   and the upgrade that releases the newer stack.
+- **Jetsons** are planned apart: a Jetson's CUDA is its JetPack's (L4T's), so its stack is its JetPack's (the
+  Jetson index's wheels with ``--jetson-index``, the unified ARM builds on a Thor, or the refusal that says the
+  way), never the server-ARM stack of the other aarch64 nodes, and never a limit on theirs.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from ..host import DriverInfo, Host, HostGpu, PlatformInfo, describe_gpus
-from ..resolve import NoCompatibleStack, Request, Resolution, resolve
+from ..resolve import NoCompatibleStack, Request, Resolution, Stack, resolve
+from ..resolve.jetson import JetsonWheelChoice, is_jetson, jetson_wheel_choice, with_board_gpu
 from .inventory import Failed, FleetHost, Inventory
 
 if TYPE_CHECKING:
@@ -38,6 +42,12 @@ class Group:
     host: Host
     resolution: Resolution | None
     why_not: str | None = None
+    jetson: JetsonWheelChoice | None = None  # a Jetson's wheels from its JetPack's path of the Jetson index
+    apart: bool = False  # a Jetson: its JetPack's stack, outside the common one
+
+    @property
+    def stack(self) -> Stack | None:
+        return self.resolution.stack if self.resolution else self.jetson.stack if self.jetson else None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -61,11 +71,22 @@ class FleetPlan:
     failed: tuple[Failed, ...]
     python: Version
 
+    @property
+    def apart(self) -> tuple[str, ...]:
+        """The nodes planned apart from the common stack (Jetsons)."""
+        return tuple(n for g in self.groups if g.apart for n in g.hosts)
+
+    @property
+    def ok(self) -> bool:
+        """A stack for every node planned: the common one, and each Jetson group's own."""
+        shared = any(not g.apart for g in self.groups)
+        return (bool(self.common) or not shared) and all(g.stack for g in self.groups if g.apart)
+
 
 def _key(h: Host) -> tuple[Any, ...]:
     gpus = Counter((g.name, str(g.compute_capability)) for g in h.gpus)
     return (str(h.driver.version), str(h.driver.cuda), tuple(sorted(gpus.items())), str(h.python_minor),
-            h.platform.tag, str(h.platform.glibc))
+            h.platform.tag, str(h.platform.glibc), h.platform.jetson, str(h.platform.l4t))
 
 
 def group_hosts(hosts: Sequence[FleetHost]) -> list[tuple[list[str], Host]]:
@@ -89,6 +110,20 @@ def _try(host: Host, m: Matrix, request: Request) -> tuple[Resolution | None, st
         return resolve(host, m, _request(host, request)), None
     except NoCompatibleStack as e:
         return None, e.headline
+
+
+def _group(names: list[str], h: Host, m: Matrix, request: Request) -> Group:
+    """One group's best stack; a Jetson's is its JetPack's: the Jetson index's wheels when its path has a set
+    (and the index is named), else what the resolver says for a Jetson (Thor's unified ARM builds, or the way)."""
+    if not is_jetson(h, m):
+        res, why = _try(h, m, request)
+        return Group(hosts=tuple(names), host=h, resolution=res, why_not=why)
+    try:  # a Jetson that listed no GPU is no CPU machine: the resolver asks for its module instead
+        choice = jetson_wheel_choice(h, m, request)
+        return Group(hosts=tuple(names), host=h, resolution=None if choice else resolve(h, m, request),
+                     jetson=choice, apart=True)
+    except NoCompatibleStack as e:
+        return Group(hosts=tuple(names), host=h, resolution=None, why_not=e.headline, apart=True)
 
 
 def _python(hosts: Sequence[FleetHost], given: Version | None) -> Version:
@@ -117,17 +152,17 @@ def _combined(hosts: Sequence[Host], python: Version, tag: str) -> Host:
 
 def plan_fleet(inv: Inventory, m: Matrix, request: Request, *, python: Version | None = None) -> FleetPlan:
     """Groups, the common stack per architecture, and the nodes that hold it back."""
-    usable, failed = _usable(inv)
-    py = _python(usable, python)
-    groups = []
-    for names, h in group_hosts(usable):
-        res, why = _try(h, m, request)
-        groups.append(Group(hosts=tuple(names), host=h, resolution=res, why_not=why))
+    usable, failed = _usable(inv, m)
+    groups = [_group(names, h, m, request) for names, h in group_hosts(usable)]
+    apart = {n for g in groups if g.apart for n in g.hosts}
+    py = _python([fh for fh in usable if fh.name not in apart] or usable, python)
     by_tag: dict[str, list[FleetHost]] = {}
     for fh in usable:
-        by_tag.setdefault(fh.host.platform.tag, []).append(fh)
+        if fh.name not in apart:
+            by_tag.setdefault(fh.host.platform.tag, []).append(fh)
     combined = {tag: _combined([fh.host for fh in fhs], py, tag) for tag, fhs in sorted(by_tag.items())}
-    common, error = _common(combined, m, request)
+    common, error = _common(combined, m, request) if combined else ({}, "every node is a Jetson: each group's "
+                                                                             "stack is its JetPack's")
     blocking: list[Blocker] = []
     if common:
         blocking = _blockers(by_tag, combined, common, m, request)
@@ -135,10 +170,11 @@ def plan_fleet(inv: Inventory, m: Matrix, request: Request, *, python: Version |
                      common_error=error, blocking=tuple(blocking), failed=failed, python=py)
 
 
-def _usable(inv: Inventory) -> tuple[list[FleetHost], tuple[Failed, ...]]:
-    """The hosts a plan can use; a GPU whose compute capability is unknown makes its host a failure."""
+def _usable(inv: Inventory, m: Matrix) -> tuple[list[FleetHost], tuple[Failed, ...]]:
+    """The hosts a plan can use (a Jetson that listed no GPU gets its board's); a GPU whose compute capability is
+    unknown makes its host a failure."""
     usable, failed = [], list(inv.failed)
-    for fh in inv.hosts:
+    for fh in (replace(fh, host=with_board_gpu(fh.host, m)) for fh in inv.hosts):
         unknown = [g.name for g in fh.host.gpus if g.compute_capability is None]
         if unknown:
             failed.append(Failed(host=fh.name, why=f"compute capability of {', '.join(sorted(set(unknown)))} unknown"))

@@ -14,8 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from packaging.version import Version
-
 from ..host import Host
 from ..resolve import Request, Stack
 from .steps import _COVERAGE, Check, Expand, Step, extension_check, fresh_environment, pip_install
@@ -47,14 +45,7 @@ class JetsonPlan:
 
     @property
     def stack(self) -> Stack:
-        w = self.choice.wheels
-        cu = w.path.rsplit("/", 1)[1]
-        return Stack(vllm=Version(w.vllm.public), torch=str(w.torch),
-                     torchvision=str(w.companions["torchvision"]) if "torchvision" in w.companions else None,
-                     torchaudio=str(w.companions["torchaudio"]) if "torchaudio" in w.companions else None,
-                     companions={k: str(v) for k, v in w.companions.items() if k not in ("torchvision", "torchaudio")},
-                     variant=cu, vllm_variant=cu, vllm_source=f"jetson-index {w.path}", torch_source="jetson-index",
-                     cuda=w.cuda, python=w.python, install_kind="wheel")
+        return self.choice.stack
 
     @property
     def min_driver(self) -> None:

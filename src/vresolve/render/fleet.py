@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from .json import _host_view, stack_view
 
 if TYPE_CHECKING:
-    from ..fleet.plan import FleetPlan
+    from ..fleet.plan import FleetPlan, Group
     from ..resolve import Resolution
 
 __all__ = ["fleet_plan_view", "fleet_plan_human", "requires_view"]
@@ -31,14 +31,25 @@ def fleet_plan_view(p: FleetPlan) -> dict[str, Any]:
     return {
         "hosts": p.hosts,
         "groups": [{"hosts": list(g.hosts), "host": _host_view(g.host, "inventory"),
-                    "stack": stack_view(g.resolution.stack) if g.resolution else None,
+                    "stack": stack_view(g.stack) if g.stack else None,
                     "requires": requires_view(g.resolution) if g.resolution else None,
-                    "why_not": g.why_not} for g in p.groups],
-        "common": common, "common_error": p.common_error,
+                    "why_not": g.why_not, "apart": g.apart, "jetson": _jetson_view(g)} for g in p.groups],
+        "common": common, "common_error": p.common_error, "apart": list(p.apart),
         "blocking": [{"hosts": list(b.hosts), "why": b.why, "upgrade": b.upgrade, "unlocks": {"vllm": str(b.unlocks)}}
                      for b in p.blocking],
         "failed": [f.to_dict() for f in p.failed],
     }
+
+
+def _jetson_view(g: Group) -> dict[str, Any] | None:
+    """A Jetson group's wheel set: its JetPack, the index path its wheels are installed from, and their facts."""
+    c = g.jetson
+    if c is None:
+        return None
+    w = c.wheels
+    return {"module": c.jetson.module.name, "jetpack": str(c.jetpack.version), "how": c.jetson.how,
+            "index": c.index, "path": w.path, "vllm_wheel": str(w.vllm), "seen": w.seen,
+            "verified": w.provenance.verified, "warnings": list(c.warnings)}
 
 
 def _names(hosts: tuple[str, ...] | list[str], limit: int = 4) -> str:
@@ -51,6 +62,13 @@ def _stack_text(r: Resolution | None, why: str | None = None) -> str:
         return f"none: {why}" if why else "none"
     s = r.stack
     return f"vLLM {s.vllm} + torch {s.torch}+{s.variant}"
+
+
+def _group_text(g: Group) -> str:
+    if g.jetson is not None:
+        w = g.jetson.wheels
+        return f"vLLM {w.vllm} + torch {w.torch} (JetPack {g.jetson.jetpack.version}: Jetson index {w.path})"
+    return _stack_text(g.resolution, g.why_not)
 
 
 def fleet_plan_human(p: FleetPlan) -> list[Any]:
@@ -67,8 +85,13 @@ def fleet_plan_human(p: FleetPlan) -> list[Any]:
     for g in p.groups:
         h = g.host
         t.add_row(Text(f"{len(g.hosts)}: {_names(g.hosts)}"), h.platform.tag, Text(describe_gpus(h.gpus) or "none"),
-                  str(h.driver.version or "-"), str(h.python_minor), Text(_stack_text(g.resolution, g.why_not)))
+                  str(h.driver.version or "-"), str(h.python_minor), Text(_group_text(g)))
     out.append(t)
+    if p.apart:
+        out.append(Text(f"\nPlanned apart (Jetson: the JetPack decides the stack, not shared with other nodes; "
+                        f"vresolve plan on each board gives its recipe): {_names(p.apart)}", style="bold"))
+        if not p.combined:
+            return out + [Text(f"  not planned: {f.host}: {f.why}", style="red") for f in p.failed]
     if p.common:
         out.append(Text(f"\nCommon stack (Python {p.python}), one lock per platform:", style="bold"))
         for tag, r in p.common.items():

@@ -26,10 +26,10 @@ from ..matrix.model import JetPack, JetsonWheels, VllmRelease
 from ..values import Capability, exact_pin
 from .candidates import Request
 from .explain import Cause, NoCompatibleStack
-from .provider import Resolution, resolve
+from .provider import Resolution, Stack, resolve
 
 __all__ = ["Jetson", "jetson_of", "resolve_jetson", "find_jetpack", "with_board_gpu", "effective_jetpack",
-           "runs_unified_arm", "JetsonWheelChoice", "jetson_wheel_choice", "index_wheels"]
+           "runs_unified_arm", "JetsonWheelChoice", "jetson_wheel_choice", "index_wheels", "is_jetson"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -332,6 +332,23 @@ class JetsonWheelChoice:
     index: str  # the URL of the path (the user's index, with the path the wheels are on)
     reasons: tuple[str, ...]
     warnings: tuple[str, ...]
+
+    @property
+    def stack(self) -> Stack:
+        w = self.wheels
+        cu = w.path.rsplit("/", 1)[1]
+        return Stack(vllm=Version(w.vllm.public), torch=str(w.torch),
+                     torchvision=str(w.companions["torchvision"]) if "torchvision" in w.companions else None,
+                     torchaudio=str(w.companions["torchaudio"]) if "torchaudio" in w.companions else None,
+                     companions={k: str(v) for k, v in w.companions.items() if k not in ("torchvision", "torchaudio")},
+                     variant=cu, vllm_variant=cu, vllm_source=f"jetson-index {w.path}", torch_source="jetson-index",
+                     cuda=w.cuda, python=w.python, install_kind="wheel")
+
+
+def is_jetson(host: Host, matrix: Matrix) -> bool:
+    """Whether this host is a Jetson (a board detection found, an L4T release, or a Jetson module's GPU): its
+    JetPack decides its stack, so it never shares one with other machines."""
+    return bool(host.platform.jetson or host.platform.l4t is not None or _module_of(host, matrix) is not None)
 
 
 def index_wheels(matrix: Matrix, module: str, jp: JetPack, request: Request) -> list[JetsonWheels]:
