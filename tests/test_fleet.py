@@ -196,6 +196,20 @@ def test_runtime_env_binds_each_lock_to_its_architecture() -> None:
     assert one["pip"]["packages"][1] == "torch==2.10.0+cu128 --hash=sha256:aa --hash=sha256:bb"
 
 
+def _orin(tmp_path: Path) -> Path:
+    """An Orin under JetPack 6.2 as detect describes it (L4T 36.4.3, L4T's driver)."""
+    from vresolve.host import DriverInfo, Host, HostGpu, PlatformInfo
+    from vresolve.values import Capability, DriverVersion
+
+    host = Host(driver=DriverInfo(version=DriverVersion.parse("540.4.0"), source="nvidia-smi (Jetson: L4T's driver)"),
+                gpus=(HostGpu(index=0, name="Orin (nvgpu)", compute_capability=Capability.parse("8.7")),),
+                python=Version("3.10"), platform=PlatformInfo(os="linux", machine="aarch64", jetson="Jetson AGX Orin",
+                                                              l4t=Version("36.4.3"), l4t_source="/etc/nv_tegra_release"))
+    f = tmp_path / "orin.json"
+    f.write_text(json.dumps({"schema": "vresolve.detect/1", "host": host.to_dict()}))
+    return f
+
+
 def test_fleet_lock_on_a_loopback_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The common stack locked by real uv against a real index on loopback, and the runtime_env's pins
     accepted by real pip (hashes required) from that index."""
@@ -214,11 +228,13 @@ def test_fleet_lock_on_a_loopback_index(tmp_path: Path, monkeypatch: pytest.Monk
     try:
         monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
         files = [detect_file(tmp_path, monkeypatch, f"h200-{i}", "H200", "580.159.04") for i in range(2)]
+        files.append(_orin(tmp_path))  # a Jetson: left out of the locks, and said so
         out = tmp_path / "locks"
         code, stdout, err = run(["--matrix", str(TINY), "fleet", "lock", *map(str, files), "--python", "3.12",
                                  "--index-url", s.url + "/simple/", "-o", str(out), "--json"])
         assert code == 0, err
         report = json.loads(stdout)
+        assert report["apart"] == ["orin"]
         (lock,) = report["locks"]
         assert lock["platform"] == "linux-x86_64" and lock["stack"]["vllm"] == "0.33.0"
         req = (out / "linux-x86_64" / "requirements.txt").read_text()

@@ -1,6 +1,6 @@
-"""Run inside a private network namespace by tests/test_fleet_ray.py: a real local Ray cluster (a head and two
-workers), each node's raylet with its own PATH led by its own fake nvidia-smi, then the fleet commands
-against it. Prints one JSON object: each command's exit code and output. Shuts the cluster down through
+"""Run inside a private network namespace by tests/test_fleet_ray.py: a real local Ray cluster (a head and a
+worker per further entry of FLEET_NODES), each node's raylet with its own PATH led by its own fake nvidia-smi,
+then the fleet commands against it. Prints one JSON object: each command's exit code and output. Shuts the cluster down through
 the Cluster object (never by process name).
 
 argv: WORKDIR (holds node-<n>/bin/nvidia-smi and node-<n>/site, written by the test)
