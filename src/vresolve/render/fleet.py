@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .json import _host_view, stack_view
+from .json import _host_view, jetson_choice_view, stack_view
 
 if TYPE_CHECKING:
     from ..fleet.plan import FleetPlan, Group
@@ -42,14 +42,8 @@ def fleet_plan_view(p: FleetPlan) -> dict[str, Any]:
 
 
 def _jetson_view(g: Group) -> dict[str, Any] | None:
-    """A Jetson group's wheel set: its JetPack, the index path its wheels are installed from, and their facts."""
-    c = g.jetson
-    if c is None:
-        return None
-    w = c.wheels
-    return {"module": c.jetson.module.name, "jetpack": str(c.jetpack.version), "how": c.jetson.how,
-            "index": c.index, "path": w.path, "vllm_wheel": str(w.vllm), "seen": w.seen,
-            "verified": w.provenance.verified, "warnings": list(c.warnings)}
+    """A Jetson group's wheel set, and why to take care with it."""
+    return None if g.jetson is None else {**jetson_choice_view(g.jetson), "warnings": list(g.jetson.warnings)}
 
 
 def _names(hosts: tuple[str, ...] | list[str], limit: int = 4) -> str:

@@ -197,7 +197,6 @@ def jetson_plan_view(p: Any, detected_by: str) -> dict[str, Any]:
     """The ``vresolve.plan/1`` body of a Jetson's wheel plan: the plan's fields, the Jetson's, and the script."""
     from .shell import render_jetson_script, shell_line
 
-    c, w = p.choice, p.choice.wheels
     return {
         "host": _host_view(p.host, detected_by), "stack": stack_view(p.stack),
         "requires": {"min_driver": None, "driver_policy": p.request.driver_policy, "glibc": None},
@@ -209,12 +208,18 @@ def jetson_plan_view(p: Any, detected_by: str) -> dict[str, Any]:
         "verify": [{"name": x.name, "argv": list(x.argv), "expect": x.expect, "needs_gpu": x.needs_gpu}
                    for x in p.verify],
         "reasons": list(p.reasons), "warnings": list(p.warnings), "alternatives": [],
-        "jetson": {"module": c.jetson.module.name, "jetpack": str(c.jetpack.version), "how": c.jetson.how,
-                   "l4t_cuda": str(c.jetpack.cuda), "index": c.index, "path": w.path, "vllm_wheel": str(w.vllm),
-                   "sha256_seen": list(w.sha256), "seen": w.seen, "source": list(w.provenance.source),
-                   "verified": w.provenance.verified},
+        "jetson": jetson_choice_view(p.choice),
         "script": render_jetson_script(p),
     }
+
+
+def jetson_choice_view(c: Any) -> dict[str, Any]:
+    """A Jetson's wheel set: its module and JetPack, the index path the wheels come from, and their facts."""
+    w = c.wheels
+    return {"module": c.jetson.module.name, "jetpack": str(c.jetpack.version), "how": c.jetson.how,
+            "l4t_cuda": str(c.jetpack.cuda), "index": c.index, "path": w.path, "vllm_wheel": str(w.vllm),
+            "sha256_seen": list(w.sha256), "seen": w.seen, "source": list(w.provenance.source),
+            "verified": w.provenance.verified}
 
 
 def source_plan_view(p: Any, detected_by: str) -> dict[str, Any]:
