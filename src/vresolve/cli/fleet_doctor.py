@@ -95,6 +95,7 @@ def fleet_doctor(args: argparse.Namespace) -> int:
     if args.lock_file and not os.path.isdir(args.lock_file):
         _lock_for(args.lock_file, "", cache)  # a bad lock is a usage error before any node is asked
     answers = ray_nodes_run(args.ray or None, node_doctor, (args.timeout,), args.timeout + 30)
+    by_dir = bool(args.lock_file) and os.path.isdir(args.lock_file)  # fleet lock's DIR: a lock per platform
     nodes: dict[str, Host] = {}
     jetsons: dict[str, Host] = {}
     headers: dict[str, dict[str, Any] | None] = {}
@@ -112,7 +113,6 @@ def fleet_doctor(args: argparse.Namespace) -> int:
             continue
         jetson = is_jetson(host, m)  # its JetPack's stack: not in fleet lock's DIR, not compared with the others'
         (jetsons if jetson else nodes)[name] = host
-        by_dir = bool(args.lock_file) and os.path.isdir(args.lock_file)
         headers[name] = header = None if jetson and by_dir else _lock_for(args.lock_file, host.platform.tag, cache)
         findings = diagnose(host, m, env)
         if header is None and by_dir and not jetson:
