@@ -278,15 +278,20 @@ def test_a_big_log_is_read_in_bounded_memory(tmp_path: Path) -> None:
     assert {"cpu-only-build", "arch-not-in-build"} <= causes, r.stderr
 
 
+def _paste(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> tuple[Path, dict]:
+    """``doctor --no-env --log`` on ``text``: the paste's file, and the --json answer (exit 1: something found)."""
+    log = tmp_path / "log.txt"
+    log.write_text(text)
+    assert main(["doctor", "--no-env", "--log", str(log), "--json"]) == 1
+    return log, json.loads(capsys.readouterr().out)
+
+
 def test_an_error_the_paste_does_not_explain_says_what_to_paste(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """vllm._C missing, and nothing shows torch: no guess; the error, what is missing, and what to paste."""
-    log = tmp_path / "log.txt"
-    log.write_text("Traceback (most recent call last):\n"
-                   '  File "/venv/lib/python3.12/site-packages/vllm/_custom_ops.py", line 9, in <module>\n'
-                   "ModuleNotFoundError: No module named 'vllm._C'\n")
-    assert main(["doctor", "--no-env", "--log", str(log), "--json"]) == 1
-    out = json.loads(capsys.readouterr().out)
+    log, out = _paste(tmp_path, capsys, "Traceback (most recent call last):\n"
+                      '  File "/venv/lib/python3.12/site-packages/vllm/_custom_ops.py", line 9, in <module>\n'
+                      "ModuleNotFoundError: No module named 'vllm._C'\n")
     assert [f for f in out["findings"] if f["severity"] == "error"] == []
     (unclear,) = out["unclear"]
     assert unclear["error"] == "No module named 'vllm._C'" and "torch" in unclear["missing"]
@@ -363,12 +368,9 @@ def test_a_failed_build_cut_short_says_what_to_paste_and_not_shown_facts_are_sai
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A pip build cut before its error: no cause guessed; the failure, and what to paste; the facts the paste does
     not show are said to be not shown (never their defaults: no 'CPU build', no 'no GPU')."""
-    log = tmp_path / "log.txt"
-    log.write_text("* Torch version: 2.5.1\n$ pip install flash-attn\nCollecting flash-attn\n"
-                   "  Installing build dependencies ... done\n  Getting requirements to build wheel ... error\n"
-                   "  error: subprocess-exited-with-error\n")
-    assert main(["doctor", "--no-env", "--log", str(log), "--json"]) == 1
-    out = json.loads(capsys.readouterr().out)
+    _, out = _paste(tmp_path, capsys, "* Torch version: 2.5.1\n$ pip install flash-attn\nCollecting flash-attn\n"
+                    "  Installing build dependencies ... done\n  Getting requirements to build wheel ... error\n"
+                    "  error: subprocess-exited-with-error\n")
     assert out["findings"] == []
     (unclear,) = out["unclear"]
     assert unclear["error"] == "Getting requirements to build wheel ... error" and "pip install -v" in unclear["paste"]
