@@ -13,6 +13,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -77,8 +78,15 @@ def test_fleet_on_a_local_ray_cluster(tmp_path: Path) -> None:
            "PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p),
            "RAY_USAGE_STATS_ENABLED": "0", "VRESOLVE_PYTHON": "3.12"}
     script = Path(__file__).parent / "fleet" / "ray_cluster.py"
-    cmd = f"ip link set lo up && exec {shlex.quote(sys.executable)} {shlex.quote(str(script))} {shlex.quote(str(tmp_path))}"
-    proc = subprocess.run(["unshare", "-rn", "sh", "-c", cmd], env=env, capture_output=True, text=True, timeout=300)
+    # Ray's sessions and sockets in a directory of their own with a short path (socket paths are limited to 107
+    # bytes), removed whether the run passes, fails or times out
+    temp = tempfile.mkdtemp(prefix="vr-ray-", dir="/tmp")
+    cmd = (f"ip link set lo up && exec {shlex.quote(sys.executable)} {shlex.quote(str(script))} "
+           f"{shlex.quote(str(tmp_path))} {shlex.quote(temp)}")
+    try:
+        proc = subprocess.run(["unshare", "-rn", "sh", "-c", cmd], env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
     assert "@@fleet@@" in proc.stdout, proc.stderr[-4000:]
     detect, plan, doctor = json.loads(proc.stdout.split("@@fleet@@", 1)[1])
 

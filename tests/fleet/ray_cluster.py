@@ -3,7 +3,8 @@ worker per further entry of FLEET_NODES), each node's raylet with its own PATH l
 then the fleet commands against it. Prints one JSON object: each command's exit code and output. Shuts the cluster down through
 the Cluster object (never by process name).
 
-argv: WORKDIR (holds node-<n>/bin/nvidia-smi and node-<n>/site, written by the test)
+argv: WORKDIR (holds node-<n>/bin/nvidia-smi and node-<n>/site, written by the test), TEMPDIR (an empty directory
+with a short path for Ray's sessions and sockets, made and removed by the test)
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import sys
-import tempfile
 
 from ray.cluster_utils import Cluster
 
@@ -44,10 +43,14 @@ def main_() -> None:
     head, *workers = NODES
     # the cluster's sessions and sockets in a directory of its own, removed afterwards (a short path: socket
     # paths are limited to 107 bytes)
-    temp = tempfile.mkdtemp(prefix="vr-ray-", dir="/tmp")
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "env_vars": node_env(work, head),
-                                                           "node_ip_address": "127.0.0.1", "temp_dir": temp})
+    temp = sys.argv[2]  # made (and removed, whatever happens here) by the test
+    # Ray writes the cluster's address file under its default temp dir ($RAY_TMPDIR/ray, else /tmp/ray) whatever
+    # temp_dir= says, and does not make that directory: point it here, so a machine that never ran Ray passes too
+    os.environ["RAY_TMPDIR"] = temp
+    os.makedirs(os.path.join(temp, "ray"))
+    cluster = Cluster()  # the head is added inside try, so that whatever started is stopped if anything fails
     try:
+        cluster.add_node(num_cpus=1, env_vars=node_env(work, head), node_ip_address="127.0.0.1", temp_dir=temp)
         for n in workers:
             cluster.add_node(num_cpus=1, env_vars=node_env(work, n), node_ip_address="127.0.0.1", temp_dir=temp)
         cluster.wait_for_nodes()
@@ -57,7 +60,6 @@ def main_() -> None:
                    run(["fleet", "doctor", "--ray", cluster.address, "--json", "--timeout", "120"])]
     finally:
         cluster.shutdown()
-        shutil.rmtree(temp, ignore_errors=True)
     print("@@fleet@@" + json.dumps(results))
 
 
