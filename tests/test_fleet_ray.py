@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from .test_readme import EXPECT, command_of, ray_commands
+
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'vresolve[ray]')")
 
 BANNER = (Path(__file__).parent / "data" / "probes" / "nvidia-h200" / "nvidia-smi.txt").read_text()
@@ -78,6 +80,12 @@ def test_fleet_on_a_local_ray_cluster(tmp_path: Path) -> None:
            "PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p),
            "RAY_USAGE_STATS_ENABLED": "0", "VRESOLVE_PYTHON": "3.12"}
     script = Path(__file__).parent / "fleet" / "ray_cluster.py"
+    # the README's commands that need a Ray cluster run in it as written; its fleet doctor names a lock of the repo's
+    env["README_RAY"] = json.dumps(ray_commands())
+    env["PATH"] = os.pathsep.join((str(Path(sys.executable).parent), env.get("PATH", "")))
+    (tmp_path / "locks" / "linux-x86_64").mkdir(parents=True)
+    shutil.copy(Path(__file__).parents[1] / "lockfiles" / "h100-driver580" / "requirements.txt",
+                tmp_path / "locks" / "linux-x86_64" / "requirements.txt")
     # Ray's sessions and sockets in a directory of their own with a short path (socket paths are limited to 107
     # bytes), removed whether the run passes, fails or times out
     temp = tempfile.mkdtemp(prefix="vr-ray-", dir="/tmp")
@@ -88,7 +96,11 @@ def test_fleet_on_a_local_ray_cluster(tmp_path: Path) -> None:
     finally:
         shutil.rmtree(temp, ignore_errors=True)
     assert "@@fleet@@" in proc.stdout, proc.stderr[-4000:]
-    detect, plan, doctor = json.loads(proc.stdout.split("@@fleet@@", 1)[1])
+    detect, plan, doctor, readme = json.loads(proc.stdout.split("@@fleet@@", 1)[1])
+    assert [r["line"] for r in readme] == ray_commands() and len(readme) == 2
+    for r in readme:
+        assert "Traceback" not in r["said"] and r["code"] == EXPECT[command_of(r["line"])][0], r
+    assert (tmp_path / "cluster.json").stat().st_size > 0  # fleet detect --ray -o cluster.json
 
     assert detect["code"] == 0, detect
     inv = json.loads(detect["stdout"])

@@ -13,6 +13,7 @@ import contextlib
 import io
 import json
 import os
+import subprocess
 import sys
 
 from ray.cluster_utils import Cluster
@@ -58,6 +59,10 @@ def main_() -> None:
         results = [run(["fleet", "detect", "--ray", cluster.address, "--json", "-o", inv, "--timeout", "120"]),
                    run(["fleet", "plan", inv, "--json", "--python", "3.12"]),
                    run(["fleet", "doctor", "--ray", cluster.address, "--json", "--timeout", "120"])]
+        # the README's Ray commands, as written (no address: Ray's own discovery finds this cluster), by bash in WORKDIR
+        readme = [subprocess.run(["bash", "-c", line], cwd=work, capture_output=True, text=True, timeout=240,
+                                 stdin=subprocess.DEVNULL) for line in json.loads(os.environ.get("README_RAY", "[]"))]
+        results.append([{"line": p.args[2], "code": p.returncode, "said": p.stdout + p.stderr} for p in readme])
     finally:
         cluster.shutdown()
     print("@@fleet@@" + json.dumps(results))
