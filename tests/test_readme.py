@@ -14,6 +14,7 @@ GPU) and a piece of what it must print; a command added to or dropped from the R
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -139,3 +140,16 @@ def test_readme_command_runs_as_written(line: str, scratch: tuple[Path, dict[str
     assert text in said, said[-3000:]
     if command_of(line) in WRITES:
         assert (cwd / WRITES[command_of(line)]).stat().st_size > 0
+
+
+def test_readme_pictures_are_current() -> None:
+    """docs/grid.png and docs/site.png show what vresolve answers now (docs/pictures.json records what they were
+    drawn from: the grid's cells and the page's picked plan)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("screenshots", ROOT / "docs" / "screenshots.py")
+    assert spec and spec.loader
+    shots = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shots)
+    recorded = json.loads((ROOT / "docs" / "pictures.json").read_text())
+    assert recorded == shots.made_from(), "docs/grid.png and docs/site.png are out of date: python docs/screenshots.py"
