@@ -388,7 +388,8 @@ def site_data(m: Any, *, pys: Sequence[str], installers: Sequence[str], platform
 
     return {"token": GPU_TOKEN, "platform": platform, "policy": policy, "revision": m.revision, "built": built,
             "initial": _initial(rs, cs, pys, installers, plan_of),
-            "unsupported": _unsupported(rs, cs, pys, installers, plan_of, GPU_TOKEN), "archs": archs, "caps": {r.capability: r.names[0] for r in rs},
+            "unsupported": _unsupported(rs, cs, pys, installers, plan_of, GPU_TOKEN),
+            "archs": archs, "caps": {r.capability: r.names[0] for r in rs},
             "drivers": [{"branch": c.branch, "driver": c.driver, "cuda": list(c.cuda)} for c in cs],
             "pythons": list(pys), "installers": list(installers), "strings": st.strings, "plans": plans,
             "index": index, "colours": colours, "dark": [v for v, col in colours.items() if _dark(col)]}
