@@ -193,12 +193,15 @@ def test_install_runs_the_plans_steps_then_its_checks(index: _Server, tmp_path: 
                       "torch is the planned CUDA build": "failed",
                       "torch sees the GPUs": gpu, "torch's arch list covers every GPU": gpu}
     assert out["ready"] is False and out["lock"] is None and out["cleanup"] == [f"kept {tmp_path / 'env'} (--keep-failed)"]
+    assert (out["findings"], out["doctor_skipped"]) == ([], "not run: a check failed")  # not "no problems"
     have = installed_versions(str(tmp_path / "env" / "bin" / "python"), tmp_path)
     assert {k: have[k] for k in ("vllm", "torch", "torchvision", "tinydep")} == {
         "vllm": "0.33.0", "torch": "2.14.0", "torchvision": "0.29.0", "tinydep": "1.0"}
     # and without --keep-failed the environment that is not ready goes
     q = _apply([*H200, "--yes", "--venv", "env2"], tmp_path, index.url + "/simple/")
     assert q.returncode == 1 and "NOT ready: vLLM 0.33.0 + torch 2.14.0+cu130 in" in q.stdout
+    assert q.stdout.rstrip().endswith("FAILED; doctor: not run: a check failed"), q.stdout
+    assert "no problems" not in q.stdout
     assert f"removed {tmp_path / 'env2'}" in q.stderr and not (tmp_path / "env2").exists()
 
 

@@ -246,7 +246,7 @@ def test_site_is_self_contained(site: tuple[Path, dict[str, object]]) -> None:
     ("NVIDIA H100 PCIe", "570.124.06", "pip"),  # not the GPU the plans were computed for: its name in the reasons
     ("NVIDIA H100 80GB HBM3", "580.95.05", "uv"),
     ("NVIDIA GeForce RTX 5090", "575.57.08", "uv"),
-    ("Tesla K80", "470.82.01", "uv"),  # nothing runs: the error, its causes and hints
+    ("NVIDIA GeForce RTX 5090", "470.82.01", "uv"),  # nothing runs with this driver: the error, causes, hints
 ])
 def test_page_shows_what_plan_answers(site: tuple[Path, dict[str, object]], tmp_path: Path, gpu: str, driver: str,
                                       installer: str) -> None:
@@ -317,3 +317,63 @@ def test_an_orin_row_is_planned_from_the_jetson_index() -> None:
     assert (orin["jetpack"], orin["from"]) == ("6.2.1", "the Jetson index")
     assert {(c["vllm"], c["kind"]) for c in orin["cells"]} == {("0.14.0", "wheel")}
     assert "jetpack" not in rows_["8.0"]
+
+
+# ---- where the page opens, and a GPU too old for any vLLM ------------------------------------------------
+
+def page_data(page: Path) -> dict[str, object]:
+    """The JSON the page's script reads (its initial choices among it)."""
+    text = page.read_text()
+    start = text.index('<script type="application/json" id="data">') + len('<script type="application/json" id="data">')
+    d: dict[str, object] = json.loads(text[start:text.index("</script>", start)])
+    return d
+
+
+@pytest.fixture(scope="module")
+def small_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("small-site")
+    p = vresolve("site", "-o", str(out), "--python", "3.12", "--installer", "uv", "--family", "kepler,ampere,hopper",
+                 "-q")
+    assert p.returncode == 0 and p.stdout == "" and p.stderr == "", p.stderr
+    return out / "index.html"
+
+
+def test_the_page_opens_on_an_h100_at_the_newest_driver(small_site: Path) -> None:
+    d = page_data(small_site)
+    newest = columns(load_matrix())[-1].driver
+    assert d["initial"] == {"gpu": "NVIDIA H100 80GB HBM3", "driver": newest, "python": "3.12", "installer": "uv"}
+    code, plan = plan_json("NVIDIA H100 80GB HBM3", newest, "3.12", "uv")
+    assert code == 0 and plan["stack"]["install_kind"] == "wheel"  # type: ignore[index]
+
+
+def test_without_hopper_the_page_opens_on_the_newest_row_with_a_wheel(tmp_path: Path) -> None:
+    p = vresolve("site", "-o", str(tmp_path), "--python", "3.12", "--installer", "pip", "--family", "kepler,ampere",
+                 "-q")
+    assert p.returncode == 0, p.stderr
+    d = page_data(tmp_path / "index.html")
+    ampere = [r for r in rows(load_matrix(), "linux-x86_64") if r.family == "ampere"]
+    assert d["initial"] == {"gpu": ampere[-1].names[0], "driver": columns(load_matrix())[-1].driver,
+                            "python": "3.12", "installer": "pip"}
+
+
+def test_a_gpu_no_vllm_supports_is_said_too_old(small_site: Path) -> None:
+    d = page_data(small_site)
+    unsupported = d["unsupported"]
+    assert isinstance(unsupported, dict) and sorted(unsupported) == ["3.5", "3.7"]  # Kepler; not Ampere or Hopper
+    text = unsupported["3.5"].replace(str(d["token"]), "Tesla K40m")
+    assert text.startswith("Tesla K40m (sm_35) is too old for vLLM: its compute capability 3.5 is below")
+    assert "sm_80, ampere" in text and "no driver, Python or installer changes that" in text
+    assert "--python" not in text
+
+
+@needs_chromium
+def test_the_page_shows_the_h100_first_and_a_k40m_as_too_old(small_site: Path, tmp_path: Path) -> None:
+    shown = open_page(small_site, tmp_path)
+    assert shown.text["host"].startswith("NVIDIA H100 80GB HBM3 (sm_90), driver ")
+    assert shown.text["verdict"].startswith("vLLM ")
+    shown = open_page(small_site, tmp_path, gpu="Tesla K40m")
+    assert shown.text["verdict"] == "No vLLM runs on this GPU"
+    assert shown.text["error"].startswith("Tesla K40m (sm_35) is too old for vLLM")
+    assert shown.items.get("hints", []) == []  # no advice to change Python
+    _, plan = plan_json("Tesla K40m", columns(load_matrix())[-1].driver, "3.12", "uv")
+    assert shown.items["causes"] == plan["error"]["causes"]  # type: ignore[index]

@@ -227,11 +227,13 @@ def _apply(args: argparse.Namespace, m: Any, this: Any, job: Any, plan: Any, c: 
             return _failed_step(args, m, this, job, steps, c)
         checks = run_checks(job.verify, progress, cwd=cwd, env=environ(job.exports, cwd), has_gpu=has_gpu,
                             timeout=args.timeout)
-    findings = _doctor(args, m, this, job) if not any(x.status == "failed" for x in checks) else []
-    ready = not any(x.status == "failed" for x in checks) and not any(f.severity == "error" for f in findings)
+    # a failed check already says the environment is not ready: doctor is not run, and the verdict says so
+    skipped = "not run: a check failed" if any(x.status == "failed" for x in checks) else None
+    findings = _doctor(args, m, this, job) if skipped is None else []
+    ready = skipped is None and not any(f.severity == "error" for f in findings)
     if not ready:
         return _report(args, job, steps, checks, findings, ready=False, cleanup=_cleanup(args, c),
-                       lock_check=lock_check)
+                       lock_check=lock_check, doctor_skipped=skipped)
     lock, problem = _write_lock(args, m, job, plan)
     written += [Path(f) for f in (lock or {}).get("files", ())]
     activate = _write_activation(job)
@@ -260,7 +262,8 @@ def _failed_step(args: argparse.Namespace, m: Any, this: Any, job: Any, steps: l
         from ..render import envelope
         from ..render.apply import apply_view
 
-        _print_json(envelope("apply", apply_view(job, steps, [], [], ready=False, causes=causes, cleanup=cleanup)))
+        _print_json(envelope("apply", apply_view(job, steps, [], [], ready=False, causes=causes, cleanup=cleanup,
+                                                 doctor_skipped="not run: a step failed")))
     else:
         for line in [*failure_lines(failed, causes, job.log), *cleanup]:
             print(f"vresolve: {line}", file=sys.stderr)
@@ -326,14 +329,15 @@ def _write_activation(job: Any) -> Path | None:
 
 def _report(args: argparse.Namespace, job: Any, steps: list[Any], checks: list[Any], findings: list[Any], *,
             ready: bool, cleanup: list[str], lock: dict[str, Any] | None = None, activate: Path | None = None,
-            lock_check: list[Any] | None = None) -> int:
+            lock_check: list[Any] | None = None, doctor_skipped: str | None = None) -> int:
     from ..render.apply import apply_view, verdict_line
 
     if _opt(args, "json"):
         from ..render import envelope
 
         _print_json(envelope("apply", apply_view(job, steps, checks, findings, ready=ready, cleanup=cleanup,
-                                                 lock=lock, activate=activate, lock_check=lock_check or ())))
+                                                 lock=lock, activate=activate, lock_check=lock_check or (),
+                                                 doctor_skipped=doctor_skipped)))
         return EXIT_OK if ready else EXIT_NOT_READY
     if findings:
         from ..render.apply import finding_lines
@@ -344,5 +348,5 @@ def _report(args: argparse.Namespace, job: Any, steps: list[Any], checks: list[A
         print(f"vresolve: {line}", file=sys.stderr)
     if lock is not None:
         print(f"vresolve: lock of what was installed: {lock['dir']} ({len(lock['files'])} files)", file=sys.stderr)
-    print(verdict_line(job, checks, findings, ready, activate))
+    print(verdict_line(job, checks, findings, ready, activate, doctor_skipped=doctor_skipped))
     return EXIT_OK if ready else EXIT_NOT_READY

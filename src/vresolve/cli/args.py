@@ -320,7 +320,8 @@ def _add_plan_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--source-build", choices=SOURCE_BUILD_MODES, default="auto",
                    help="auto (default): wheels, or a source build when no wheel covers the GPU; never; always")
     p.add_argument("--keep-torch", action="store_true",
-                   help="build vLLM from source against the torch installed in this environment (kept)")
+                   help="keep the torch installed in this environment: a vLLM wheel that pins exactly that torch "
+                        "(same CUDA major) when one does, else a source build against it")
     p.add_argument("--src-dir", default="vllm-src", metavar="DIR", type=path, help="where a source build clones vLLM")
     p.add_argument("--precompiled", action="store_true",
                    help="a checkout for changing vLLM's Python code only: VLLM_USE_PRECOMPILED=1, editable install")

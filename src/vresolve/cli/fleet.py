@@ -76,7 +76,10 @@ def _cmd_detect(args: argparse.Namespace) -> int:
             parse_address(args.ray)
         _need("ray")
         from ..fleet.ray import detect_ray
+        from ..render.progress import note
 
+        note(f"asking every alive node of {ray_cluster(args.ray)} to run vresolve detect (at most {args.timeout:g} s)"
+             " ...", quiet=_quiet(args))
         inv = detect_ray(args.ray or None, args.timeout)
         from dataclasses import replace
 
@@ -103,6 +106,17 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     else:
         _print_inventory(inv)
     return EXIT_OK
+
+
+def ray_cluster(address: str) -> str:
+    """``--ray [ADDRESS]`` in words, for a progress line."""
+    return f"the Ray cluster at {shown(address, 120)}" if address not in ("", "auto") else \
+        "the Ray cluster (RAY_ADDRESS, else a local one)"
+
+
+def _quiet(args: argparse.Namespace) -> bool:
+    """No progress on stderr: ``-q``, or ``--json`` (the JSON is the whole answer)."""
+    return bool(getattr(args, "json", None) or getattr(args, "quiet", None))
 
 
 def _write(path: str, doc: dict[str, Any]) -> None:

@@ -94,6 +94,11 @@ def fleet_doctor(args: argparse.Namespace) -> int:
     cache: dict[str, dict[str, Any] | None] = {}
     if args.lock_file and not os.path.isdir(args.lock_file):
         _lock_for(args.lock_file, "", cache)  # a bad lock is a usage error before any node is asked
+    from ..render.progress import note
+    from .fleet import _quiet, ray_cluster
+
+    note(f"asking every alive node of {ray_cluster(args.ray)} to run doctor's checks (at most {args.timeout:g} s)"
+         " ...", quiet=_quiet(args))
     answers = ray_nodes_run(args.ray or None, node_doctor, (args.timeout,), args.timeout + 30)
     by_dir = bool(args.lock_file) and os.path.isdir(args.lock_file)  # fleet lock's DIR: a lock per platform
     nodes: dict[str, Host] = {}

@@ -15,7 +15,7 @@ import contextlib
 import io
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,21 +180,49 @@ def _answer_plain(argv: Sequence[str]) -> Answer:
     return plan_answer(argv)
 
 
-def compute_answers(argvs: Iterable[Sequence[str]], *, exports: bool = False, workers: int | None = None
-                    ) -> list[Answer]:
-    """Every plan answer, in the order given; in ``workers`` processes (default: one per core)."""
+def pool_size(workers: int | None, count: int) -> int:
+    """The processes :func:`compute_answers` runs ``count`` plans on (1: in this one)."""
+    n = workers or os.cpu_count() or 1
+    return 1 if n <= 1 or count < 8 else n
+
+
+def compute_answers(argvs: Iterable[Sequence[str]], *, exports: bool = False, workers: int | None = None,
+                    progress: Callable[[int], None] | None = None) -> list[Answer]:
+    """Every plan answer, in the order given; in ``workers`` processes (default: one per core). ``progress``:
+    called with the number of answers so far, as they come."""
     todo = [tuple(a) for a in argvs]
     fn = _answer_exports if exports else _answer_plain
-    n = workers or os.cpu_count() or 1
-    if n <= 1 or len(todo) < 8:
-        return [fn(a) for a in todo]
+    n = pool_size(workers, len(todo))
+    out: list[Answer] = []
+    if n == 1:
+        for a in map(fn, todo):
+            out.append(a)
+            if progress:
+                progress(len(out))
+        return out
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     # fork: the workers start with the matrix already loaded and vresolve imported
     ctx = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-        return list(pool.map(fn, todo, chunksize=max(1, len(todo) // (n * 8))))
+        for a in pool.map(fn, todo, chunksize=max(1, len(todo) // (n * 8))):
+            out.append(a)
+            if progress:
+                progress(len(out))
+    return out
+
+
+def _answers_shown(argvs: Iterable[Sequence[str]], *, exports: bool, workers: int | None, quiet: bool
+                   ) -> list[Answer]:
+    """:func:`compute_answers` with its progress on stderr (none when ``quiet``)."""
+    from ..render.progress import Ticker
+
+    todo = [tuple(a) for a in argvs]
+    n = pool_size(workers, len(todo))
+    label = f"computing {len(todo)} plans on {n} worker{'s' if n != 1 else ''}"
+    with Ticker(label, len(todo), quiet=quiet) as tick:
+        return compute_answers(todo, exports=exports, workers=workers, progress=tick)
 
 
 def cell_of(a: Answer) -> tuple[str | None, str]:
@@ -214,12 +242,12 @@ def grid_from_answers(m: Any, rs: Sequence[Row], cs: Sequence[Column], answers: 
 
 
 def compute_grid(m: Any, *, python: str, platform: str, policy: str, matrix: str | None,
-                 workers: int | None = None, families: Sequence[str] | None = None) -> Grid:
+                 workers: int | None = None, families: Sequence[str] | None = None, quiet: bool = True) -> Grid:
     rs, cs = rows(m, platform, families), columns(m)
     keys = [(r, c) for r in rs for c in cs]
     argvs = [plan_argv(r.names[0], c.driver, python, installer="uv", platform=platform, policy=policy, matrix=matrix,
                        jetpack=r.jetpack) for r, c in keys]
-    answers = compute_answers(argvs, workers=workers)
+    answers = _answers_shown(argvs, exports=False, workers=workers, quiet=quiet)
     return grid_from_answers(m, rs, cs, {(r.capability, c.driver): a for (r, c), a in zip(keys, answers, strict=True)},
                              python=python, platform=platform, policy=policy)
 
@@ -276,7 +304,8 @@ def cmd_grid(args: Any) -> int:
     python = _checked_python(args.python) if args.python is not None else _python_default()
     m = _load(args)
     g = compute_grid(m, python=python, platform=args.platform, policy=args.driver_policy,
-                     matrix=_opt(args, "matrix"), workers=args.workers, families=_families(m, args.family))
+                     matrix=_opt(args, "matrix"), workers=args.workers, families=_families(m, args.family),
+                     quiet=bool(_opt(args, "quiet") or _opt(args, "json")))
     if fmt == "html":
         _write(out, grid_html(g, built=_built()).encode())
     elif fmt in ("png", "svg"):
@@ -324,7 +353,7 @@ def _families(m: Any, text: str | None) -> tuple[str, ...] | None:
 
 def site_data(m: Any, *, pys: Sequence[str], installers: Sequence[str], platform: str, policy: str,
               matrix: str | None, workers: int | None, built: str,
-              families: Sequence[str] | None = None) -> dict[str, Any]:
+              families: Sequence[str] | None = None, quiet: bool = True) -> dict[str, Any]:
     """The page's data: the choices, and every plan (numbered strings, shared plans stored once)."""
     from packaging.version import Version
 
@@ -333,8 +362,9 @@ def site_data(m: Any, *, pys: Sequence[str], installers: Sequence[str], platform
 
     rs, cs = rows(m, platform, families), columns(m)
     keys = [(r, c, py, inst) for r in rs for c in cs for py in pys for inst in installers]
-    answers = compute_answers([plan_argv(r.names[0], c.driver, py, installer=inst, platform=platform, policy=policy,
-                                         matrix=matrix) for r, c, py, inst in keys], exports=True, workers=workers)
+    answers = _answers_shown([plan_argv(r.names[0], c.driver, py, installer=inst, platform=platform, policy=policy,
+                                        matrix=matrix) for r, c, py, inst in keys], exports=True, workers=workers,
+                             quiet=quiet)
     st = StringTable()
     plans: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
@@ -353,11 +383,66 @@ def site_data(m: Any, *, pys: Sequence[str], installers: Sequence[str], platform
         caps = [r.capability for r in rs if r.family == fam]
         archs.append({"family": fam, "caps": caps,
                       "gpus": [[n, r.capability] for r in rs if r.family == fam for n in r.names]})
+    def plan_of(cap: str, driver: str, py: str, inst: str) -> dict[str, Any]:
+        return plans[index["|".join((cap, driver, py, inst))]]
+
     return {"token": GPU_TOKEN, "platform": platform, "policy": policy, "revision": m.revision, "built": built,
+            "initial": _initial(rs, cs, pys, installers, plan_of),
+            "unsupported": _unsupported(rs, cs, pys, installers, plan_of, GPU_TOKEN),
             "archs": archs, "caps": {r.capability: r.names[0] for r in rs},
             "drivers": [{"branch": c.branch, "driver": c.driver, "cuda": list(c.cuda)} for c in cs],
             "pythons": list(pys), "installers": list(installers), "strings": st.strings, "plans": plans,
             "index": index, "colours": colours, "dark": [v for v, col in colours.items() if _dark(col)]}
+
+
+#: the row the page opens on when it has a wheel there: Hopper (H100), the datacenter GPU most vLLM installs run on
+_OPENS_ON = "9.0"
+
+
+def _initial(rs: Sequence[Row], cs: Sequence[Column], pys: Sequence[str], installers: Sequence[str], plan_of: Any
+             ) -> dict[str, str]:
+    """What the page opens on: the newest driver branch, Python 3.12 (else the newest), the first installer, and
+    Hopper's first GPU when a wheel runs there, else the newest row with a wheel (else the newest row)."""
+    driver, inst = cs[-1].driver, installers[0]
+    python = "3.12" if "3.12" in pys else pys[-1]
+
+    def wheel(r: Row) -> bool:
+        p = plan_of(r.capability, driver, python, inst)
+        return "stack" in p and p["stack"].get("install_kind") != "source"
+
+    with_wheel = [r for r in rs if wheel(r)]
+    pick = next((r for r in with_wheel if r.capability == _OPENS_ON), with_wheel[-1] if with_wheel else rs[-1])
+    return {"gpu": pick.names[0], "driver": driver, "python": python, "installer": inst}
+
+
+def _unsupported(rs: Sequence[Row], cs: Sequence[Column], pys: Sequence[str], installers: Sequence[str],
+                 plan_of: Any, token: str) -> dict[str, str]:
+    """Capability -> what the page says instead of the plan's hints, for a GPU on which no plan of the page (any
+    driver, Python, installer) runs vLLM: no other choice on the page would help. ``token`` stands for its name."""
+    def runs(r: Row) -> bool:
+        return any("stack" in plan_of(r.capability, c.driver, py, inst)
+                   for c in cs for py in pys for inst in installers)
+
+    supported = [r for r in rs if runs(r)]
+    oldest = min(supported, key=lambda r: _cc_key(r.capability), default=None)
+    out = {}
+    for r in rs:
+        if r in supported:
+            continue
+        sm = "sm_" + r.capability.replace(".", "")
+        if oldest is not None and _cc_key(r.capability) < _cc_key(oldest.capability):
+            out[r.capability] = (f"{token} ({sm}) is too old for vLLM: its compute capability {r.capability} is below "
+                                 "what every vLLM build supports (the oldest GPUs with a vLLM on this page are "
+                                 f"sm_{oldest.capability.replace('.', '')}, {oldest.family}); no driver, Python or "
+                                 "installer changes that")
+        else:
+            out[r.capability] = (f"no vLLM build runs on {token} ({sm}) with any driver, Python or installer on this "
+                                 "page")
+    return out
+
+
+def _cc_key(cap: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in cap.split("."))
 
 
 def cmd_site(args: Any) -> int:
@@ -381,7 +466,7 @@ def cmd_site(args: Any) -> int:
     built = _built()
     data = site_data(m, pys=pys, installers=installers, platform=args.platform, policy=args.driver_policy,
                      matrix=_opt(args, "matrix"), workers=args.workers, built=built,
-                     families=_families(m, args.family))
+                     families=_families(m, args.family), quiet=bool(_opt(args, "quiet") or _opt(args, "json")))
     page = page_html(data, title="Which vLLM runs on my GPU and driver?", revision=m.revision, built=built,
                      version=__version__).encode()
     _write(str(out / "index.html"), page)

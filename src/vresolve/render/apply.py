@@ -147,13 +147,14 @@ def finding_lines(findings: Sequence[Any]) -> list[str]:
 
 
 def verdict_line(job: Job, checks: Sequence[CheckOutcome], findings: Sequence[Any], ready: bool,
-                 activate: Path | None) -> str:
-    """One line: is the machine ready, what was checked, and how to use the environment."""
+                 activate: Path | None, *, doctor_skipped: str | None = None) -> str:
+    """One line: is the machine ready, what was checked, and how to use the environment; ``doctor_skipped``:
+    why doctor did not run (None: it ran, and ``findings`` are its)."""
     n = {s: sum(1 for c in checks if c.status == s) for s in ("passed", "failed", "skipped")}
     skipped = f", {n['skipped']} skipped ({checks_skipped_why(checks)})" if n["skipped"] else ""
     failed = f", {n['failed']} FAILED" if n["failed"] else ""
     errors = [f for f in findings if f.severity == "error"]
-    doctor = (f"doctor: {len(errors)} error(s)" if errors else
+    doctor = (f"doctor: {doctor_skipped}" if doctor_skipped else f"doctor: {len(errors)} error(s)" if errors else
               f"doctor: {len(findings)} note(s), no errors" if findings else "doctor: no problems")
     head = "ready" if ready else "NOT ready"
     use = f"; use it: source {sh_value(str(activate))}" if activate is not None else ""
@@ -184,15 +185,16 @@ def _step_view(o: StepOutcome) -> dict[str, Any]:
 def apply_view(job: Job, steps: Sequence[StepOutcome], checks: Sequence[CheckOutcome], findings: Sequence[Any],
                *, ready: bool, causes: Sequence[Any] = (), cleanup: Sequence[str] = (),
                lock: dict[str, Any] | None = None, activate: Path | None = None,
-               lock_check: Sequence[Any] = ()) -> dict[str, Any]:
-    """The ``vresolve.apply/1`` body; ``lock_check``: doctor --lock's findings on this machine (``--lock``)."""
+               lock_check: Sequence[Any] = (), doctor_skipped: str | None = None) -> dict[str, Any]:
+    """The ``vresolve.apply/1`` body; ``lock_check``: doctor --lock's findings on this machine (``--lock``);
+    ``doctor_skipped``: why doctor did not run (then ``findings`` is empty), or None."""
     failed = next((s for s in steps if s.status == "failed"), None)
     return {
         "ready": ready, "what": job.what, "kind": job.kind, "environment": str(job.env_dir),
         "steps": [_step_view(s) for s in steps],
         "checks": [{"name": c.check.name, "status": c.status, "expect": c.check.expect, "why": c.why,
                     "output": c.output[-2000:] if c.status == "failed" else ""} for c in checks],
-        "findings": [f.to_dict() for f in findings],
+        "findings": [f.to_dict() for f in findings], "doctor_skipped": doctor_skipped,
         "failed": None if failed is None else {"step": failed.index, "shell": shell_line(failed.step.argv),
                                                "why": failed.why, "causes": [f.to_dict() for f in causes],
                                                "log": str(job.log) if job.log else None},

@@ -108,8 +108,7 @@ function init() {
   for (const d of D.drivers) $("driver").appendChild(new Option("R" + d.branch + ": " + d.driver + " or newer (CUDA " + d.cuda.join(", ") + ")", d.driver));
   for (const p of D.pythons) $("python").appendChild(new Option(p, p));
   for (const i of D.installers) $("installer").appendChild(new Option(i, i));
-  $("python").value = D.pythons.includes("3.12") ? "3.12" : D.pythons[D.pythons.length - 1];
-  $("driver").value = D.drivers[D.drivers.length - 1].driver;
+  for (const id of ["gpu", "driver", "python", "installer"]) $(id).value = D.initial[id];
   fromHash();
   for (const id of ["gpu", "driver", "python", "installer"]) $(id).addEventListener("change", () => { toHash(); show(); });
   window.addEventListener("hashchange", () => { fromHash(); show(); });
@@ -139,10 +138,11 @@ function show() {
   $("ok").hidden = !p || !!p.error; $("failed").hidden = !p || !p.error;
   if (!p) { $("verdict").textContent = "not computed for these choices"; return; }
   if (p.error) {
-    $("verdict").textContent = "No vLLM runs here"; $("verdict").className = "err";
-    $("error").textContent = sub(S(p.error.message));
+    const old = D.unsupported[cap];  // no choice on the page runs vLLM on this GPU: said plainly, no hints
+    $("verdict").textContent = old ? "No vLLM runs on this GPU" : "No vLLM runs here"; $("verdict").className = "err";
+    $("error").textContent = old ? sub(old) : sub(S(p.error.message));
     fill($("causes"), p.error.causes.map(i => sub(S(i))));
-    fill($("hints"), p.error.hints.map(i => sub(S(i))));
+    fill($("hints"), old ? [] : p.error.hints.map(i => sub(S(i))));
   } else {
     const s = p.stack;
     $("verdict").className = "";

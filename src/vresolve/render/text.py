@@ -187,6 +187,11 @@ def plan_human(p: Any, detected_by: str) -> list[Any]:
     return out
 
 
+#: where a wheel comes from (a vLLM build's ``where``; "pytorch": the PyTorch index), as the plan's table names it
+INDEX_LABELS = {"pypi": "PyPI", "vllm-index": "vLLM's index", "release-assets": "GitHub release assets",
+                "pytorch": "PyTorch index"}
+
+
 def stack_table(r: Any, detected_by: str) -> Table:
     from rich.table import Table
 
@@ -194,8 +199,9 @@ def stack_table(r: Any, detected_by: str) -> Table:
     t.add_column("package")
     t.add_column("version")
     t.add_column("build / from")
-    rows = [("vllm", str(r.vllm.version), f"{r.vllm.variant}, {r.vllm.where}"),
-            ("torch", str(r.torch.version), f"{r.torch.variant.variant}, " + ("PyPI" if r.torch.pypi else "PyTorch index"))]
+    torch_from = INDEX_LABELS["pypi" if r.torch.pypi else "pytorch"]
+    rows = [("vllm", str(r.vllm.version), f"{r.vllm.variant}, {INDEX_LABELS[r.vllm.where]}"),
+            ("torch", str(r.torch.version), f"{r.torch.variant.variant}, {torch_from}")]
     rows += [(k, v, "pinned by the vLLM wheel") for k, v in r.companions.items()]
     for row in rows:
         t.add_row(*map(_t, row))
