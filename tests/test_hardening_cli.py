@@ -437,7 +437,9 @@ def test_signal_stops_uv_and_removes_the_temporary_directory(sig: int, code: int
 def test_uv_dies_with_a_killed_vresolve(index: _Server, tmp_path: Path) -> None:
     """SIGKILL reaches no handler: uv is stopped by the kernel's parent-death signal instead."""
     index.delay["/simple/vllm/"] = [120.0]
-    env = _env(UV_CACHE_DIR=str(tmp_path / "uv-cache"))
+    tmp = tmp_path / "tmp"  # a SIGKILLed vresolve cannot remove its temporary directory: keep it in the test's own
+    tmp.mkdir()
+    env = _env(TMPDIR=str(tmp), UV_CACHE_DIR=str(tmp_path / "uv-cache"))
     proc = subprocess.Popen([sys.executable, "-m", "vresolve", *_lock_argv(index, tmp_path / "out")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     uv: list[int] = []
