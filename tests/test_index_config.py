@@ -22,6 +22,7 @@ from vresolve.index.config import find_index
 
 from .test_hardening_index import matrix_copy
 from .test_index import _Server
+from .test_lock import _plan, index  # noqa: F401 - index is a fixture
 
 SRC = str(Path(vresolve.__file__).parents[1])
 _ENV_VARS = ("UV_DEFAULT_INDEX", "UV_INDEX_URL", "PIP_INDEX_URL", "UV_CONFIG_FILE", "UV_NO_CONFIG",
@@ -297,3 +298,25 @@ def test_unreachable_torch_variant_indexes_are_one_line_and_exit_1(status: int |
            404: "HTTP 404"}[status]
     assert len(lines) == 2 and lines[0].startswith(f"PyTorch index {torch_index}/<variant>/torch/ for cpu, cu1")
     assert lines[0].endswith(f": {why}") and lines[1].startswith("1 file(s) changed, not written")
+
+
+# ---------------------------------------------------------------------------------------- lock
+
+
+def test_lock_resolves_from_the_index_refresh_reads(index: _Server, isolated: Path,  # noqa: F811
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """uv reads no pip file: lock gives it pip.conf's index; uv's own variables it finds itself, over pip's."""
+    from vresolve.lock import compile_lock
+
+    monkeypatch.setenv("UV_CACHE_DIR", str(isolated / "uv-cache"))
+    monkeypatch.setenv("UV_NO_CONFIG", "1")
+    conf = isolated / "pip.conf"
+    conf.write_text(f"[global]\nindex-url = {index.url}/simple/\n")
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
+    m, plan = _plan()
+    assert compile_lock(plan, m).packages == 4 and "/simple/vllm/" in index.requests
+    dead = f"http://127.0.0.1:{_closed_port()}/simple/"
+    conf.write_text(f"[global]\nindex-url = {dead}\n")
+    monkeypatch.setenv("UV_INDEX_URL", index.url + "/simple/")
+    index.requests.clear()
+    assert compile_lock(plan, m).packages == 4 and "/simple/vllm/" in index.requests
