@@ -302,6 +302,7 @@ def test_pins_for_platform_and_cuda() -> None:
 def test_index_url_from_configuration(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("PIP_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX_URL"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("UV_NO_CONFIG", "1")  # uv's files are tested in test_index_config.py
     conf = tmp_path / "pip.conf"
     conf.write_text("[global]\nindex-url = http://127.0.0.1:9/simple\n")
     monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))

@@ -155,6 +155,8 @@ def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = N
     """
     if plan.resolution.host.platform.os != "linux":
         raise UsageError(f"--platform: locks are for Linux, not {plan.resolution.host.platform.tag}")
+    from .index import index_for_uv
+
     reqs, options = _inputs(plan, matrix)
     python = str(plan.resolution.host.python_minor)
     with tempfile.TemporaryDirectory(prefix="vresolve-lock-") as tmp:
@@ -164,8 +166,9 @@ def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = N
         argv = [uv_bin(), "pip", "compile", str(src), "--python-version", python,
                 "--python-platform", _platform_triple(plan), "--generate-hashes", "--no-header", "--no-build",
                 "--output-file", str(out), *options]
-        if index_url:
-            argv += ["--index-url", index_url]
+        default_index = index_for_uv(index_url)  # the index matrix refresh reads, where uv would not find it
+        if default_index:  # (uv reads UV_DEFAULT_INDEX, UV_INDEX_URL and its files itself, not pip's)
+            argv += ["--default-index", default_index]
         if offline:
             argv.append("--offline")
         what = f"vLLM {plan.resolution.vllm.version}'s closure for Python {python} on {_platform_triple(plan)}"

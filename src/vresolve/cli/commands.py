@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..errors import EXIT_OK, EXIT_USAGE, UsageError, VresolveError
+from ..errors import EXIT_NO_STACK, EXIT_OK, EXIT_USAGE, UsageError, VresolveError
 from .args import _load, _opt, build_parser, command_of, plan_inputs, shown
 
 TYPE_CHECKING = False  # typing is not imported at run time: --help stays cheap
@@ -495,7 +495,7 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from .._cache import cache_dir, usable_cache_dir
-    from ..index import IndexClient, configured_index_url
+    from ..index import IndexClient, configured_index_url, redacted
     from ..matrix import default_matrix_path
     from ..refresh import apply_files, diff_files
     from ..render import envelope
@@ -509,10 +509,11 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
                          timeout=args.timeout)
     quiet = _opt(args, "json") or _opt(args, "quiet")
     err = _console(stderr=True)
-    if not quiet:
-        err.print(f"reading {url} (from {origin}){' offline, from the cache' if args.offline else ''}")
+    if not quiet:  # the index as the user named it, less any user:password
+        err.print(Text(escape_controls(f"index: {redacted(url)} (from {origin})"
+                                       f"{', offline: from the cache' if args.offline else ''}")), soft_wrap=True)
     new = _generated(args, root, client, since, err, bool(quiet))
-    variant_report = _torch_variant_report(args, root, client) if args.torch_variants else []
+    variant_report, compared = _torch_variant_report(args, root, client) if args.torch_variants else ([], True)
     diffs = {}
     for name, text in new.items():
         path = root / name
@@ -522,18 +523,19 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
     if args.apply:  # all or nothing, and only a matrix that validates
         apply_files(root, {name: new[name] for name in diffs})
     if _opt(args, "json"):
-        _print_json(envelope("matrix", {"index": url, "requests": client.requests, "cache_hits": client.cache_hits,
+        _print_json(envelope("matrix", {"index": redacted(url), "index_from": origin, "requests": client.requests,
+                                        "cache_hits": client.cache_hits,
                                         "changes": diffs, "applied": bool(args.apply),
                                         "torch_variants": variant_report}))
     else:
         for d in diffs.values():
             sys.stdout.write(d)
-        for line in variant_report:
-            err.print(Text(escape_controls(line), style="yellow"))  # index text: no markup, no controls
+        for line in variant_report:  # index text: no markup, no controls; one line each, never wrapped
+            err.print(Text(escape_controls(line), style="yellow"), soft_wrap=True)
         state = "written" if args.apply else "not written (use --apply)"
         err.print(f"{len(diffs)} file(s) changed, {state}; {client.requests} HTTP requests, "
                   f"{client.cache_hits} answers from the cache")
-    return EXIT_OK
+    return EXIT_OK if compared else EXIT_NO_STACK  # --torch-variants: no variant index answered
 
 
 def _since(text: str | None) -> Any:
@@ -576,8 +578,9 @@ def _generated(args: argparse.Namespace, root: Path, client: Any, since: Any, er
     return new
 
 
-def _torch_variant_report(args: argparse.Namespace, root: Path, client: Any) -> list[str]:
-    """``--torch-variants``: where PyTorch's index and torch.yaml disagree on a release's variants."""
+def _torch_variant_report(args: argparse.Namespace, root: Path, client: Any) -> tuple[list[str], bool]:
+    """``--torch-variants``: where PyTorch's index and torch.yaml disagree on a release's variants; and
+    whether any variant index answered (False: nothing was compared)."""
     from ..index import IndexClient
     from ..matrix import load_matrix
     from ..refresh import torch_index_variants
@@ -586,14 +589,29 @@ def _torch_variant_report(args: argparse.Namespace, root: Path, client: Any) -> 
     wanted = sorted({v.variant for t in m.torch for v in t.variants})
     found, problems = torch_index_variants(m.torch_index, wanted, lambda u: IndexClient(
         u, cache_dir=client.cache, offline=args.offline, timeout=args.timeout, retries=1))
-    report = [f"PyTorch index unreachable for {p}" for p in problems]
+    report = _variant_failures(m.torch_index, problems)
     for t in m.torch:
         on_index = found.get(str(t.version), set())
         listed = {v.variant for v in t.variants}
         if on_index and on_index != listed:
             report.append(f"torch {t.version}: index has {sorted(on_index)}, torch.yaml lists "
                           f"{sorted(listed)} (review torch.yaml)")
-    return report
+    return report, not wanted or len(problems) < len(wanted)
+
+
+def _variant_failures(base: str, problems: list[str]) -> list[str]:
+    """One line per way PyTorch's variant indexes failed (``variant: URL: what failed`` each), naming them all."""
+    by_failure: dict[str, list[tuple[str, str]]] = {}
+    for p in problems:
+        variant, _, rest = p.partition(": ")
+        url, _, failure = rest.partition(": ")
+        by_failure.setdefault(failure or rest, []).append((variant, url))
+    lines = []
+    for failure, failed in by_failure.items():
+        where = failed[0][1] if len(failed) == 1 else (
+            f"{base.rstrip('/')}/<variant>/torch/ for {', '.join(v for v, _ in failed)}")
+        lines.append(f"PyTorch index {where}: {failure}")
+    return lines
 
 
 def _cmd_fleet(args: argparse.Namespace) -> int:

@@ -1,8 +1,9 @@
 """Reading a package index: the only package (with ``refresh``) that touches the network.
 
-- :func:`configured_index_url` finds the index the user's installers use (flag, then
-  ``PIP_INDEX_URL`` / ``UV_DEFAULT_INDEX`` / ``UV_INDEX_URL``, then pip's and uv's
-  configuration files, then pip's own default). vresolve never hard-codes a registry.
+- :func:`configured_index_url` finds the index the user's installers use, reading their
+  configuration as data (flag, then ``UV_DEFAULT_INDEX`` / ``UV_INDEX_URL`` / ``PIP_INDEX_URL``,
+  then uv's and pip's configuration files, then uv's own default as its help names it); no
+  installer is imported. vresolve never hard-codes a registry.
 - :meth:`IndexClient.project_files` lists a project's files through the simple API,
   PEP 691 JSON first and the PEP 503 HTML page as the fallback; relative URLs are resolved
   against the response's own URL.
@@ -29,8 +30,9 @@ What the index answers is data from outside, checked where it enters:
 from __future__ import annotations
 
 from .client import IndexClient
-from .config import configured_index_url, simple_to_project_url
+from .config import configured_index_url, index_for_uv, redacted, simple_to_project_url
 from .listing import IndexFile
 from .transport import Limits
 
-__all__ = ["IndexFile", "IndexClient", "Limits", "configured_index_url", "simple_to_project_url"]
+__all__ = ["IndexFile", "IndexClient", "Limits", "configured_index_url", "index_for_uv", "redacted",
+           "simple_to_project_url"]

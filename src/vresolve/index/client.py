@@ -10,11 +10,12 @@ import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 
 from ..errors import PackageIndexError, UsageError
-from .config import simple_to_project_url
+from .config import credentials, simple_to_project_url
 from .listing import (
     _ACCEPT,
     _JSON_V1,
@@ -34,6 +35,8 @@ from .transport import (
     _attempts,
     _Deadline,
     _drop_redirect_body,
+    _failure,
+    _HostAuth,
     _late,
     _log,
     _one_line,
@@ -70,6 +73,7 @@ class IndexClient:
     def __init__(self, simple_url: str, *, timeout: float = 30.0, retries: int = 3,
                  session: requests.Session | None = None, cache_dir: str | os.PathLike[str] | None = None,
                  offline: bool = False, limits: Limits | None = None) -> None:
+        simple_url, auth = credentials(simple_url)
         self.simple_url = simple_url.rstrip("/") + "/"
         self.timeout = timeout
         self.retries = retries
@@ -82,6 +86,8 @@ class IndexClient:
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         self.session.hooks["response"].append(_drop_redirect_body)
+        if auth is not None:
+            self.session.auth = _HostAuth(urlsplit(self.simple_url).netloc, *auth)
         self.cache = Path(cache_dir) if cache_dir is not None else None
         self.offline = offline
         if offline and self.cache is None:
@@ -146,10 +152,10 @@ class IndexClient:
                 if deadline.passed():
                     raise _late(url, deadline) from None
                 raise PackageIndexError(
-                    f"{url}: gave up after {self.retries + 1} attempts ({type(e).__name__}: {_one_line(e)})") from None
+                    f"{url}: {_failure(e)} (gave up after {self.retries + 1} attempts)") from None
             except requests.RequestException as e:
                 self.requests += 1
-                raise PackageIndexError(f"{url}: {type(e).__name__}: {_one_line(e)}") from None
+                raise PackageIndexError(f"{url}: {_failure(e)}") from None
             with resp:
                 self.requests += _attempts(resp)
                 if resp.status_code not in allow:

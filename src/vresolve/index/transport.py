@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import requests
 from requests.adapters import HTTPAdapter
+from requests.auth import HTTPBasicAuth
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import HTTPError as _Urllib3Error
@@ -162,6 +163,24 @@ class _Adapter(HTTPAdapter):
         self.poolmanager.pool_classes_by_scheme = {"http": _HTTPPool, "https": _HTTPSPool}
 
 
+class _HostAuth(HTTPBasicAuth):
+    """The index URL's user and password, sent to the index's own host and port only (a file listed on
+    another host gets none); the URLs vresolve requests, and names in messages, carry no credentials."""
+
+    def __init__(self, netloc: str, user: str, password: str) -> None:
+        super().__init__(user, password)
+        self.netloc = netloc
+
+    def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
+        from urllib.parse import urlsplit
+
+        try:
+            netloc = urlsplit(r.url or "").netloc
+        except ValueError:
+            return r
+        return super().__call__(r) if netloc == self.netloc else r
+
+
 def _drop_redirect_body(resp: requests.Response, *args: Any, **kwargs: Any) -> None:
     """A response hook: the body of a redirect is never read (requests reads all of it before following
     the redirect, so an endless one would stall the client); its connection is not reused."""
@@ -173,6 +192,53 @@ def _one_line(e: BaseException | str) -> str:
     """An exception's message on one line, without characters a terminal could misread."""
     text = " ".join(str(e).split())
     return text.encode("ascii", "backslashreplace").decode("ascii")[:400]
+
+
+def _causes(e: BaseException) -> list[BaseException]:
+    """``e`` and what it wraps (requests' args, urllib3's ``reason``, ``__cause__``/``__context__``), outermost first."""
+    out: list[BaseException] = []
+    todo = [e]
+    while todo and len(out) < 32:
+        x = todo.pop(0)
+        if x in out:
+            continue
+        out.append(x)
+        todo += [c for c in (*x.args, getattr(x, "reason", None), x.__cause__, x.__context__)
+                 if isinstance(c, BaseException)]
+    return out
+
+
+def _failure(e: BaseException) -> str:
+    """What a request that got no answer met, in a few words (never an exception's repr): the host name did
+    not resolve, the connection was refused, reset or timed out, TLS failed; else the innermost message."""
+    import ssl
+
+    from urllib3.exceptions import NameResolutionError, NewConnectionError, ProtocolError, ReadTimeoutError
+    from urllib3.exceptions import SSLError as _SSLError
+    from urllib3.exceptions import TimeoutError as _Urllib3Timeout
+
+    chain = _causes(e)
+
+    def has(*kinds: type[BaseException]) -> BaseException | None:
+        return next((x for x in chain if isinstance(x, kinds)), None)
+
+    if has(NameResolutionError, socket.gaierror):
+        return "the host name does not resolve (DNS)"
+    if has(ConnectionRefusedError):
+        return "connection refused"
+    if has(ReadTimeoutError, TimeoutError, requests.Timeout) or any(
+            isinstance(x, _Urllib3Timeout) and not isinstance(x, NewConnectionError) for x in chain):
+        return "timed out"
+    tls = has(ssl.SSLError, _SSLError, requests.exceptions.SSLError)
+    if tls is not None:
+        inner = has(ssl.SSLError)
+        return f"TLS failed ({_one_line(getattr(inner, 'reason', None) or inner or tls)})"
+    if has(ConnectionResetError):
+        return "connection reset"
+    if has(ProtocolError, http.client.HTTPException, ConnectionError):
+        return "the connection closed without an answer"
+    inner = chain[-1]
+    return f"{type(inner).__name__}: {_one_line(inner)}"
 
 
 def _human(n: int) -> str:
