@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..host import Host, describe_gpus
@@ -158,8 +159,10 @@ def _software_rows(h: Host) -> list[tuple[str, str, str]]:
     return rows
 
 
-def plan_human(p: Any, detected_by: str) -> list[Any]:
-    """Renderables: the stack table, then why, then copy-pasteable commands."""
+def plan_human(p: Any, detected_by: str, *, uv: str = "uv", apply: Sequence[str] | None = None) -> list[Any]:
+    """Renderables: the stack table, then why, then copy-pasteable commands, the checks (one line each: what,
+    and the line it prints), and the next step. ``uv``: the uv command that exists here (the steps name it);
+    ``apply``: the flags of this plan, for the line that says ``vresolve apply`` with them runs it."""
     from rich.text import Text
 
     from .shell import sh_value, shell_line
@@ -172,19 +175,45 @@ def plan_human(p: Any, detected_by: str) -> list[Any]:
         out += [_t(f"  ! {x}") for x in r.warnings]
     out.append(_t(f"Install ({p.installer}, into {p.env_dir}):", "bold"))
     for s in p.steps:
-        out += [_t(f"  # {s.why}", "dim"), _t(f"  {shell_line(s.argv)}", lines=True)]
+        out += [_t(f"  # {s.why}", "dim"), _t(f"  {shell_line(with_uv(s.argv, uv))}", lines=True)]
     if p.env:
         out.append(Text("Environment:", style="bold"))
         for (k, v), (_, why) in zip(p.env, p.env_reasons, strict=True):
             out += [_t(f"  # {why}", "dim"), _t(f"  export {k}={sh_value(v)}", lines=True)]
-    out.append(Text("Verify:", style="bold"))
-    for c in p.verify:
-        out += [_t(f"  # {c.name}: expect {c.expect!r}", "dim"), _t(f"  {shell_line(c.argv)}", lines=True)]
+    out += verify_human(p.verify)
     if p.alternatives:
         out.append(Text("Alternatives:", style="bold"))
         out += [_t(f"  - vLLM {a.vllm.version} + torch {a.torch.version}+{a.torch.variant.variant}: {why}")
                 for a, why in p.alternatives]
+    if apply is not None:
+        out.append(next_step(apply))
     return out
+
+
+def with_uv(argv: Sequence[str], uv: str) -> tuple[str, ...]:
+    """``argv`` with the program ``uv`` named as ``uv`` (the uv that exists here: a path when none is on PATH)."""
+    return (uv, *argv[1:]) if argv and argv[0] == "uv" else tuple(argv)
+
+
+def verify_human(checks: Sequence[Any]) -> list[Any]:
+    """The checks, one line each: what it checks and the line it prints when it passes (their commands are in
+    ``--json``; ``vresolve apply`` runs them)."""
+    from rich.text import Text
+
+    if not checks:
+        return []
+    out: list[Any] = [Text("Verify (each prints the quoted line; --json has their commands):", style="bold")]
+    for c in checks:
+        gpu = " (needs the GPUs)" if c.needs_gpu else ""
+        out.append(_t(f"  - {c.name}{gpu}: {c.expect!r}"))
+    return out
+
+
+def next_step(flags: Sequence[str]) -> Text:
+    """The line that names the next step: ``vresolve apply`` with this plan's flags runs the plan and its checks."""
+    from .shell import shell_line
+
+    return _t(f"Next: {shell_line(('vresolve', 'apply', *flags))} runs this plan, then these checks", "bold")
 
 
 def stack_table(r: Any, detected_by: str) -> Table:
