@@ -145,8 +145,12 @@ def _print_recipe(args: argparse.Namespace, p: Any, view: Any, human: Any, detec
     elif _opt(args, "json"):
         _print_json(envelope("plan", view(p, detected_by)))
     else:
+        from .._proc import uv_command
+
+        # apply makes new environments only: a build into this one (--keep-torch) is the recipe's to run
+        flags = _apply_flags(args) if getattr(p, "env_dir", "") is not None else None
         console = _console()
-        for item in human(p, detected_by):
+        for item in human(p, detected_by, uv=uv_command(), apply=flags):
             console.print(item)
     return EXIT_OK
 

@@ -165,7 +165,7 @@ def plan_human(p: Any, detected_by: str, *, uv: str = "uv", apply: Sequence[str]
     ``apply``: the flags of this plan, for the line that says ``vresolve apply`` with them runs it."""
     from rich.text import Text
 
-    from .shell import sh_value, shell_line
+    from .shell import _with_uv, sh_value, shell_line
 
     r = p.resolution
     out: list[Any] = [stack_table(r, detected_by), Text("Why:", style="bold")]
@@ -175,7 +175,7 @@ def plan_human(p: Any, detected_by: str, *, uv: str = "uv", apply: Sequence[str]
         out += [_t(f"  ! {x}") for x in r.warnings]
     out.append(_t(f"Install ({p.installer}, into {p.env_dir}):", "bold"))
     for s in p.steps:
-        out += [_t(f"  # {s.why}", "dim"), _t(f"  {shell_line(with_uv(s.argv, uv))}", lines=True)]
+        out += [_t(f"  # {s.why}", "dim"), _t(f"  {shell_line(_with_uv(s.argv, uv))}", lines=True)]
     if p.env:
         out.append(Text("Environment:", style="bold"))
         for (k, v), (_, why) in zip(p.env, p.env_reasons, strict=True):
@@ -188,11 +188,6 @@ def plan_human(p: Any, detected_by: str, *, uv: str = "uv", apply: Sequence[str]
     if apply is not None:
         out.append(next_step(apply))
     return out
-
-
-def with_uv(argv: Sequence[str], uv: str) -> tuple[str, ...]:
-    """``argv`` with the program ``uv`` named as ``uv`` (the uv that exists here: a path when none is on PATH)."""
-    return (uv, *argv[1:]) if argv and argv[0] == "uv" else tuple(argv)
 
 
 def verify_human(checks: Sequence[Any]) -> list[Any]:
@@ -209,11 +204,11 @@ def verify_human(checks: Sequence[Any]) -> list[Any]:
     return out
 
 
-def next_step(flags: Sequence[str]) -> Text:
+def next_step(flags: Sequence[str], what: str = "this plan") -> Text:
     """The line that names the next step: ``vresolve apply`` with this plan's flags runs the plan and its checks."""
     from .shell import shell_line
 
-    return _t(f"Next: {shell_line(('vresolve', 'apply', *flags))} runs this plan, then these checks", "bold")
+    return _t(f"Next: {shell_line(('vresolve', 'apply', *flags))} runs {what}, then its checks", "bold")
 
 
 def stack_table(r: Any, detected_by: str) -> Table:
@@ -251,13 +246,14 @@ def error_human(err: Any) -> str:
                                                indent="        ")
 
 
-def source_plan_human(p: Any, detected_by: str) -> list[Any]:
+def source_plan_human(p: Any, detected_by: str, *, uv: str = "uv", apply: Sequence[str] | None = None) -> list[Any]:
+    """A source build: its table, why, and the recipe; ``uv``, ``apply``: as for :func:`plan_human`."""
     from .shell import render_script
 
-    return _recipe_human(source_table(p, detected_by), p, render_script(p))
+    return _recipe_human(source_table(p, detected_by), p, render_script(p, uv), apply)
 
 
-def jetson_plan_human(p: Any, detected_by: str) -> list[Any]:
+def jetson_plan_human(p: Any, detected_by: str, *, uv: str = "uv", apply: Sequence[str] | None = None) -> list[Any]:
     """A Jetson's wheel plan: what is installed from which path of the Jetson index, why, and the script."""
     from rich.table import Table
 
@@ -272,10 +268,10 @@ def jetson_plan_human(p: Any, detected_by: str) -> list[Any]:
                 *((k, str(v), where) for k, v in sorted(w.companions.items()))):
         t.add_row(*map(_t, row))
     t.add_row(*map(_t, ("JetPack", str(c.jetpack.version), f"L4T's CUDA {c.jetpack.cuda}")))
-    return _recipe_human(t, p, render_jetson_script(p))
+    return _recipe_human(t, p, render_jetson_script(p, uv), apply)
 
 
-def _recipe_human(table: Any, p: Any, script: str) -> list[Any]:
+def _recipe_human(table: Any, p: Any, script: str, apply: Sequence[str] | None = None) -> list[Any]:
     from rich.text import Text
 
     out: list[Any] = [table, Text("Why:", style="bold")]
@@ -285,6 +281,8 @@ def _recipe_human(table: Any, p: Any, script: str) -> list[Any]:
         out += [_t(f"  ! {x}") for x in p.warnings]
     out.append(Text("Recipe (bash):", style="bold"))
     out.append(_t(script, lines=True))
+    if apply is not None:
+        out.append(next_step(apply, "the recipe"))
     return out
 
 
