@@ -184,3 +184,17 @@ def test_the_check_script_does_not_import_from_its_own_directory(bare_python: st
     site = _site(tmp_path, ["sm_90"])
     p = _run(bare_python, [str(copy / "verify.py"), "torch-cuda"], site, tmp_path)
     assert p.returncode == 0 and p.stdout == "torch CUDA 13.0\n", p.stdout + p.stderr
+
+
+def test_a_recipe_names_the_uv_that_exists_and_ends_with_the_apply_line(tmp_path: Path) -> None:
+    """A source build's recipe, printed: uv by its path when none is on PATH, the checks' code inline (the recipe is
+    a script to save and run standalone), then the apply line; its --json script keeps ``uv``."""
+    argv = [*H200, "--source-build", "always"]
+    p = _vresolve(argv, path=str(tmp_path))
+    lines = p.stdout.splitlines()
+    assert lines[-1] == f"Next: vresolve apply {' '.join(argv[1:])} runs the recipe, then its checks"
+    venv_line = next(x for x in lines if "venv --python" in x)
+    assert venv_line.split()[0] != "uv" and os.access(venv_line.split()[0], os.X_OK)
+    assert "silu_and_mul" in p.stdout  # the kernel check, inline
+    d = json.loads(_vresolve([*argv, "--json"], path=str(tmp_path)).stdout)
+    assert "\nuv venv --python" in d["script"] and venv_line.split()[0] not in d["script"]

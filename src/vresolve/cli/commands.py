@@ -70,7 +70,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         _print_json(envelope("plan", plan_view(plan, detected_by)))
         return EXIT_OK
     console = _console()
-    for item in plan_human(plan, detected_by, uv=uv_command(), apply=_apply_flags(args)):
+    # apply makes new environments only: an install into this one (--keep-torch) is the user's to run
+    for item in plan_human(plan, detected_by, uv=uv_command(), apply=_apply_flags(args) if into is None else None):
         console.print(item)
     return EXIT_OK
 
@@ -147,8 +148,8 @@ def _print_recipe(args: argparse.Namespace, p: Any, view: Any, human: Any, detec
     else:
         from .._proc import uv_command
 
-        # apply makes new environments only: a build into this one (--keep-torch) is the recipe's to run
-        flags = _apply_flags(args) if getattr(p, "env_dir", "") is not None else None
+        # as for a wheel plan: apply refuses --keep-torch (a build into this environment is the recipe's to run)
+        flags = None if args.keep_torch else _apply_flags(args)
         console = _console()
         for item in human(p, detected_by, uv=uv_command(), apply=flags):
             console.print(item)
