@@ -240,6 +240,11 @@ def test_on_a_terminal_it_asks_and_a_no_changes_nothing(index: _Server, tmp_path
         os.close(sub)
     assert proc.returncode == 1, err
     assert "apply will run, into" in out and "1. uv venv --python" in out and "then check:" in out
+    lines = out.splitlines()
+    at = lines.index("then check:") + 1
+    checks = lines[at:next(i for i in range(at, len(lines)) if not lines[i].startswith("  "))]
+    assert checks and all(x.startswith("  - ") and x.endswith("'") for x in checks), checks  # one line each
+    assert "  - torch is the planned CUDA build: 'torch CUDA 13.0'" in checks
     assert "nothing changed (not confirmed)" in err
     assert _left(tmp_path) == [] and index.requests == []
 

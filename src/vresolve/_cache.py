@@ -6,7 +6,7 @@ as starting Python.
 
 The plan output cache answers only for plans that do not probe the machine (``--gpu``
 names GPUs, ``sm_XY`` or ``none``), and its key covers everything the output depends on:
-the arguments, every ``VRESOLVE_*`` variable and the terminal-related ones, the
+the arguments, every ``VRESOLVE_*`` variable, the terminal-related ones and ``PATH``, the
 interpreter (its Python and platform are the defaults of a plan), whether stdout is a
 terminal, and the size, modification and change times and inode of every file of the matrix
 and of vresolve's own code (an edit cannot keep the change time). Flags are read as argparse
@@ -98,6 +98,7 @@ def plan_output_key(argv: list[str]) -> str | None:
     parts = ["plan-output/2", repr(argv), sys.executable, sys.version, os.uname().machine,
              str(sys.stdout.isatty()), os.path.abspath(matrix)]
     parts += sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("VRESOLVE_") or k in _TERMINAL_VARS)
+    parts.append(f"PATH={os.environ.get('PATH', '')}")  # the plan names uv as PATH finds it (or by its path)
     _stat_tree(here, parts)
     _stat_tree(os.path.abspath(matrix), parts)
     return "\n".join(parts)

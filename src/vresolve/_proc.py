@@ -10,7 +10,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-__all__ = ["dies_with_us", "stop_group", "uv_bin"]
+__all__ = ["dies_with_us", "stop_group", "uv_bin", "uv_command"]
 
 
 def uv_bin() -> str:
@@ -28,6 +28,21 @@ def uv_bin() -> str:
         if not found:
             raise UsageError("uv is not installed (pip install uv)") from None
         return found
+
+
+def uv_command() -> str:
+    """How a command line for this machine names uv: ``uv`` when one is on PATH, else the path of the uv that
+    vresolve depends on (installed beside it, not on PATH after ``pip install``); ``uv`` when there is none."""
+    import shutil
+
+    if shutil.which("uv"):
+        return "uv"
+    from .errors import UsageError
+
+    try:
+        return uv_bin()
+    except UsageError:
+        return "uv"
 
 
 def stop_group(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:

@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+# EXTENSION_FILE_PATTERN (a compiled extension module's file name) and EXTENSION_HELPERS (the code that finds and
+# loads them inside an environment) live with the check programs, which run there (checks/verify.py, stdlib only)
+from .checks.verify import EXTENSION_FILE_PATTERN, EXTENSION_HELPERS  # noqa: F401 (EXTENSION_HELPERS: re-exported)
+
 __all__ = [
     "DriverVersion",
     "PLATFORMS",
@@ -28,47 +32,9 @@ __all__ = [
     "core_extension",
 ]
 
-#: The file name of a compiled Python extension module: ``_C.abi3.so``, ``_m.cpython-312-x86_64-linux-gnu.so``
-#: (group 1: the module's last name). Shared by refresh (a wheel's zip directory), the plan's verify step
-#: and doctor's probe (an installed package's directory).
-EXTENSION_FILE_PATTERN = r"^([A-Za-z_][A-Za-z0-9_]*)(?:\.abi3|\.cpython-[A-Za-z0-9_-]+)?\.so$"
 #: vLLM's main kernel library: ``_C`` up to 0.23.x, ``_C_stable_libtorch`` (torch's stable ABI) from 0.19.0 on
 #: (both in 0.19.0-0.23.x, only the second from 0.24.0); read off each wheel's file list.
 CORE_EXTENSIONS = ("vllm._C", "vllm._C_stable_libtorch")
-
-
-#: Python source run inside the environment being checked (the plan's verify step, doctor's probe):
-#: ``find_extensions(package_dir)`` -> {dotted module name: file} of the compiled modules below it;
-#: ``load_extension(name, path)`` -> None, or the chain of errors ("ImportError: ... <- ...") of loading
-#: that file as the module, without running its package's ``__init__`` (which may hide the real error).
-EXTENSION_HELPERS = r"""
-def find_extensions(root):
-    import importlib.machinery, os, re
-    pattern = re.compile(@PATTERN@)
-    # a wheel may hold one copy per CPython (_C.cpython-312-x86_64-linux-gnu.so): only this one's loads here
-    mine = [x for x in importlib.machinery.EXTENSION_SUFFIXES if x.startswith(".cpython-")]
-    found = {}
-    for d, dirs, files in os.walk(root):
-        dirs[:] = [x for x in dirs if x != "__pycache__"]
-        for f in files:
-            m = pattern.match(f)
-            if m and (".cpython-" not in f or any(f.endswith(x) for x in mine)):
-                name = os.path.relpath(os.path.join(d, m.group(1)), os.path.dirname(root)).replace(os.sep, ".")
-                found.setdefault(name, os.path.join(d, f))
-    return found
-def load_extension(name, path):
-    import importlib.machinery, importlib.util
-    try:
-        loader = importlib.machinery.ExtensionFileLoader(name, path)
-        importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path, loader=loader))
-        return None
-    except Exception as e:
-        chain, x = [], e
-        while x is not None and len(chain) < 8:
-            chain.append("%s: %s" % (type(x).__name__, x))
-            x = x.__cause__ or x.__context__
-        return " <- ".join(chain)
-""".replace("@PATTERN@", repr(EXTENSION_FILE_PATTERN))
 
 
 def core_extension(extensions: Sequence[str]) -> str:

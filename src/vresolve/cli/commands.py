@@ -44,6 +44,7 @@ def _exports(env: Sequence[tuple[str, str]], shell: Any) -> str:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
+    from .._proc import uv_command
     from ..plan import build_plan
     from ..render import envelope, error_human, plan_error_view, plan_human, plan_view
     from ..render.shell import escape_controls
@@ -69,9 +70,19 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         _print_json(envelope("plan", plan_view(plan, detected_by)))
         return EXIT_OK
     console = _console()
-    for item in plan_human(plan, detected_by):
+    # apply makes new environments only: an install into this one (--keep-torch) is the user's to run
+    for item in plan_human(plan, detected_by, uv=uv_command(), apply=_apply_flags(args) if into is None else None):
         console.print(item)
     return EXIT_OK
+
+
+def _apply_flags(args: argparse.Namespace) -> tuple[str, ...]:
+    """The words of this command line but its command: ``vresolve apply`` with them runs the same plan."""
+    argv = list(getattr(args, "argv", ()))
+    command = command_of(argv)
+    if command is not None:
+        argv.remove(command)  # the first word that is a command is the command (command_of)
+    return tuple(argv)
 
 
 def _wheel_resolution(args: argparse.Namespace, m: Any, host: Any, request: Any, detected_by: str
@@ -135,8 +146,12 @@ def _print_recipe(args: argparse.Namespace, p: Any, view: Any, human: Any, detec
     elif _opt(args, "json"):
         _print_json(envelope("plan", view(p, detected_by)))
     else:
+        from .._proc import uv_command
+
+        # as for a wheel plan: apply refuses --keep-torch (a build into this environment is the recipe's to run)
+        flags = None if args.keep_torch else _apply_flags(args)
         console = _console()
-        for item in human(p, detected_by):
+        for item in human(p, detected_by, uv=uv_command(), apply=flags):
             console.print(item)
     return EXIT_OK
 
@@ -654,6 +669,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = "cli"
     try:
         args = parser.parse_args(argv)
+        args.argv = tuple(argv)  # as given: the plan's next-step line repeats its flags
         _setup_logging(args)
         command = args.command or "cli"
         run = {"plan": _cmd_plan, "lock": _cmd_lock, "apply": _cmd_apply, "doctor": _cmd_doctor,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..host import Host
 from ..resolve import Request, Stack
-from .steps import _COVERAGE, Check, Expand, Step, extension_check, fresh_environment, pip_install
+from .steps import Check, Expand, Step, extension_check, fresh_environment, pip_install, program_check
 
 if TYPE_CHECKING:
     from ..names import Installer
@@ -72,20 +72,15 @@ def _checks(choice: JetsonWheelChoice) -> list[Check]:
 
 def _verify(choice: JetsonWheelChoice, python: tuple[str, ...]) -> list[Check]:
     w = choice.wheels
-    script, expect = extension_check(w.vllm, ())
+    _, expect = extension_check(w.vllm, ())
     cuda = choice.jetpack.cuda
-    out = [Check(name="the Jetson index's vLLM is installed",
-                 argv=(*python, "-c", 'import vllm; print("vllm", vllm.__version__)'), expect=f"vllm {w.vllm}"),
-           Check(name="torch is the Jetson index's build, for L4T's CUDA",
-                 argv=(*python, "-c", 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)'),
-                 expect=f"torch {w.torch} CUDA {cuda.major}.{cuda.minor}"),
-           Check(name="vLLM imports, with its compiled extensions", argv=(*python, "-c", script), expect=expect),
-           Check(name="torch sees the GPU",
-                 argv=(*python, "-c", 'import torch; print("cuda available", torch.cuda.is_available(), '
-                                      'torch.cuda.device_count())'),
-                 expect="cuda available True 1", needs_gpu=True),
-           Check(name="torch's arch list covers the GPU", argv=(*python, "-c", _COVERAGE),
-                 expect="arch list covers every GPU", needs_gpu=True)]
+    out = [program_check(python, "vllm-version", name="the Jetson index's vLLM is installed", expect=f"vllm {w.vllm}"),
+           program_check(python, "torch-version-cuda", name="torch is the Jetson index's build, for L4T's CUDA",
+                         expect=f"torch {w.torch} CUDA {cuda.major}.{cuda.minor}"),
+           program_check(python, "extensions", name="vLLM imports, with its compiled extensions", expect=expect),
+           program_check(python, "gpus", name="torch sees the GPU", expect="cuda available True 1", needs_gpu=True),
+           program_check(python, "arch-list", name="torch's arch list covers the GPU",
+                         expect="arch list covers every GPU", needs_gpu=True)]
     return out
 
 

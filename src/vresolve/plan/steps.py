@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
-from ..values import EXTENSION_HELPERS
-
 if TYPE_CHECKING:
     from ..names import Installer
 
@@ -39,48 +37,19 @@ class Check:
     argv: tuple[str, ...]
     expect: str  # a line the output must contain
     needs_gpu: bool = False  # passes only on a machine with the planned GPUs (``apply`` skips it elsewhere)
+    # the check script's arguments that run the same program as argv (checks/verify.py); () for other commands
+    program: tuple[str, ...] = ()
 
 
-# SASS of the GPU's major with a minor not above the GPU's, or PTX not above its capability
-_COVERAGE = (
-    "import torch\n"
-    "archs = torch.cuda.get_arch_list()\n"
-    "sm = [int(a[3:]) for a in archs if a.startswith(\"sm_\") and a[3:].isdigit()]\n"
-    "ptx = [int(a[8:]) for a in archs if a.startswith(\"compute_\") and a[8:].isdigit()]\n"
-    "bad = []\n"
-    "for i in range(torch.cuda.device_count()):\n"
-    "    ma, mi = torch.cuda.get_device_capability(i)\n"
-    "    if not any(s // 10 == ma and s % 10 <= mi for s in sm) and not any(p <= ma * 10 + mi for p in ptx):\n"
-    "        bad.append(\"%d.%d\" % (ma, mi))\n"
-    "print(\"arch list covers every GPU\" if not bad else \"not covered: \" + \" \".join(bad))\n"
-)
+def program_check(python: Sequence[str], program: str, args: Sequence[str] = (), *, name: str, expect: str,
+                  needs_gpu: bool = False) -> Check:
+    """A check that runs one program of the check script (:mod:`vresolve.checks.verify`) under ``python``:
+    its argv is ``python -c SOURCE`` (a command that needs nothing but that environment), its ``program`` the
+    script's arguments that run the same source."""
+    from ..checks.verify import program as source
 
-
-# Imports every compiled extension module of the installed vLLM package (found in its directory)
-# and checks that the ones the wheel ships (read off its zip directory) are all there. On a machine
-# without the NVIDIA driver, an extension whose only fault is the missing libcuda.so.1 counts as
-# present, and the output says so.
-_EXTENSIONS = r"""
-import sys
-expected = @EXPECTED@
-import torch, vllm
-found = find_extensions(os.path.dirname(vllm.__file__))
-missing = sorted(set(expected) - set(found))
-bad, driverless = [], []
-for name, path in sorted(found.items()):
-    error = None if name in sys.modules else load_extension(name, path)
-    if error:
-        (driverless if "libcuda.so.1" in error else bad).append((name, error))
-for name in missing:
-    print("MISSING %s: the wheel ships it, this install lacks it" % name)
-for name, text in bad:
-    print("FAILS %s: %s" % (name, text[:400]))
-for name, _ in driverless:
-    print("needs libcuda.so.1 (no NVIDIA driver on this machine), counted as present: %s" % name)
-ok = bool(found) and not missing and not bad
-print("vllm %s: compiled extensions %s (%d)" % (vllm.__version__.split("+")[0], "load" if ok else "DO NOT ALL LOAD",
-                                                len(found)))
-"""
+    return Check(name=name, argv=(*python, "-c", source(program, tuple(args))), expect=expect, needs_gpu=needs_gpu,
+                 program=(program, *args))
 
 
 def extension_check(version: Version, extensions: Sequence[str]) -> tuple[str, str]:
@@ -89,10 +58,9 @@ def extension_check(version: Version, extensions: Sequence[str]) -> tuple[str, s
     ``extensions``: the modules the planned wheel ships (empty when the matrix has no list for the build:
     then every module found in the installed package must load).
     """
-    import json
+    from ..checks.verify import program
 
-    script = "import os" + EXTENSION_HELPERS + _EXTENSIONS.replace("@EXPECTED@", json.dumps(sorted(extensions)))
-    return script, f"vllm {version.public}: compiled extensions load"
+    return program("extensions", sorted(extensions)), f"vllm {version.public}: compiled extensions load"
 
 
 def fresh_environment(installer: Installer, python_minor: str, env_dir: str) -> Step:

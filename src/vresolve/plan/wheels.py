@@ -19,7 +19,7 @@ from packaging.version import InvalidVersion, Version
 from ..matrix import Matrix
 from ..names import INSTALLERS
 from ..resolve import Resolution, TorchBuild, VllmBuild
-from .steps import _COVERAGE, Check, Step, extension_check, fresh_environment, pip_install
+from .steps import Check, Step, extension_check, fresh_environment, pip_install, program_check
 
 if TYPE_CHECKING:
     from ..names import Installer
@@ -148,22 +148,19 @@ def planned_extensions(res: Resolution) -> tuple[str, ...]:
 
 def _verify(res: Resolution, python: str) -> list[Check]:
     t, v = res.torch, res.vllm
-    exts = planned_extensions(res)
-    script, expect = extension_check(v.version, exts)
+    exts = sorted(planned_extensions(res))
+    _, expect = extension_check(v.version, exts)
     what = f"the {len(exts)} compiled extensions its wheel ships" if exts else "its compiled extensions"
-    checks = [Check(name=f"vLLM imports, with {what}", argv=(python, "-c", script), expect=expect)]
+    checks = [program_check((python,), "extensions", exts, name=f"vLLM imports, with {what}", expect=expect)]
     if t.cuda is not None:
-        checks.append(Check(name="torch is the planned CUDA build",
-                            argv=(python, "-c", 'import torch; print("torch CUDA", torch.version.cuda)'),
-                            expect=f"torch CUDA {t.cuda}"))
+        checks.append(program_check((python,), "torch-cuda", name="torch is the planned CUDA build",
+                                    expect=f"torch CUDA {t.cuda}"))
     gpus = [g for g in res.host.gpus if g.compute_capability is not None]
     if gpus and t.cuda is not None:
-        checks.append(Check(name="torch sees the GPUs",
-                            argv=(python, "-c", 'import torch; print("cuda available", torch.cuda.is_available(), '
-                                                'torch.cuda.device_count())'),
-                            expect=f"cuda available True {len(gpus)}", needs_gpu=True))
-        checks.append(Check(name="torch's arch list covers every GPU", argv=(python, "-c", _COVERAGE),
-                            expect="arch list covers every GPU", needs_gpu=True))
+        checks.append(program_check((python,), "gpus", name="torch sees the GPUs",
+                                    expect=f"cuda available True {len(gpus)}", needs_gpu=True))
+        checks.append(program_check((python,), "arch-list", name="torch's arch list covers every GPU",
+                                    expect="arch list covers every GPU", needs_gpu=True))
     return checks
 
 
@@ -204,12 +201,12 @@ def build_plan(matrix: Matrix, res: Resolution, *, installer: Installer = "uv", 
     checks = _verify(res, python)
     kept = res.host.installed_dist("torch") if into is not None else None
     if kept is not None:
-        checks.append(Check(name="the installer kept your torch", argv=(python, "-c", 'import torch; print("torch", '
-                                                                                      'torch.__version__)'),
-                            expect=f"torch {kept.version}"))
+        checks.append(program_check((python,), "torch-version", name="the installer kept your torch",
+                                    expect=f"torch {kept.version}"))
     if installer == "conda":
-        checks = [Check(name=c.name, argv=("conda", "run", "-n", env_dir, *c.argv), expect=c.expect,
-                        needs_gpu=c.needs_gpu) for c in checks]
+        from dataclasses import replace
+
+        checks = [replace(c, argv=("conda", "run", "-n", env_dir, *c.argv)) for c in checks]
     env, why = _exports(res)
     return InstallPlan(resolution=res, installer=installer, env_dir=env_dir,
                        steps=tuple(_steps(matrix, res, installer, env_dir, into)),

@@ -134,7 +134,8 @@ def job_human(job: Job, head: Sequence[Any]) -> list[Any]:
         out.append(Text(f"  (the output of every step goes to {escape_controls(str(job.log))})", style="dim"))
     if job.verify:
         out.append(Text("then check:", style="bold"))
-        out += [Text(f"  - {escape_controls(c.name)}" + (" (needs the GPUs)" if c.needs_gpu else "")) for c in job.verify]
+        out += [Text(escape_controls(f"  - {c.name}" + (" (needs the GPUs)" if c.needs_gpu else "") + f": {c.expect!r}"))
+                for c in job.verify]  # one line each, as the plan names them
     if job.build_env or job.exports:
         out.append(Text("with:", style="bold"))
         out += [Text(f"  export {k}={escape_controls(sh_value(v))}") for k, v in job.build_env or job.exports]

@@ -133,8 +133,9 @@ def _line(argv: Sequence[str]) -> str:
     return shell_line(argv)
 
 
-def render_script(p: SourcePlan) -> str:
-    """The recipe as one bash script; every value is shell-quoted (``bash -n`` accepts it)."""
+def render_script(p: SourcePlan, uv: str = "uv") -> str:
+    """The recipe as one bash script; every value is shell-quoted (``bash -n`` accepts it). ``uv``: how its
+    commands name uv (the human view names the uv that exists on this machine)."""
     from ..host import describe_gpus
     from ..plan.source import GIB_PER_NVCC_THREAD
     out = ["#!/usr/bin/env bash",
@@ -145,7 +146,7 @@ def render_script(p: SourcePlan) -> str:
     # everything before the clone (environment, torch, toolkit) runs before the exports
     clone = next(i for i, s in enumerate(p.steps) if s.tool == "git")
     for s in p.steps[:clone]:
-        out += [comment(s.why), _line(s.argv), ""]
+        out += [comment(s.why), _line(_with_uv(s.argv, uv)), ""]
     out.append("# the build environment")
     out += _export_lines(p.env, p.env_reasons)
     if p.max_jobs is None:  # (0: nothing is compiled, as with VLLM_USE_PRECOMPILED)
@@ -162,7 +163,7 @@ def render_script(p: SourcePlan) -> str:
     if p.checks:
         out.append("# checks before building (the seed's pitfalls: nvcc != torch's CUDA, an unsupported gcc)")
         out += _check_lines(p.checks)
-    return "\n".join(out + _step_lines(p.steps[clone:]) + _verify_lines(p.verify))
+    return "\n".join(out + _step_lines(p.steps[clone:], uv) + _verify_lines(p.verify))
 
 
 def _export_lines(env: Sequence[tuple[str, str]], reasons: Sequence[tuple[str, str]]) -> list[str]:
@@ -177,26 +178,32 @@ def _check_lines(checks: Sequence[Check]) -> list[str]:
             f"{{ echo {shlex.quote('vresolve: check failed: ' + c.name)} >&2; exit 1; }}" for c in checks] + [""]
 
 
-def _step_lines(steps: Sequence[Step]) -> list[str]:
+def _step_lines(steps: Sequence[Step], uv: str = "uv") -> list[str]:
     out = []
     for s in steps:
-        out += [comment(s.why), f"(cd {shlex.quote(s.cwd)} && {_line(s.argv)})" if s.cwd else _line(s.argv), ""]
+        line = _line(_with_uv(s.argv, uv))
+        out += [comment(s.why), f"(cd {shlex.quote(s.cwd)} && {line})" if s.cwd else line, ""]
     return out
+
+
+def _with_uv(argv: Sequence[str], uv: str) -> tuple[str, ...]:
+    """``argv`` with the program ``uv`` named as ``uv`` says (a path when no uv is on PATH)."""
+    return (uv, *argv[1:]) if argv and argv[0] == "uv" else tuple(argv)
 
 
 def _verify_lines(verify: Sequence[Check]) -> list[str]:
     return ["# verify", *(f"{_line(c.argv)} | tee /dev/stderr | grep -qF {shlex.quote(c.expect)}" for c in verify), ""]
 
 
-def render_jetson_script(p: JetsonPlan) -> str:
+def render_jetson_script(p: JetsonPlan, uv: str = "uv") -> str:
     """A Jetson's wheel plan as one bash script: L4T's toolkit checked, the environment, the install from the
-    Jetson index's path, the exports, the checks."""
+    Jetson index's path, the exports, the checks. ``uv``: as for :func:`render_script`."""
     w = p.choice.wheels
     out = ["#!/usr/bin/env bash",
            comment(f"vLLM {w.vllm} + torch {w.torch} for {p.choice.jetson.module.name} under JetPack "
                    f"{p.choice.jetpack.version}, from the Jetson index's {w.path} path -- made by vresolve"),
            "set -euo pipefail", "", "# L4T's CUDA toolkit, before anything is installed"]
     out += _check_lines(p.checks)
-    out += _step_lines(p.steps)
+    out += _step_lines(p.steps, uv)
     out += ["# the environment vLLM runs in", *_export_lines(p.env, p.env_reasons), ""]
     return "\n".join(out + _verify_lines(p.verify))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..host import Host, describe_gpus
@@ -158,11 +159,13 @@ def _software_rows(h: Host) -> list[tuple[str, str, str]]:
     return rows
 
 
-def plan_human(p: Any, detected_by: str) -> list[Any]:
-    """Renderables: the stack table, then why, then copy-pasteable commands."""
+def plan_human(p: Any, detected_by: str, *, uv: str = "uv", apply: Sequence[str] | None = None) -> list[Any]:
+    """Renderables: the stack table, then why, then copy-pasteable commands, the checks (one line each: what,
+    and the line it prints), and the next step. ``uv``: the uv command that exists here (the steps name it);
+    ``apply``: the flags of this plan, for the line that says ``vresolve apply`` with them runs it."""
     from rich.text import Text
 
-    from .shell import sh_value, shell_line
+    from .shell import _with_uv, sh_value, shell_line
 
     r = p.resolution
     out: list[Any] = [stack_table(r, detected_by), Text("Why:", style="bold")]
@@ -172,24 +175,45 @@ def plan_human(p: Any, detected_by: str) -> list[Any]:
         out += [_t(f"  ! {x}") for x in r.warnings]
     out.append(_t(f"Install ({p.installer}, into {p.env_dir}):", "bold"))
     for s in p.steps:
-        out += [_t(f"  # {s.why}", "dim"), _t(f"  {shell_line(s.argv)}", lines=True)]
+        out += [_t(f"  # {s.why}", "dim"), _t(f"  {shell_line(_with_uv(s.argv, uv))}", lines=True)]
     if p.env:
         out.append(Text("Environment:", style="bold"))
         for (k, v), (_, why) in zip(p.env, p.env_reasons, strict=True):
             out += [_t(f"  # {why}", "dim"), _t(f"  export {k}={sh_value(v)}", lines=True)]
-    out.append(Text("Verify:", style="bold"))
-    for c in p.verify:
-        out += [_t(f"  # {c.name}: expect {c.expect!r}", "dim"), _t(f"  {shell_line(c.argv)}", lines=True)]
+    out += verify_human(p.verify)
     if p.alternatives:
         out.append(Text("Alternatives:", style="bold"))
         out += [_t(f"  - vLLM {a.vllm.version} + torch {a.torch.version}+{a.torch.variant.variant}: {why}")
                 for a, why in p.alternatives]
+    if apply is not None:
+        out.append(next_step(apply))
     return out
 
 
 #: where a wheel comes from (a vLLM build's ``where``; "pytorch": the PyTorch index), as the plan's table names it
 INDEX_LABELS = {"pypi": "PyPI", "vllm-index": "vLLM's index", "release-assets": "GitHub release assets",
                 "pytorch": "PyTorch index"}
+
+
+def verify_human(checks: Sequence[Any]) -> list[Any]:
+    """The checks, one line each: what it checks and the line it prints when it passes (their commands are in
+    ``--json``; ``vresolve apply`` runs them)."""
+    from rich.text import Text
+
+    if not checks:
+        return []
+    out: list[Any] = [Text("Verify (each prints the quoted line; --json has their commands):", style="bold")]
+    for c in checks:
+        gpu = " (needs the GPUs)" if c.needs_gpu else ""
+        out.append(_t(f"  - {c.name}{gpu}: {c.expect!r}"))
+    return out
+
+
+def next_step(flags: Sequence[str], what: str = "this plan") -> Text:
+    """The line that names the next step: ``vresolve apply`` with this plan's flags runs the plan and its checks."""
+    from .shell import shell_line
+
+    return _t(f"Next: {shell_line(('vresolve', 'apply', *flags))} runs {what}, then its checks", "bold")
 
 
 def stack_table(r: Any, detected_by: str) -> Table:
@@ -228,13 +252,14 @@ def error_human(err: Any) -> str:
                                                indent="        ")
 
 
-def source_plan_human(p: Any, detected_by: str) -> list[Any]:
+def source_plan_human(p: Any, detected_by: str, *, uv: str = "uv", apply: Sequence[str] | None = None) -> list[Any]:
+    """A source build: its table, why, and the recipe; ``uv``, ``apply``: as for :func:`plan_human`."""
     from .shell import render_script
 
-    return _recipe_human(source_table(p, detected_by), p, render_script(p))
+    return _recipe_human(source_table(p, detected_by), p, render_script(p, uv), apply)
 
 
-def jetson_plan_human(p: Any, detected_by: str) -> list[Any]:
+def jetson_plan_human(p: Any, detected_by: str, *, uv: str = "uv", apply: Sequence[str] | None = None) -> list[Any]:
     """A Jetson's wheel plan: what is installed from which path of the Jetson index, why, and the script."""
     from rich.table import Table
 
@@ -249,10 +274,10 @@ def jetson_plan_human(p: Any, detected_by: str) -> list[Any]:
                 *((k, str(v), where) for k, v in sorted(w.companions.items()))):
         t.add_row(*map(_t, row))
     t.add_row(*map(_t, ("JetPack", str(c.jetpack.version), f"L4T's CUDA {c.jetpack.cuda}")))
-    return _recipe_human(t, p, render_jetson_script(p))
+    return _recipe_human(t, p, render_jetson_script(p, uv), apply)
 
 
-def _recipe_human(table: Any, p: Any, script: str) -> list[Any]:
+def _recipe_human(table: Any, p: Any, script: str, apply: Sequence[str] | None = None) -> list[Any]:
     from rich.text import Text
 
     out: list[Any] = [table, Text("Why:", style="bold")]
@@ -262,6 +287,8 @@ def _recipe_human(table: Any, p: Any, script: str) -> list[Any]:
         out += [_t(f"  ! {x}") for x in p.warnings]
     out.append(Text("Recipe (bash):", style="bold"))
     out.append(_t(script, lines=True))
+    if apply is not None:
+        out.append(next_step(apply, "the recipe"))
     return out
 
 
