@@ -108,8 +108,8 @@ def _ladder(plan: InstallPlan) -> tuple[Version, ...]:
     if known is not None:
         below = [v for v in MANYLINUX_RUNGS if v <= known]
         if not below:
-            raise UsageError(f"--glibc: {known} is older than any manylinux uv can lock for "
-                             f"({MANYLINUX_RUNGS[0]})")
+            raise UsageError(f"glibc {known}: older than any manylinux uv can lock for (the oldest: "
+                             f"{MANYLINUX_RUNGS[0]})")
         return (below[-1],)
     floor = Version(_target_glibc(plan))
     return tuple(v for v in MANYLINUX_RUNGS if v >= floor) or (floor,)
