@@ -177,7 +177,7 @@ def fleet_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     m = _load(args)
     args.driver = args.platform = None
     _check_values(args)
-    glibc = parse_glibc(args.glibc) if args.glibc else None
+    glibc = parse_glibc(args.glibc) if args.glibc is not None else None
     request = Request(vllm=_spec("--vllm", args.vllm), torch=_spec("--torch", args.torch), variant=args.variant,
                       driver_policy=args.driver_policy, pypi_only=args.pypi_only, **_jetson_flags(args))
     inv = read_inventory(args.inventory, m)
