@@ -329,3 +329,72 @@ users:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
     code, _, err = run(["fleet", "detect", "--k8s"])
     assert code == 2 and "no usable kubeconfig" in err
+
+
+def _ladder_fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, glibc_known: bool) -> list[Path]:
+    """Two H200 nodes as detect describes them; without glibc, as a Kubernetes node records none."""
+    files = [detect_file(tmp_path, monkeypatch, f"h200-{i}", "H200", "580.159.04") for i in range(2)]
+    if not glibc_known:
+        for f in files:
+            d = json.loads(f.read_text())
+            d["host"]["platform"]["glibc"] = None
+            f.write_text(json.dumps(d))
+    return files
+
+
+def test_fleet_lock_climbs_for_nodes_of_unknown_glibc_and_takes_glibc(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """No glibc known: the lowest manylinux with every wheel (2.31, llguidance's case). --glibc X.Y: that one,
+    no climb; too old for the closure, the error's hint names --glibc, which fleet lock takes."""
+    from .conftest import TINY
+    from .test_lock import ladder_index
+
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    s = ladder_index({"gdep": ["manylinux_2_31_x86_64"]})
+    try:
+        files = _ladder_fleet(tmp_path, monkeypatch, glibc_known=False)
+        base = ["--matrix", str(TINY), "fleet", "lock", *map(str, files), "--python", "3.12", "--index-url",
+                s.url + "/simple/"]
+        code, stdout, err = run([*base, "-o", str(tmp_path / "a"), "--json"])
+        assert code == 0, err
+        (lock,) = json.loads(stdout)["locks"]
+        assert lock["glibc"] == "2.31"
+        assert lock["glibc_note"] == "no wheel of gdep for manylinux_2_28; locked for glibc >= 2.31"
+        assert f"linux-x86_64: {lock['glibc_note']}" in err.splitlines()
+        req = (tmp_path / "a" / "linux-x86_64" / "requirements.txt").read_text()
+        assert '"glibc":"2.31"' in req and "gdep==1.0" in req
+
+        code, stdout, err = run([*base, "--glibc", "2.35", "-o", str(tmp_path / "b"), "--json"])
+        assert code == 0, err
+        (lock,) = json.loads(stdout)["locks"]
+        assert (lock["glibc"], lock["glibc_note"]) == ("2.35", None)
+
+        code, _, err = run([*base, "--glibc", "2.28", "-o", str(tmp_path / "c")])
+        assert code == 1 and "trying manylinux" not in err
+        assert "say so with --glibc X.Y" in err and not (tmp_path / "c" / "linux-x86_64").exists()
+        out = io.StringIO()
+        with redirect_stdout(out), pytest.raises(SystemExit):
+            main(["fleet", "lock", "--help"])
+        assert "--glibc X.Y" in out.getvalue()  # the flag the hint names is fleet lock's, and it works:
+        code, _, err = run([*base, "--glibc", "2.31", "-o", str(tmp_path / "c")])
+        assert code == 0, err
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("action", ["plan", "lock"])
+@pytest.mark.parametrize("value", ["2.x", "3.10", "2.35.1", "", "2." + "9" * 5000])
+def test_fleet_glibc_refuses_bad_values_in_one_line(action: str, value: str, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _ladder_fleet(tmp_path, monkeypatch, glibc_known=True)
+    code, stdout, err = run(["fleet", action, *map(str, files), "--glibc", value, "-o" if action == "lock" else "-q",
+                             *([str(tmp_path / "out")] if action == "lock" else [])])
+    assert code == 2 and stdout == ""
+    assert len(err.strip().splitlines()) == 1 and "--glibc" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_fleet_plan_glibc_is_every_nodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _ladder_fleet(tmp_path, monkeypatch, glibc_known=False)
+    p = plan_json(*map(str, files), "--glibc", "2.35")
+    assert p["common"]["per_platform"]["linux-x86_64"]["host"]["glibc"] == "2.35"

@@ -116,7 +116,11 @@ def test_reference_lockfiles_match_the_current_plans() -> None:
         for f in ("requirements.txt", "environment.yml", "env.sh"):
             header = read_lock_header((LOCKFILES / name / f).read_text())
             assert header is not None, f"{name}/{f}"
-            assert (header["stack"], header["machine"]) == (expected["stack"], expected["machine"]), (
+            machine = header["machine"]
+            if host.platform.glibc is None:  # no --glibc: the lock climbed from the plan's floor to where it landed
+                assert Version(machine["glibc"]) >= Version(expected["machine"]["glibc"]), f"{name}/{f}"
+                machine = {**machine, "glibc": expected["machine"]["glibc"]}
+            assert (header["stack"], machine) == (expected["stack"], expected["machine"]), (
                 f"{name}/{f} is out of date: vresolve lock --profiles lockfiles/profiles.yaml -o lockfiles "
                 "--format requirements,conda,env")
 
@@ -158,5 +162,170 @@ def test_lock_targets_the_hosts_glibc_and_every_package_has_a_wheel_for_it(
         assert req.count("--hash=") == 4  # one wheel each: no sdist hash for gdep
         assert read_lock_header(req)["machine"]["glibc"] == glibc
         assert f"manylinux_{glibc.replace('.', '_')}" in " ".join(lock.uv_argv)
+    finally:
+        s.close()
+
+
+# ------------------------------------------------------------------ the manylinux ladder (target glibc unknown)
+
+H200 = ["--gpu", "H200", "--driver", "580.159.04", "--python", "3.12"]
+
+
+def ladder_index(deps: dict[str, list[str]], *, vllm_requires: tuple[str, ...] = ()) -> _Server:
+    """vllm 0.33.0 -> torch, torchvision and each of ``deps``, whose only wheels carry the given platform tags
+    (each with an sdist beside them, as llguidance has: --no-build never takes it)."""
+    s = _Server()
+    requires = ["torch==2.14.0", "torchvision==0.29.0", *deps, *vllm_requires]
+    for name, (version, reqs) in {"vllm": ("0.33.0", requires), "torch": ("2.14.0", []),
+                                  "torchvision": ("0.29.0", ["torch==2.14.0"])}.items():
+        s.add_project_json(name, {f"{name}-{version}-py3-none-any.whl":
+                                  make_wheel(_meta(name, version, reqs), name, version, padding=1000)})
+    for name, tags in deps.items():
+        files = {f"{name}-1.0-cp312-cp312-{tag}.whl": make_wheel(_meta(name, "1.0", []), name, "1.0", padding=1000)
+                 for tag in tags}
+        s.add_project_json(name, {**files, f"{name}-1.0.tar.gz": b"not a real sdist: never built"})
+    return s
+
+
+def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("deps, glibc, missing", [
+    ({"gdep": ["manylinux_2_31_x86_64"]}, "2.31", "no wheel of gdep for manylinux_2_28"),
+    # the lowest rung where every package has a wheel, not the first where one more has: 2.34, climbed one at a time
+    ({"gdep": ["manylinux_2_31_x86_64"], "hdep": ["manylinux_2_34_x86_64", "manylinux_2_17_aarch64"]}, "2.34",
+     "no wheel of gdep, hdep for manylinux_2_28 to manylinux_2_33"),
+])
+def test_lock_for_an_unknown_glibc_climbs_to_the_lowest_manylinux_with_every_wheel(
+        deps: dict[str, list[str]], glibc: str, missing: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """vLLM 0.33.0's case: the plan's floor is 2.28 (no --glibc: a plan for another machine), llguidance has
+    manylinux_2_31 wheels only. The lock lands on the lowest glibc whose closure has every wheel, and says so."""
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    s = ladder_index(deps)
+    out = tmp_path / "out"
+    try:
+        argv = ["lock", "--matrix", str(TINY), *H200, "--index-url", s.url + "/simple/", "-o", str(out)]
+        code, _, err = _cli(argv, capsys)
+        assert code == 0, err
+        note = f"{missing}; locked for glibc >= {glibc}"
+        assert note in err.splitlines()
+        rungs = [line.rsplit(" on ", 1)[1] for line in err.splitlines() if line.startswith("uv pip compile: resolving")]
+        expected = [f"x86_64-manylinux_{g}" for g in ("2_28", "2_31", "2_32", "2_33", "2_34")]
+        assert rungs == expected[:expected.index(f"x86_64-manylinux_{glibc.replace('.', '_')}") + 1]
+        assert "no wheel of gdep for manylinux_2_28: trying manylinux_2_31" in err
+        for f in ("requirements.txt", "pylock.toml", "environment.yml", "env.sh"):
+            assert read_lock_header((out / f).read_text())["machine"]["glibc"] == glibc, f
+        req = (out / "requirements.txt").read_text()
+        assert f"; linux-x86_64, glibc >= {glibc}\n" in req  # the header's words too
+        assert "gdep==1.0 \\\n    --hash=sha256:" in req and req.count("--hash=") == 3 + len(deps)  # wheels only
+        # the same lock again is up to date (the ladder is deterministic), and --json says where it landed
+        code, stdout, err = _cli([*argv, "--check", "--json"], capsys)
+        assert code == 0, err
+        (entry,) = json.loads(stdout)["locks"]
+        assert entry["glibc"] == glibc and entry["glibc_note"] == note and entry["stale"] == []
+    finally:
+        s.close()
+
+
+def test_lock_with_a_known_glibc_or_a_closure_wheel_needs_no_climb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    s = ladder_index({"gdep": ["manylinux_2_17_x86_64"]})
+    try:
+        code, stdout, err = _cli(["lock", "--matrix", str(TINY), *H200, "--index-url", s.url + "/simple/",
+                                  "-o", str(tmp_path / "out"), "--json"], capsys)
+        assert code == 0, err
+        (entry,) = json.loads(stdout)["locks"]
+        assert (entry["glibc"], entry["glibc_note"]) == ("2.28", None)  # the plan's floor: one run of uv
+        assert "locked for glibc" not in err
+    finally:
+        s.close()
+
+
+def test_no_wheel_on_any_rung_fails_as_before_having_tried_every_rung(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    s = ladder_index({"armdep": ["manylinux_2_17_aarch64"], "gdep": ["manylinux_2_31_x86_64"]})
+    out = tmp_path / "out"
+    try:
+        code, stdout, err = _cli(["lock", "--matrix", str(TINY), *H200, "--index-url", s.url + "/simple/",
+                                  "-o", str(out)], capsys)
+        assert code == 1 and stdout == ""
+        tried = [line.rsplit("manylinux_", 1)[1] for line in err.splitlines()
+                 if line.startswith("uv pip compile: resolving")]
+        assert tried == ["2_28", "2_31", "2_32", "2_33", "2_34", "2_35", "2_36", "2_37", "2_38", "2_39", "2_40"]
+        assert "No wheel of armdep" in err and "manylinux_2_28 to manylinux_2_40" in err
+        assert "must be built from source" in err and "--glibc" not in err.split("could not resolve")[-1]
+        assert not out.exists()
+    finally:
+        s.close()
+
+
+def test_a_known_glibc_never_climbs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """--glibc 2.28 is the target machine's: no wheel for it is the error (with its hint), not a climb."""
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    s = ladder_index({"gdep": ["manylinux_2_31_x86_64"]})
+    try:
+        code, _, err = _cli(["lock", "--matrix", str(TINY), *H200, "--glibc", "2.28", "--index-url",
+                             s.url + "/simple/", "-o", str(tmp_path / "out")], capsys)
+        assert code == 1
+        assert [line for line in err.splitlines() if line.startswith("uv pip compile: resolving")] == [
+            "uv pip compile: resolving vLLM 0.33.0's closure for Python 3.12 on x86_64-manylinux_2_28"]
+        assert "has no wheel for x86_64-manylinux_2_28" in err and "say so with --glibc X.Y" in err
+        assert "trying manylinux" not in err and not (tmp_path / "out").exists()
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("why", ["conflict", "index down"])
+def test_only_a_missing_wheel_climbs(why: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A conflict or an index that cannot be read fails at the first rung, as before: one run of uv."""
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")
+    s = ladder_index({} if why == "conflict" else {"gdep": ["manylinux_2_31_x86_64"]},
+                     vllm_requires=("nodep>=1",) if why == "conflict" else ())
+    url = s.url + "/simple/"
+    if why == "index down":
+        s.close()
+    m, plan = _plan()
+    seen: list[str] = []
+    try:
+        with pytest.raises(PackageIndexError) as e:
+            compile_lock(plan, m, index_url=url, retries=0, timeout=60, progress=seen.append)
+    finally:
+        s.close()
+    assert len([msg for msg in seen if msg.startswith("uv pip compile: resolving")]) == 1, seen
+    assert "trying manylinux" not in " ".join(seen)
+    assert ("could not read the package index" if why == "index down" else "nodep") in str(e.value)
+
+
+def test_a_known_glibc_newer_than_uv_names_locks_for_uvs_newest(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """glibc 2.41 (uv's --python-platform stops at manylinux_2_40, which such a machine runs): uv targets 2_40,
+    the header keeps the machine's glibc. One older than any manylinux is refused, naming it."""
+    from dataclasses import replace
+
+    from vresolve.errors import UsageError
+
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    s = ladder_index({"gdep": ["manylinux_2_31_x86_64"]})
+    try:
+        m, plan = _plan()
+        for glibc in ("2.41", "2.12"):
+            host = replace(plan.resolution.host, platform=PlatformInfo(os="linux", machine="x86_64",
+                                                                       glibc=Version(glibc)))
+            p = build_plan(m, resolve(host, m, Request()))
+            if glibc == "2.12":
+                with pytest.raises(UsageError, match="glibc 2.12"):
+                    compile_lock(p, m, index_url=s.url + "/simple/")
+                continue
+            lock = compile_lock(p, m, index_url=s.url + "/simple/")
+            assert "x86_64-manylinux_2_40" in lock.uv_argv and lock.header["machine"]["glibc"] == "2.41"
+            assert lock.glibc_note is None
     finally:
         s.close()

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,11 @@ FILE_NAMES = {"requirements": "requirements.txt", "pylock": "pylock.toml", "cond
               "env": "env.sh"}
 _NETWORK_ERRORS = ("Failed to fetch", "error sending request", "timed out", "Connection reset", "dns error",
                    "tcp connect error", "Network unreachable", "Request failed after")
+# uv's words for a package with no wheel for the platform (with --no-build): a newer manylinux may have one
+_NO_WHEEL = ("has no usable wheels", "have no usable wheels", "no wheels with a matching platform tag")
+# the glibc versions uv's --python-platform names for manylinux (`uv pip compile --help`, uv 0.13): the ladder a
+# lock for a machine of unknown glibc climbs, and the newest of them at or below a known glibc is what uv targets
+MANYLINUX_RUNGS = tuple(Version(f"2.{minor}") for minor in (17, 28, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40))
 
 
 class OutputError(VresolveError):
@@ -70,25 +76,57 @@ class LockFiles:
     uv_seconds: float  # the wall time of the uv pip compile run
     uv_argv: tuple[str, ...]
     packages: int
+    # set when the target's glibc was not known and the closure needed more than the plan's floor:
+    # "no wheel of llguidance for manylinux_2_28; locked for glibc >= 2.31"
+    glibc_note: str | None = None
 
 
-def _target_glibc(plan: InstallPlan) -> str:
+class _NoWheel(PackageIndexError):
+    """uv found no wheel of some package of the closure for the platform (``--no-build``)."""
+
+    def __init__(self, message: str, packages: Sequence[str]) -> None:
+        super().__init__(message)
+        self.packages = tuple(packages)
+
+
+def _target_glibc(plan: InstallPlan, glibc: Version | None = None) -> str:
+    """The glibc a lock is for: the host's when known, else ``glibc`` (the rung it was locked at), else the
+    planned wheels' manylinux floor (2.28 when none is known)."""
     r = plan.resolution
-    glibc = r.host.platform.glibc or r.glibc_floor or Version("2.28")
-    return f"{glibc.major}.{glibc.minor}"
+    v = r.host.platform.glibc or glibc or r.glibc_floor or Version("2.28")
+    return f"{v.major}.{v.minor}"
 
 
-def _platform_triple(plan: InstallPlan) -> str:
-    """uv's --python-platform for the target: the host's glibc, else the planned wheels' manylinux floor.
+def _ladder(plan: InstallPlan) -> tuple[Version, ...]:
+    """The manylinux glibc versions to try, in order (the first whose closure has every wheel wins).
+
+    A known glibc (``--glibc``, detected) is one rung: the newest uv names at or below it. Else the rungs uv
+    names from the planned wheels' manylinux floor (2.28 when none is known) upward: the plan's floor is the
+    vLLM and torch wheels' own, and their dependencies may need more (vLLM 0.33.0's llguidance: 2.31).
+    """
+    known = plan.resolution.host.platform.glibc
+    if known is not None:
+        below = [v for v in MANYLINUX_RUNGS if v <= known]
+        if not below:
+            raise UsageError(f"glibc {known}: older than any manylinux uv can lock for (the oldest: "
+                             f"{MANYLINUX_RUNGS[0]})")
+        return (below[-1],)
+    floor = Version(_target_glibc(plan))
+    return tuple(v for v in MANYLINUX_RUNGS if v >= floor) or (floor,)
+
+
+def _platform_triple(plan: InstallPlan, glibc: Version) -> str:
+    """uv's --python-platform for the target at one rung of :func:`_ladder`.
 
     Every package of the closure is then locked at a version with a wheel for that platform
     (``--no-build``): a package whose only wheels need a newer glibc is an error, not an sdist.
     """
-    return f"{plan.resolution.host.platform.machine}-manylinux_{_target_glibc(plan).replace('.', '_')}"
+    return f"{plan.resolution.host.platform.machine}-manylinux_{glibc.major}_{glibc.minor}"
 
 
-def lock_header(plan: InstallPlan, matrix: Matrix) -> dict[str, Any]:
-    """The machine assumptions a lock records (also what ``doctor --lock`` checks)."""
+def lock_header(plan: InstallPlan, matrix: Matrix, glibc: Version | None = None) -> dict[str, Any]:
+    """The machine assumptions a lock records (also what ``doctor --lock`` checks); ``glibc``: the manylinux
+    rung the closure was locked at, when the host's glibc is not known."""
     r = plan.resolution
     gpus: dict[str, Any] = {}
     for g in r.host.gpus:
@@ -100,7 +138,7 @@ def lock_header(plan: InstallPlan, matrix: Matrix) -> dict[str, Any]:
         "machine": {"gpus": gpus, "min_driver": str(r.min_driver) if r.min_driver else None,
                     "driver_policy": r.request.driver_policy, "cuda": str(r.cuda) if r.cuda else None,
                     "python": str(r.host.python_minor), "platform": r.host.platform.tag,
-                    "glibc": _target_glibc(plan)},
+                    "glibc": _target_glibc(plan, glibc)},
     }
 
 
@@ -147,9 +185,13 @@ def _inputs(plan: InstallPlan, matrix: Matrix) -> tuple[list[str], list[str]]:
 def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = None, offline: bool = False,
                  timeout: float = 600.0, retries: int | None = None, progress: Callable[[str], None] | None = None
                  ) -> LockFiles:
-    """Resolve the closure with one ``uv pip compile`` and derive every lock format from it.
+    """Resolve the closure with ``uv pip compile`` and derive every lock format from its answer.
 
-    uv runs once, within ``timeout`` seconds; it retries its own failed requests (``retries``, when given,
+    For a known glibc uv runs once. For an unknown one (a plan for another machine, no ``--glibc``) it runs
+    once per rung of the manylinux ladder (:func:`_ladder`), from the plan's floor up, until the closure has
+    a wheel of every package: the lock is for the lowest such glibc, recorded in its header and said in
+    ``glibc_note``. Only a missing wheel climbs; an index that cannot be read or a conflict fails at once.
+    uv has ``timeout`` seconds in all; it retries its own failed requests (``retries``, when given,
     sets how often: ``UV_HTTP_RETRIES``). Interrupted (Ctrl-C, SIGTERM under vresolve's entry point), uv
     is stopped and the temporary directory removed before the interrupt goes on.
     """
@@ -158,29 +200,85 @@ def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = N
     from .index import index_for_uv
 
     reqs, options = _inputs(plan, matrix)
+    rungs = _ladder(plan)
+    missed: list[tuple[Version, tuple[str, ...]]] = []
+    deadline = time.monotonic() + timeout
+    for i, glibc in enumerate(rungs):
+        try:
+            left = deadline - time.monotonic() if missed else timeout  # the rungs share --timeout
+            pylock_text, seconds, argv = _compile(plan, reqs, options, glibc, index_url=index_url, offline=offline,
+                                                  timeout=left, retries=retries, progress=progress)
+        except _NoWheel as e:
+            missed.append((glibc, e.packages))
+            if i + 1 == len(rungs):
+                raise PackageIndexError(f"{e}{_no_wheel_hint(plan, missed)}") from None
+            if progress:
+                progress(f"{_missing(missed[-1:])}: trying manylinux_{rungs[i + 1].major}_{rungs[i + 1].minor}")
+            continue
+        lock = _derive(plan, matrix, pylock_text, seconds, argv, options, glibc)
+        return replace(lock, glibc_note=f"{_missing(missed)}; locked for glibc >= {glibc}" if missed else None)
+    raise AssertionError("unreachable: the last rung returns or raises")
+
+
+def _missing(missed: Sequence[tuple[Version, tuple[str, ...]]]) -> str:
+    """'no wheel of llguidance for manylinux_2_28' (to the last rung that failed, when several did)."""
+    names = ", ".join(dict.fromkeys(n for _, packages in missed for n in packages)) or "a package of the closure"
+    first, last = missed[0][0], missed[-1][0]
+    span = f"manylinux_{first.major}_{first.minor}" + (f" to manylinux_{last.major}_{last.minor}" if last != first
+                                                       else "")
+    return f"no wheel of {names} for {span}"
+
+
+def _no_wheel_hint(plan: InstallPlan, missed: Sequence[tuple[Version, tuple[str, ...]]]) -> str:
+    platform = _platform_triple(plan, missed[-1][0])
+    if plan.resolution.host.platform.glibc is not None:
+        return (f"\nA package of the closure has no wheel for {platform} (the lock installs with "
+                "--no-build: wheels only). If the target machine's glibc is newer, say so with --glibc X.Y; "
+                "otherwise that package must be built from source there.")
+    missing = _missing(missed)
+    return (f"\n{missing[0].upper()}{missing[1:]}: every manylinux uv can lock for was tried, from the plan's floor "
+            f"up ({len(missed)} runs of uv; the lock installs with --no-build: wheels only), so that package must be "
+            "built from source on the target machine.")
+
+
+def _compile(plan: InstallPlan, reqs: Sequence[str], options: Sequence[str], glibc: Version, *,
+             index_url: str | None, offline: bool, timeout: float, retries: int | None,
+             progress: Callable[[str], None] | None) -> tuple[str, float, tuple[str, ...]]:
+    """(uv's pylock.toml, the seconds uv took, its argv) for the closure at one manylinux rung."""
     python = str(plan.resolution.host.python_minor)
+    platform = _platform_triple(plan, glibc)
+    if timeout <= 0:
+        raise PackageIndexError(f"uv pip compile took longer than --timeout in all, trying the manylinux rungs up to "
+                                f"{platform}")
     with tempfile.TemporaryDirectory(prefix="vresolve-lock-") as tmp:
         src = Path(tmp) / "requirements.in"
         src.write_text("".join(f"{r}\n" for r in reqs))
         out = Path(tmp) / "pylock.toml"
         argv = [uv_bin(), "pip", "compile", str(src), "--python-version", python,
-                "--python-platform", _platform_triple(plan), "--generate-hashes", "--no-header", "--no-build",
+                "--python-platform", platform, "--generate-hashes", "--no-header", "--no-build",
                 "--output-file", str(out), *options]
         default_index = index_for_uv(index_url)  # the index matrix refresh reads, where uv would not find it
         if default_index:  # (uv reads UV_DEFAULT_INDEX, UV_INDEX_URL and its files itself, not pip's)
             argv += ["--default-index", default_index]
         if offline:
             argv.append("--offline")
-        what = f"vLLM {plan.resolution.vllm.version}'s closure for Python {python} on {_platform_triple(plan)}"
-        stderr, seconds = _run_uv(argv, what, _platform_triple(plan), timeout, retries, progress)
+        what = f"vLLM {plan.resolution.vllm.version}'s closure for Python {python} on {platform}"
+        stderr, seconds = _run_uv(argv, what, timeout, retries, progress)
         if progress:
             progress(next((line for line in stderr.splitlines() if line.startswith("Resolved")),
                           "resolved") + f" ({seconds:.1f} s)")
-        pylock_text = out.read_text()
-    return _derive(plan, matrix, pylock_text, seconds, tuple(argv), options)
+        return out.read_text(), seconds, tuple(argv)
 
 
-def _run_uv(argv: list[str], what: str, platform: str, timeout: float, retries: int | None,
+def _without_wheels(stderr: str) -> list[str]:
+    """The packages uv found no wheel of, by name, as its answer says."""
+    names = re.findall(r"Wheels are (?:required|available) for `([^`\s]+)`", stderr)
+    names += re.findall(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:[=<>!~]\S*)? (?:has|have) no (?:usable wheels|wheels with a "
+                        r"matching platform tag)", stderr)
+    return list(dict.fromkeys(names))
+
+
+def _run_uv(argv: list[str], what: str, timeout: float, retries: int | None,
             progress: Callable[[str], None] | None) -> tuple[str, float]:
     """(uv's stderr, the seconds it took), from one run of uv: it retries its own requests."""
     # no Python download: --python-version needs no interpreter of that version (uv would try to fetch one)
@@ -209,12 +307,10 @@ def _run_uv(argv: list[str], what: str, platform: str, timeout: float, retries: 
     if any(e in stderr for e in _NETWORK_ERRORS):
         last = (stderr.strip().splitlines() or ["(no output)"])[-1]
         raise PackageIndexError(f"uv pip compile could not read the package index: {last}")
-    why = ""
-    if "has no usable wheels" in stderr or "no wheels with a matching platform" in stderr:
-        why = (f"\nA package of the closure has no wheel for {platform} (the lock installs with "
-               "--no-build: wheels only). If the target machine's glibc is newer, say so with --glibc X.Y; "
-               "otherwise that package must be built from source there.")
-    raise PackageIndexError(f"uv pip compile could not resolve the closure: {stderr.strip()[-1500:]}{why}")
+    message = f"uv pip compile could not resolve the closure: {stderr.strip()[-1500:]}"
+    if any(e in stderr for e in _NO_WHEEL):
+        raise _NoWheel(message, _without_wheels(stderr))
+    raise PackageIndexError(message)
 
 
 def _without_none(d: Mapping[str, Any]) -> dict[str, Any]:
@@ -231,7 +327,7 @@ def _warm_up() -> None:
 
 
 def _derive(plan: InstallPlan, matrix: Matrix, uv_pylock: str, seconds: float, argv: tuple[str, ...],
-            options: Sequence[str]) -> LockFiles:
+            options: Sequence[str], glibc: Version | None = None) -> LockFiles:
     import tomli_w
     from packaging.pylock import Pylock, PylockValidationError
 
@@ -239,7 +335,7 @@ def _derive(plan: InstallPlan, matrix: Matrix, uv_pylock: str, seconds: float, a
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib  # type: ignore[import-not-found, no-redef]
-    header = lock_header(plan, matrix)
+    header = lock_header(plan, matrix, glibc)
     try:
         # uv's answer with vresolve's record added, validated by packaging.pylock exactly as it is written
         # (Pylock.from_dict checks the whole document against PEP 751)

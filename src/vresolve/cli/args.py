@@ -278,6 +278,9 @@ def _fleet_command(fl: argparse.ArgumentParser, common: _Parser) -> None:
         sp.add_argument("--torch", metavar="SPEC", help="a torch version or range")
         sp.add_argument("--variant", metavar="cuXYZ|cpu", help="torch's CUDA variant")
         sp.add_argument("--python", metavar="X.Y", help="the one Python of the fleet (default: the one most nodes run)")
+        sp.add_argument("--glibc", metavar="X.Y",
+                        help="the one glibc of the fleet, its image's (default: each node's as detected; Kubernetes "
+                             "nodes record none: lock then finds the lowest manylinux with every wheel)")
         sp.add_argument("--driver-policy", choices=POLICIES, default="minor-compat", help="as for plan")
         sp.add_argument("--pypi-only", action="store_true", help="as for plan")
         sp.add_argument("--jetson-index", metavar="URL",

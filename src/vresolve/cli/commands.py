@@ -285,7 +285,10 @@ def _lock_one(args: argparse.Namespace, name: str, a: argparse.Namespace, dir_: 
     lock = compile_lock(plan, m, index_url=args.index_url, offline=args.offline, timeout=args.timeout,
                         progress=progress)
     entry: dict[str, Any] = {"name": name or None, "dir": str(dir_), "packages": lock.packages,
-                             "uv_seconds": round(lock.uv_seconds, 2), "stack": lock.header["stack"]}
+                             "uv_seconds": round(lock.uv_seconds, 2), "stack": lock.header["stack"],
+                             "glibc": lock.header["machine"]["glibc"], "glibc_note": lock.glibc_note}
+    if lock.glibc_note and not _opt(args, "quiet"):
+        print(f"{name + ': ' if name else ''}{lock.glibc_note}", file=sys.stderr, flush=True)
     if args.check:
         entry["stale"] = check_lock(lock, dir_, formats)
     else:

@@ -186,16 +186,22 @@ def fleet_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     """(matrix, inventory, request, python) from the fleet plan flags."""
     from ..resolve import Request
     from .args import _check_values, _jetson_flags, _spec
-    from .targets import parse_python
+    from .targets import parse_glibc, parse_python
 
     m = _load(args)
     args.driver = args.platform = None
     _check_values(args)
+    glibc = parse_glibc(args.glibc) if args.glibc is not None else None
     request = Request(vllm=_spec("--vllm", args.vllm), torch=_spec("--torch", args.torch), variant=args.variant,
                       driver_policy=args.driver_policy, pypi_only=args.pypi_only, **_jetson_flags(args))
     inv = read_inventory(args.inventory, m)
     if not inv.hosts:
         raise UsageError("INVENTORY: no host to plan for (every node failed, or the inventory is empty)")
+    if glibc is not None:  # the nodes' image's glibc, in place of what the inventory records (Kubernetes: none)
+        from dataclasses import replace
+
+        inv = replace(inv, hosts=tuple(replace(fh, host=replace(fh.host, platform=replace(fh.host.platform, glibc=glibc)))
+                                       for fh in inv.hosts))
     return m, inv, request, parse_python(args.python) if args.python else None
 
 
@@ -240,7 +246,10 @@ def _cmd_lock(args: argparse.Namespace) -> int:
         files = write_lock(lock, out / tag, ("requirements", "pylock", "env"))
         reqs[tag] = (out / tag / "requirements.txt").read_text(encoding="utf-8")
         report.append({"platform": tag, "dir": str(out / tag), "packages": lock.packages,
-                       "stack": lock.header["stack"], "files": [str(p) for p in files]})
+                       "stack": lock.header["stack"], "files": [str(p) for p in files],
+                       "glibc": lock.header["machine"]["glibc"], "glibc_note": lock.glibc_note})
+        if lock.glibc_note and not getattr(args, "quiet", None):
+            print(f"{tag}: {lock.glibc_note}", file=sys.stderr, flush=True)
     env = runtime_env(reqs, {tag: dict(build_plan(m, r).env) for tag, r in plan.common.items()})
     _write(str(out / "runtime_env.json"), env)
     apart = (f"not in these locks: {len(plan.apart)} Jetson node(s), whose JetPack decides their stack (vresolve "
