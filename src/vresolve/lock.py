@@ -200,13 +200,14 @@ def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = N
     from .index import index_for_uv
 
     reqs, options = _inputs(plan, matrix)
+    default_index = index_for_uv(index_url)  # the index matrix refresh reads, where uv would not find it
     rungs = _ladder(plan)
     missed: list[tuple[Version, tuple[str, ...]]] = []
     deadline = time.monotonic() + timeout
     for i, glibc in enumerate(rungs):
         try:
             left = deadline - time.monotonic() if missed else timeout  # the rungs share --timeout
-            pylock_text, seconds, argv = _compile(plan, reqs, options, glibc, index_url=index_url, offline=offline,
+            pylock_text, seconds, argv = _compile(plan, reqs, options, glibc, default_index=default_index, offline=offline,
                                                   timeout=left, retries=retries, progress=progress)
         except _NoWheel as e:
             missed.append((glibc, e.packages))
@@ -242,7 +243,7 @@ def _no_wheel_hint(plan: InstallPlan, missed: Sequence[tuple[Version, tuple[str,
 
 
 def _compile(plan: InstallPlan, reqs: Sequence[str], options: Sequence[str], glibc: Version, *,
-             index_url: str | None, offline: bool, timeout: float, retries: int | None,
+             default_index: str | None, offline: bool, timeout: float, retries: int | None,
              progress: Callable[[str], None] | None) -> tuple[str, float, tuple[str, ...]]:
     """(uv's pylock.toml, the seconds uv took, its argv) for the closure at one manylinux rung."""
     python = str(plan.resolution.host.python_minor)
@@ -257,7 +258,6 @@ def _compile(plan: InstallPlan, reqs: Sequence[str], options: Sequence[str], gli
         argv = [uv_bin(), "pip", "compile", str(src), "--python-version", python,
                 "--python-platform", platform, "--generate-hashes", "--no-header", "--no-build",
                 "--output-file", str(out), *options]
-        default_index = index_for_uv(index_url)  # the index matrix refresh reads, where uv would not find it
         if default_index:  # (uv reads UV_DEFAULT_INDEX, UV_INDEX_URL and its files itself, not pip's)
             argv += ["--default-index", default_index]
         if offline:
