@@ -329,3 +329,14 @@ def test_a_known_glibc_newer_than_uv_names_locks_for_uvs_newest(tmp_path: Path,
             assert lock.glibc_note is None
     finally:
         s.close()
+
+
+def test_a_missing_wheel_is_named_by_its_package_never_its_version() -> None:
+    """uv's own words for vLLM 0.33.0's closure on manylinux_2_28 (llguidance ships only 2_31 wheels), as seen."""
+    from vresolve.lock import _without_wheels
+
+    said = ("  cause: Because llguidance{platform_machine == 'aarch64' or platform_machine == 'arm64' or "
+            "platform_machine == 'x86_64'}>=1.7.0,<=1.7.6 has no usable wheels and only the following versions of "
+            "llguidance{platform_machine == 'aarch64'} are available:\n"
+            "hint: Wheels are required for `llguidance` because building from source is disabled for all packages")
+    assert _without_wheels(said) == ["llguidance"]

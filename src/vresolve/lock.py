@@ -273,8 +273,9 @@ def _compile(plan: InstallPlan, reqs: Sequence[str], options: Sequence[str], gli
 def _without_wheels(stderr: str) -> list[str]:
     """The packages uv found no wheel of, by name, as its answer says."""
     names = re.findall(r"Wheels are (?:required|available) for `([^`\s]+)`", stderr)
-    names += re.findall(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:[=<>!~]\S*)? (?:has|have) no (?:usable wheels|wheels with a "
-                        r"matching platform tag)", stderr)
+    # "llguidance{platform_machine == ...}>=1.7.0,<=1.7.6 has no usable wheels": the name, never a version
+    names += re.findall(r"(?:^|[\s(])([A-Za-z0-9][A-Za-z0-9._-]*)(?:\{[^}]*\})?(?:[=<>!~]\S*)? (?:has|have) no "
+                        r"(?:usable wheels|wheels with a matching platform tag)", stderr, flags=re.M)
     return list(dict.fromkeys(names))
 
 
