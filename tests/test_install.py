@@ -146,7 +146,7 @@ def _execute(plan_args: Sequence[str], tmp_path: Path) -> None:
         q = _run(["uv", "pip", "list", "--python", py], env, work)
         print("  " + ", ".join(" ".join(line.split()[:2]) for line in q.output.splitlines()
                                 if line.startswith(("cuda-python ", "cuda-bindings ", "torch ", "vllm ", "flashinfer"))))
-        q = _vresolve(["doctor", "--python", py, "--json"], env, work)
+        q = _vresolve(["doctor", "--interpreter", py, "--json"], env, work)
         findings = json.loads(q.stdout)["findings"]
         for f in findings:
             print(f"  doctor: {f['severity']}: {f['title']} [{f['cause']}]")
