@@ -396,9 +396,11 @@ def _doctor_inputs(args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None
                          "--interpreter EXE (doctor plans for no Python version)")
     log = None
     if args.log == "-":
+        stream = getattr(sys.stdin, "buffer", sys.stdin)
         if sys.stdin.isatty():  # a terminal waits for the paste: say so (a pipe or a file needs no word)
             print("vresolve: paste the log, then press Ctrl-D on a line of its own", file=sys.stderr, flush=True)
-        log = KeptLog(getattr(sys.stdin, "buffer", sys.stdin))
+            stream = getattr(stream, "raw", stream)  # one read per call: one Ctrl-D ends it (a buffer reads on)
+        log = KeptLog(stream)
     elif args.log:
         try:
             log = KeptLog(open(args.log, "rb"))  # noqa: SIM115 - read to its end by the caller, then closed
@@ -477,7 +479,7 @@ def _cmd_matrix_validate(args: argparse.Namespace) -> int:
 
     summary = matrix_summary_view(m)
     if _opt(args, "json"):
-        _print_json(envelope("matrix", {"valid": True, **summary}))
+        _print_json(envelope("matrix.validate", {"valid": True, **summary}))
     else:
         counts = ", ".join(f"{k} {v['rows']}" + (f" (+{v['index_wheels']} index wheel sets)" if v.get("index_wheels")
                                                    else "") for k, v in summary["tables"].items())
@@ -494,7 +496,7 @@ def _cmd_matrix_show(args: argparse.Namespace) -> int:
     if _opt(args, "json"):
         body = ({"table": table, "rows": matrix_table_view(m, table)} if table
                 else matrix_summary_view(m))
-        _print_json(envelope("matrix", {"revision": m.revision, **body}))
+        _print_json(envelope(f"matrix.{table or 'summary'}", {"revision": m.revision, **body}))
         return EXIT_OK
     if table is None:
         summary = matrix_summary_view(m)
@@ -561,7 +563,7 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
     if args.apply:  # all or nothing, and only a matrix that validates
         apply_files(root, {name: new[name] for name in diffs})
     if _opt(args, "json"):
-        _print_json(envelope("matrix", {"index": url, "requests": client.requests, "cache_hits": client.cache_hits,
+        _print_json(envelope("matrix.refresh", {"index": url, "requests": client.requests, "cache_hits": client.cache_hits,
                                         "changes": diffs, "applied": bool(args.apply),
                                         "torch_variants": variant_report}))
     else:
@@ -662,8 +664,29 @@ def _cmd_site(args: argparse.Namespace) -> int:
 def _cmd_completion(args: argparse.Namespace) -> int:
     from ..render.completion import completion_script
 
-    sys.stdout.write(completion_script(build_parser("*"), args.shell))
+    script = completion_script(build_parser("*"), args.shell)
+    if _opt(args, "json"):
+        from ..render import envelope
+
+        _print_json(envelope("completion", {"shell": args.shell, "script": script}))
+    else:
+        sys.stdout.write(script)
     return EXIT_OK
+
+
+def json_name(args: argparse.Namespace) -> str:
+    """The name in the ``schema`` of this command's --json (``vresolve.NAME/1``), one per shape: a command's, or
+    for matrix and fleet its action's (fleet detect's inventory and fleet plan share DESIGN.md's vresolve.fleet/1;
+    matrix grid keeps vresolve.grid/1)."""
+    command = _opt(args, "command") or "cli"
+    action = _opt(args, f"{command}_command")
+    if command == "matrix" and action == "show":
+        return f"matrix.{_opt(args, 'table') or 'summary'}"
+    if command == "matrix" and action == "grid":
+        return "grid"
+    if action and (command, action) not in (("fleet", "detect"), ("fleet", "plan")):
+        return f"{command}.{action}"
+    return command
 
 
 def _setup_logging(args: argparse.Namespace) -> None:
@@ -683,7 +706,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         _setup_logging(args)
-        command = args.command or "cli"
+        command = json_name(args)
         run = {"plan": _cmd_plan, "lock": _cmd_lock, "apply": _cmd_apply, "doctor": _cmd_doctor,
                "detect": _cmd_detect, "fleet": _cmd_fleet, "site": _cmd_site,
                "completion": _cmd_completion}.get(args.command)
