@@ -7,7 +7,7 @@ For a plan it runs, in order: the plan's steps (uv or pip against the configured
 steps (on a machine without an NVIDIA GPU the ones about the GPU cannot pass and are reported as
 skipped, and an extension whose only fault is the missing libcuda.so.1 counts as present, as the
 check itself says); ``import flashinfer`` where the plan installs it; ``uv pip check``;
-``vresolve doctor --python`` on the result (no error findings); then a second, fresh environment
+``vresolve doctor --interpreter`` on the result (no error findings); then a second, fresh environment
 from ``vresolve lock``'s requirements.txt with ``--require-hashes --no-build``, and the extension
 check again there.
 """
