@@ -121,7 +121,7 @@ def test_matrix_validate_reports_every_problem_as_json(tiny_copy: Callable[..., 
     path = tiny_copy({"gpus.yaml": edit})
     code, out, _ = run(["matrix", "validate", "--matrix", str(path), "--json"], capsys)
     assert code == 2
-    assert json.loads(out) == {"schema": "vresolve.matrix/1", "error": {
+    assert json.loads(out) == {"schema": "vresolve.matrix.validate/1", "error": {
         "code": "invalid-matrix", "message": "1 problem in the matrix:\n  gpus.yaml: gpus[0] 'NVIDIA H200': "
         "compute_capability: invalid compute capability '9.x' (expected MAJOR.MINOR such as '8.6')",
         "problems": [{"file": "gpus.yaml", "row": "gpus[0] 'NVIDIA H200'", "field": "compute_capability",

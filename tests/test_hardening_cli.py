@@ -496,7 +496,7 @@ def _max_rss_mb_of(argv: list[str], env: dict[str, str]) -> tuple[int, float, st
 
 def test_doctor_bounds_what_the_probe_prints(tmp_path: Path) -> None:
     exe = _fake_python(tmp_path, "head -c 300000000 /dev/zero | tr '\\0' a\n")
-    code, mb, out = _max_rss_mb_of([sys.executable, "-m", "vresolve", "doctor", "--python", str(exe), "--json"],
+    code, mb, out = _max_rss_mb_of([sys.executable, "-m", "vresolve", "doctor", "--interpreter", str(exe), "--json"],
                                    _env())
     assert code in (0, 1)
     env = json.loads(out)["environment"]
@@ -516,7 +516,7 @@ def test_doctor_survives_a_hostile_probe_answer(answer: str, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "answer").write_text("\n@@vresolve@@" + answer + "\n")
     exe = _fake_python(tmp_path, f"cat '{tmp_path / 'answer'}'\n")
-    code, out, err = run(["doctor", "--python", str(exe), "--json"], capsys)
+    code, out, err = run(["doctor", "--interpreter", str(exe), "--json"], capsys)
     assert code in (0, 1) and "Traceback" not in err
     error = json.loads(out)["environment"]["error"]
     assert error and "malformed" in error and "\n" not in error and len(error) < 300, error

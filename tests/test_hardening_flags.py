@@ -60,6 +60,7 @@ BASE = {  # what each command needs to stay on this machine and end quickly
     ("fleet", "doctor"): ["--ray", "127.0.0.1:9", "--timeout", "5", "--json"],  # refused: no Ray cluster there
     ("matrix", "grid"): ["--family", "kepler", "--python", "3.12", "--json"],
     ("site",): ["-o", "site", "--family", "kepler", "--python", "3.12", "--installer", "uv", "--json"],
+    ("completion",): ["bash", "--json"],
 }
 
 

@@ -7,7 +7,7 @@ For a plan it runs, in order: the plan's steps (uv or pip against the configured
 steps (on a machine without an NVIDIA GPU the ones about the GPU cannot pass and are reported as
 skipped, and an extension whose only fault is the missing libcuda.so.1 counts as present, as the
 check itself says); ``import flashinfer`` where the plan installs it; ``uv pip check``;
-``vresolve doctor --python`` on the result (no error findings); then a second, fresh environment
+``vresolve doctor --interpreter`` on the result (no error findings); then a second, fresh environment
 from ``vresolve lock``'s requirements.txt with ``--require-hashes --no-build``, and the extension
 check again there.
 """
@@ -146,7 +146,7 @@ def _execute(plan_args: Sequence[str], tmp_path: Path) -> None:
         q = _run(["uv", "pip", "list", "--python", py], env, work)
         print("  " + ", ".join(" ".join(line.split()[:2]) for line in q.output.splitlines()
                                 if line.startswith(("cuda-python ", "cuda-bindings ", "torch ", "vllm ", "flashinfer"))))
-        q = _vresolve(["doctor", "--python", py, "--json"], env, work)
+        q = _vresolve(["doctor", "--interpreter", py, "--json"], env, work)
         findings = json.loads(q.stdout)["findings"]
         for f in findings:
             print(f"  doctor: {f['severity']}: {f['title']} [{f['cause']}]")

@@ -37,6 +37,18 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated
 
 
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the flush at exit does not fail on the closed pipe again (the way
+    Python's documentation of SIGPIPE recommends)."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor behind stdout (a test's capture): nothing to flush
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """``vresolve ARGV``; exit 130 on SIGINT, 143 on SIGTERM, after cleaning up."""
     import _signal  # type: ignore[import-not-found]
@@ -47,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         previous = None
     try:
         return _main(argv)
+    except BrokenPipeError:  # `vresolve ... | head`: the reader left; say nothing more, as a killed writer would
+        _quiet_stdout()
+        return 141  # 128 + SIGPIPE, what a shell reports for a writer the pipe ended
     except Terminated:
         sys.stderr.write("vresolve: terminated\n")
         return 143

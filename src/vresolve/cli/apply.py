@@ -271,7 +271,7 @@ def _failed_step(args: argparse.Namespace, m: Any, this: Any, job: Any, steps: l
 
 
 def _doctor(args: argparse.Namespace, m: Any, this: Any, job: Any) -> list[Any]:
-    """``doctor --python`` on the new environment: the findings."""
+    """``doctor --interpreter`` on the new environment: the findings."""
     from ..detect import library_shadows, probe_environment
     from ..doctor import diagnose
 

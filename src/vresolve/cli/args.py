@@ -94,13 +94,20 @@ def shown(text: str, limit: int = 60) -> str:
 def _common() -> _Parser:
     p = _Parser(add_help=False)
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                   help="print one JSON object (schema vresolve.<command>/1) on stdout")
+                   help="print one JSON object (its \"schema\" names its shape: README's JSON section) on stdout")
     p.add_argument("--matrix", metavar="DIR", default=argparse.SUPPRESS, type=path,
                    help="use the compatibility matrix in DIR (default: $VRESOLVE_MATRIX, else the packaged one)")
-    p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
-                   help="more detail on stderr (repeat for debug)")
-    p.add_argument("-q", "--quiet", action="count", default=argparse.SUPPRESS, help="less output")
     return p
+
+
+def _quiet(p: argparse.ArgumentParser, what: str) -> None:
+    """``-q``, on the commands where it leaves something out (``what``: what it leaves out)."""
+    p.add_argument("-q", "--quiet", action="count", default=0, help=what)
+
+
+def _verbose(p: argparse.ArgumentParser, what: str) -> None:
+    """``-v``, on the commands where it adds something (``what``: what it adds)."""
+    p.add_argument("-v", "--verbose", action="count", default=0, help=what)
 
 
 COMMANDS = {  # name -> help; each command's flags are added by its function below
@@ -112,6 +119,7 @@ COMMANDS = {  # name -> help; each command's flags are added by its function bel
     "matrix": "check, browse and update the compatibility matrix",
     "fleet": "a cluster: its nodes (Ray, Kubernetes, detect files), one stack for all, its locks, its doctor",
     "site": "write a static page where one picks GPU, driver, Python and installer and sees the plan",
+    "completion": "print a shell completion script: bash, zsh or fish",
 }
 
 
@@ -134,7 +142,7 @@ def build_parser(only: str | None = "*", *, profile: bool = False) -> argparse.A
     cls = _ProfileParser if profile else _Parser
     parser = cls(prog="vresolve", parents=[common],
                  description="Resolve a working NVIDIA driver / CUDA / PyTorch / vLLM stack.")
-    parser.add_argument("--version", action="version", version=f"vresolve {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"vresolve {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=cls)
     for name, help_text in COMMANDS.items():
         if only in ("*", name):
@@ -147,6 +155,7 @@ def build_parser(only: str | None = "*", *, profile: bool = False) -> argparse.A
 def _plan_command(pl: argparse.ArgumentParser, common: _Parser) -> None:
     _add_plan_flags(pl)
     pl.add_argument("--shell", choices=SHELLS, help="print only the environment exports")
+    _quiet(pl, "print only what to run (the commands and exports), not the table, reasons and warnings")
 
 
 def _lock_command(lk: argparse.ArgumentParser, common: _Parser) -> None:
@@ -163,6 +172,7 @@ def _lock_command(lk: argparse.ArgumentParser, common: _Parser) -> None:
     lk.add_argument("--timeout", type=seconds, default=600.0, help="seconds uv may take (default 600)")
     lk.add_argument("--profiles", metavar="FILE", type=path,
                     help="lock every profile of FILE (name: [plan flags]) into DIR/<name>/ (see lockfiles/)")
+    _quiet(lk, "no progress lines on stderr")
 
 
 def _apply_command(ap: argparse.ArgumentParser, common: _Parser) -> None:
@@ -181,13 +191,16 @@ def _apply_command(ap: argparse.ArgumentParser, common: _Parser) -> None:
                     help="where to write the lock of what was installed (default: the environment's path + .lock)")
     ap.add_argument("--timeout", type=seconds, default=600.0,
                     help="seconds each check and doctor's import of the stack may take (default 600)")
+    _quiet(ap, "no plan preview and no progress on stderr: only the outcome")
+    _verbose(ap, "the installer's own output, line by line, on stderr")
 
 
 def _doctor_command(doc: argparse.ArgumentParser, common: _Parser) -> None:
     doc.add_argument("--log", metavar="FILE", type=path, help="an error log or traceback to read ('-': standard input)")
-    doc.add_argument("--python", metavar="EXE", dest="env_python", type=path,
+    doc.add_argument("--interpreter", metavar="EXE", dest="env_python", type=path,
                      help="the environment's interpreter (default: $VIRTUAL_ENV's, else $CONDA_PREFIX's, "
                           "else this one)")
+    doc.add_argument("--python", dest="doctor_python", help=argparse.SUPPRESS)  # refused: see _cmd_doctor
     doc.add_argument("--no-env", action="store_true", help="read only the log; do not import the stack")
     doc.add_argument("--lock", metavar="FILE", dest="lock_file", type=path,
                      help="check this machine against a lock's assumptions (requirements.txt, pylock.toml, ...)")
@@ -195,6 +208,7 @@ def _doctor_command(doc: argparse.ArgumentParser, common: _Parser) -> None:
                      help="seconds the import checks may take (default 180)")
     doc.add_argument("--format", choices=("text", "markdown"), default="text", dest="doctor_format",
                      help="markdown: a short comment to answer a bug report with (--json for JSON)")
+    _quiet(doc, "leave out the list of what was checked: only the findings (or 'no problems found')")
 
 
 def _detect_command(det: argparse.ArgumentParser, common: _Parser) -> None:
@@ -207,8 +221,9 @@ def _detect_command(det: argparse.ArgumentParser, common: _Parser) -> None:
 
 def _matrix_command(mx: argparse.ArgumentParser, common: _Parser) -> None:
     msub = mx.add_subparsers(dest="matrix_command", metavar="ACTION", parser_class=_Parser)
-    msub.add_parser("validate", parents=[common],
-                    help="check every row's schema and the cross-references; exit 2 on any problem")
+    _quiet(msub.add_parser("validate", parents=[common],
+                           help="check every row's schema and the cross-references; exit 2 on any problem"),
+           "print nothing when the matrix is valid (the exit code says so)")
     show = msub.add_parser("show", parents=[common], help="print a table of the matrix, or a summary")
     show.add_argument("table", nargs="?", choices=TABLES, help="the table to print (default: a summary)")
     ref = msub.add_parser("refresh", parents=[common],
@@ -225,6 +240,7 @@ def _matrix_command(mx: argparse.ArgumentParser, common: _Parser) -> None:
     ref.add_argument("--since", metavar="VERSION", help="only releases from VERSION on (the rest of the file is kept)")
     ref.add_argument("--offline", action="store_true", help="only what the cache holds (no network)")
     ref.add_argument("--timeout", type=seconds, default=30.0, help="seconds per HTTP request (default 30)")
+    _quiet(ref, "no progress and no summary on stderr (the diff still goes to stdout), and no index warnings")
     _grid_flags(msub.add_parser("grid", parents=[common], help="the newest vLLM per GPU capability and driver "
                                                                  "branch, as a picture, an HTML table or text"))
 
@@ -249,6 +265,7 @@ def _grid_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--family", metavar="NAME[,NAME...]",
                    help="only these architectures (gpus.yaml's families: hopper, ampere, ...; default: all)")
     p.add_argument("--workers", type=workers, help="processes computing the plans (default: one per core)")
+    _quiet(p, "no progress on stderr" + (" and no summary line" if site else ""))
 
 
 def _site_command(st: argparse.ArgumentParser, common: _Parser) -> None:
@@ -291,6 +308,7 @@ def _fleet_command(fl: argparse.ArgumentParser, common: _Parser) -> None:
     lk.add_argument("--index-url", type=index_url, help="the index to resolve from (default: your pip/uv configuration)")
     lk.add_argument("--offline", action="store_true", help="only what uv's cache holds")
     lk.add_argument("--timeout", type=seconds, default=600.0, help="seconds uv may take per lock (default 600)")
+    _quiet(lk, "no progress lines on stderr")
     doc = fsub.add_parser("doctor", parents=[common], help="doctor's environment checks on every node of a Ray cluster")
     doc.add_argument("--ray", nargs="?", const="", required=True, metavar="ADDRESS", help="the Ray cluster")
     doc.add_argument("--lock", metavar="FILE|DIR", dest="lock_file", type=path,
@@ -299,9 +317,13 @@ def _fleet_command(fl: argparse.ArgumentParser, common: _Parser) -> None:
     doc.add_argument("--timeout", type=seconds, default=180.0, help="seconds each node may take (default 180)")
 
 
+def _completion_command(c: argparse.ArgumentParser, common: _Parser) -> None:
+    c.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete vresolve in")
+
+
 _FLAGS = {"plan": _plan_command, "lock": _lock_command, "apply": _apply_command, "doctor": _doctor_command, "detect": _detect_command,
           "matrix": _matrix_command, "fleet": _fleet_command,
-          "site": _site_command}
+          "site": _site_command, "completion": _completion_command}
 
 
 def _add_plan_flags(p: argparse.ArgumentParser) -> None:

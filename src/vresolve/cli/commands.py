@@ -22,7 +22,21 @@ def _console(stderr: bool = False) -> Any:
     from rich.console import Console
 
     no_color = bool(os.environ.get("NO_COLOR"))
-    return Console(stderr=stderr, no_color=no_color, highlight=False, soft_wrap=not stderr)
+    console = Console(stderr=stderr, no_color=no_color, highlight=False, soft_wrap=not stderr)
+    if not stderr and not console.is_terminal and not os.environ.get("COLUMNS"):
+        # piped or redirected: no terminal to fit, so tables keep their whole cells (rich would cut them at 80
+        # columns); a table is as wide as its widest row, never padded out to this width
+        console.width = _PIPE_WIDTH
+    console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign]  # rich's own exits 1, a no-stack's code
+    return console
+
+
+def _broken_pipe() -> None:
+    """The reader of stdout left (``| head``): the entry point exits quietly, as for any other write."""
+    raise BrokenPipeError
+
+
+_PIPE_WIDTH = 100_000
 
 
 
@@ -69,6 +83,11 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if _opt(args, "json"):
         _print_json(envelope("plan", plan_view(plan, detected_by)))
         return EXIT_OK
+    if _opt(args, "quiet"):
+        from ..render.shell import commands_text
+
+        sys.stdout.write(commands_text(plan.steps, plan.env))
+        return EXIT_OK
     console = _console()
     # apply makes new environments only: an install into this one (--keep-torch) is the user's to run
     for item in plan_human(plan, detected_by, uv=uv_command(), apply=_apply_flags(args) if into is None else None):
@@ -107,8 +126,9 @@ def _wheel_resolution(args: argparse.Namespace, m: Any, host: Any, request: Any,
     jetson = jetson_wheel_plan(args, m, host, request)
     if jetson is not None:  # a Jetson on L4T's own CUDA: the Jetson index's wheels for its JetPack
         from ..render import jetson_plan_human, jetson_plan_view
+        from ..render.shell import render_jetson_script
 
-        _print_recipe(args, jetson, jetson_plan_view, jetson_plan_human, detected_by)
+        _print_recipe(args, jetson, (jetson_plan_view, jetson_plan_human, render_jetson_script), detected_by)
         return None, None
     try:
         return resolve(host, m, request), None
@@ -130,21 +150,26 @@ def _print_source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any
                        why_no_wheel: Sequence[str]) -> int:
     from ..plan.source import plan_source_build
     from ..render import source_plan_human, source_plan_view
+    from ..render.shell import render_script
 
     sp = plan_source_build(host, m, request, keep_torch=args.keep_torch, installer=args.installer,
                            env_dir=args.venv, src_dir=args.src_dir, why_no_wheel=why_no_wheel,
                            precompiled=args.precompiled)
-    return _print_recipe(args, sp, source_plan_view, source_plan_human, detected_by)
+    return _print_recipe(args, sp, (source_plan_view, source_plan_human, render_script), detected_by)
 
 
-def _print_recipe(args: argparse.Namespace, p: Any, view: Any, human: Any, detected_by: str) -> int:
-    """A plan printed with its script (a source build, a Jetson's wheels): exports, JSON or the human view."""
+def _print_recipe(args: argparse.Namespace, p: Any, renderers: tuple[Any, Any, Any], detected_by: str) -> int:
+    """A plan printed with its script (a source build, a Jetson's wheels): exports, JSON, the script alone
+    (``-q``) or the human view; ``renderers``: (its JSON view, its human view, its script)."""
     from ..render import envelope
 
+    view, human, script = renderers
     if args.shell:
         sys.stdout.write(_exports(p.env, args.shell))
     elif _opt(args, "json"):
         _print_json(envelope("plan", view(p, detected_by)))
+    elif _opt(args, "quiet"):
+        sys.stdout.write(script(p) + "\n")
     else:
         from .._proc import uv_command
 
@@ -308,8 +333,7 @@ def _env_python(flag: str | None) -> str:
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
     from ..detect import Overrides, detect_host, fill_capabilities, library_shadows, probe_environment
-    from ..doctor import check_against_lock, diagnose, observations, worst_exit_code
-    from ..render import doctor_human, envelope
+    from ..doctor import check_against_lock, diagnose, worst_exit_code
 
     m = _load(args)
     kept, header = _doctor_inputs(args)
@@ -356,6 +380,16 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         findings = merge_log_findings(findings, pasted, kept.cite)
     if header is not None:
         findings = check_against_lock(header, host, env, name=args.lock_file) + findings
+    _print_doctor(args, findings, host, env, unclear, unseen)
+    return 1 if unclear else worst_exit_code(findings)
+
+
+def _print_doctor(args: argparse.Namespace, findings: list[Any], host: Any, env: Any, unclear: list[Any],
+                  unseen: frozenset[str]) -> None:
+    """doctor's answer: JSON, markdown, or the human view (``-q``: without the list of what was checked)."""
+    from ..doctor import observations
+    from ..render import doctor_human, envelope
+
     if _opt(args, "json"):
         _print_json(envelope("doctor", {"findings": [f.to_dict() for f in findings],
                                         "unclear": [u.to_dict() for u in unclear],
@@ -367,18 +401,24 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         sys.stdout.write(doctor_markdown(findings, observations(host, env, unseen), unclear))
     else:
         console = _console()
-        for item in doctor_human(findings, host, env, unclear, unseen):
+        for item in doctor_human(findings, host, env, unclear, unseen, checked=not _opt(args, "quiet")):
             console.print(item)
-    return 1 if unclear else worst_exit_code(findings)
 
 
 def _doctor_inputs(args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None]:
     """(the log to read, as a KeptLog, or None; the lock's recorded assumptions), each from its flag."""
     from ..doctor.logs import KeptLog
 
+    if _opt(args, "doctor_python") is not None:  # elsewhere --python is a version X.Y; doctor takes no version
+        raise UsageError(f"doctor --python {shown(args.doctor_python)}: the environment's interpreter is "
+                         "--interpreter EXE (doctor plans for no Python version)")
     log = None
     if args.log == "-":
-        log = KeptLog(getattr(sys.stdin, "buffer", sys.stdin))
+        stream = getattr(sys.stdin, "buffer", sys.stdin)
+        if sys.stdin.isatty():  # a terminal waits for the paste: say so (a pipe or a file needs no word)
+            print("vresolve: paste the log, then press Ctrl-D on a line of its own", file=sys.stderr, flush=True)
+            stream = getattr(stream, "raw", stream)  # one read per call: one Ctrl-D ends it (a buffer reads on)
+        log = KeptLog(stream)
     elif args.log:
         try:
             log = KeptLog(open(args.log, "rb"))  # noqa: SIM115 - read to its end by the caller, then closed
@@ -457,11 +497,12 @@ def _cmd_matrix_validate(args: argparse.Namespace) -> int:
 
     summary = matrix_summary_view(m)
     if _opt(args, "json"):
-        _print_json(envelope("matrix", {"valid": True, **summary}))
+        _print_json(envelope("matrix.validate", {"valid": True, **summary}))
     else:
         counts = ", ".join(f"{k} {v['rows']}" + (f" (+{v['index_wheels']} index wheel sets)" if v.get("index_wheels")
                                                    else "") for k, v in summary["tables"].items())
-        print(f"matrix OK: {m.path} (revision {m.revision}): {counts}")
+        if not _opt(args, "quiet"):
+            print(f"matrix OK: {m.path} (revision {m.revision}): {counts}")
     return EXIT_OK
 
 
@@ -473,7 +514,7 @@ def _cmd_matrix_show(args: argparse.Namespace) -> int:
     if _opt(args, "json"):
         body = ({"table": table, "rows": matrix_table_view(m, table)} if table
                 else matrix_summary_view(m))
-        _print_json(envelope("matrix", {"revision": m.revision, **body}))
+        _print_json(envelope(f"matrix.{table or 'summary'}", {"revision": m.revision, **body}))
         return EXIT_OK
     if table is None:
         summary = matrix_summary_view(m)
@@ -541,10 +582,10 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
     if args.apply:  # all or nothing, and only a matrix that validates
         apply_files(root, {name: new[name] for name in diffs})
     if _opt(args, "json"):
-        _print_json(envelope("matrix", {"index": redacted(url), "index_from": origin, "requests": client.requests,
-                                        "cache_hits": client.cache_hits,
-                                        "changes": diffs, "applied": bool(args.apply),
-                                        "torch_variants": variant_report}))
+        _print_json(envelope("matrix.refresh", {"index": redacted(url), "index_from": origin,
+                                                "requests": client.requests, "cache_hits": client.cache_hits,
+                                                "changes": diffs, "applied": bool(args.apply),
+                                                "torch_variants": variant_report}))
     else:
         for d in diffs.values():
             sys.stdout.write(d)
@@ -656,6 +697,34 @@ def _cmd_site(args: argparse.Namespace) -> int:
     return cmd_site(args)
 
 
+def _cmd_completion(args: argparse.Namespace) -> int:
+    from ..render.completion import completion_script
+
+    script = completion_script(build_parser("*"), args.shell)
+    if _opt(args, "json"):
+        from ..render import envelope
+
+        _print_json(envelope("completion", {"shell": args.shell, "script": script}))
+    else:
+        sys.stdout.write(script)
+    return EXIT_OK
+
+
+def json_name(args: argparse.Namespace) -> str:
+    """The name in the ``schema`` of this command's --json (``vresolve.NAME/1``), one per shape: a command's, or
+    for matrix and fleet its action's (fleet detect's inventory and fleet plan share DESIGN.md's vresolve.fleet/1;
+    matrix grid keeps vresolve.grid/1)."""
+    command = _opt(args, "command") or "cli"
+    action = _opt(args, f"{command}_command")
+    if command == "matrix" and action == "show":
+        return f"matrix.{_opt(args, 'table') or 'summary'}"
+    if command == "matrix" and action == "grid":
+        return "grid"
+    if action and (command, action) not in (("fleet", "detect"), ("fleet", "plan")):
+        return f"{command}.{action}"
+    return command
+
+
 def _setup_logging(args: argparse.Namespace) -> None:
     verbose, quiet = _opt(args, "verbose", 0) or 0, _opt(args, "quiet", 0) or 0
     if not verbose and not quiet:
@@ -674,9 +743,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         args.argv = tuple(argv)  # as given: the plan's next-step line repeats its flags
         _setup_logging(args)
-        command = args.command or "cli"
+        command = json_name(args)
         run = {"plan": _cmd_plan, "lock": _cmd_lock, "apply": _cmd_apply, "doctor": _cmd_doctor,
-               "detect": _cmd_detect, "fleet": _cmd_fleet, "site": _cmd_site}.get(args.command)
+               "detect": _cmd_detect, "fleet": _cmd_fleet, "site": _cmd_site,
+               "completion": _cmd_completion}.get(args.command)
         if run is not None:
             return run(args)
         if args.command == "matrix":

@@ -256,7 +256,7 @@ def _cmd_lock(args: argparse.Namespace) -> int:
              "plan on each board; no lock of the Jetson index's wheels, whose files are replaced under the same "
              "name); keep the runtime_env off them") if plan.apart else None
     if getattr(args, "json", None):
-        _print_json(envelope("fleet", {"locks": report, "runtime_env": str(out / "runtime_env.json"),
+        _print_json(envelope("fleet.lock", {"locks": report, "runtime_env": str(out / "runtime_env.json"),
                                        "apart": list(plan.apart)}))
     else:
         for item in report:

@@ -132,7 +132,7 @@ def fleet_doctor(args: argparse.Namespace) -> int:
     all_findings = [f for n in per_node for f in n["findings"]] + [f for _, f in fleet]
     code = max(worst_exit_code(all_findings), 1 if failed else 0)
     if getattr(args, "json", None):
-        _print_json(envelope("fleet", {
+        _print_json(envelope("fleet.doctor", {
             "nodes": [{"host": n["host"], "findings": [f.to_dict() for f in n["findings"]]} for n in per_node],
             "fleet": [{"hosts": list(h), **f.to_dict()} for h, f in fleet], "failed": failed}))
         return code

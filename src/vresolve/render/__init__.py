@@ -1,6 +1,6 @@
 """The edge where results become text: the only layer that prints or quotes for a shell.
 
-- :mod:`.json`: the ``--json`` objects (``vresolve.<command>/1``, sorted keys);
+- :mod:`.json`: the ``--json`` objects (``vresolve.<name>/1``, a name per shape, sorted keys);
 - :mod:`.text`: the human output (rich renderables);
 - :mod:`.shell`: every shell artefact (command lines, exports for bash / fish / dotenv, the build
   script), written by one quoting layer.

@@ -207,3 +207,8 @@ def render_jetson_script(p: JetsonPlan, uv: str = "uv") -> str:
     out += _step_lines(p.steps, uv)
     out += ["# the environment vLLM runs in", *_export_lines(p.env, p.env_reasons), ""]
     return "\n".join(out + _verify_lines(p.verify))
+
+
+def commands_text(steps: Sequence[Step], env: Sequence[tuple[str, str]]) -> str:
+    """What to run, and nothing else (``plan -q``): each step's command, then the exports (bash)."""
+    return "".join(f"{shell_line(s.argv)}\n" for s in steps) + exports_text(env, "bash")

@@ -316,17 +316,19 @@ def source_table(p: Any, detected_by: str) -> Table:
     return t
 
 
-def doctor_human(findings: Any, host: Host, env: Any, unclear: Any = (), unknown: frozenset[str] = frozenset()) -> list[Any]:
-    """One screen: what was checked, then each finding with its evidence and fix, then the errors whose cause
-    the text does not settle (with what to paste)."""
+def doctor_human(findings: Any, host: Host, env: Any, unclear: Any = (), unknown: frozenset[str] = frozenset(),
+                 *, checked: bool = True) -> list[Any]:
+    """One screen: what was checked (unless ``checked`` is false), then each finding with its evidence and fix,
+    then the errors whose cause the text does not settle (with what to paste)."""
     from rich.text import Text
 
     style = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
     out: list[Any] = []
     from ..doctor import observations
 
-    out.append(Text("checked:", style="bold"))
-    out += [_t(f"  - {line}") for line in observations(host, env, unknown)]
+    if checked:
+        out.append(Text("checked:", style="bold"))
+        out += [_t(f"  - {line}") for line in observations(host, env, unknown)]
     if not findings and not unclear:
         out.append(Text("no problems found", style="bold green"))
     for f in findings:
