@@ -86,7 +86,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if _opt(args, "quiet"):
         from ..render.shell import commands_text
 
-        sys.stdout.write(commands_text(plan.steps, plan.env))
+        sys.stdout.write(commands_text(plan.steps, plan.env, uv_command()))
         return EXIT_OK
     console = _console()
     # apply makes new environments only: an install into this one (--keep-torch) is the user's to run

@@ -209,6 +209,7 @@ def render_jetson_script(p: JetsonPlan, uv: str = "uv") -> str:
     return "\n".join(out + _verify_lines(p.verify))
 
 
-def commands_text(steps: Sequence[Step], env: Sequence[tuple[str, str]]) -> str:
-    """What to run, and nothing else (``plan -q``): each step's command, then the exports (bash)."""
-    return "".join(f"{shell_line(s.argv)}\n" for s in steps) + exports_text(env, "bash")
+def commands_text(steps: Sequence[Step], env: Sequence[tuple[str, str]], uv: str = "uv") -> str:
+    """What to run, and nothing else (``plan -q``): each step's command (uv named as the human plan names it),
+    then the exports (bash)."""
+    return "".join(f"{shell_line(_with_uv(s.argv, uv))}\n" for s in steps) + exports_text(env, "bash")
