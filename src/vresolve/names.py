@@ -25,3 +25,14 @@ SOURCE_BUILD_MODES: tuple[SourceBuildMode, ...] = ("auto", "never", "always")
 TABLES = ("cuda", "gpus", "torch", "vllm", "issues", "jetson")
 #: why a build was turned down; a failed resolution's causes carry one ("other" for the rest)
 REJECTION_KINDS: tuple[RejectionKind, ...] = ("driver", "gpu", "python", "platform", "glibc")
+#: where a wheel comes from (a vLLM build's ``where``, a stack's ``vllm_source``/``torch_source``), as people name it
+INDEX_LABELS = {"pypi": "PyPI", "vllm-index": "vLLM's index", "release-assets": "GitHub release assets",
+                "pytorch": "PyTorch index", "pytorch-index": "PyTorch index", "kept": "kept"}
+
+
+def index_label(source: str) -> str:
+    """``pypi`` -> ``PyPI``; a source with a path (``jetson-index jp6/cu126``) -> 'Jetson index jp6/cu126'."""
+    head, _, rest = source.partition(" ")
+    if head == "jetson-index":
+        return f"Jetson index {rest}".strip()
+    return INDEX_LABELS.get(source, source)

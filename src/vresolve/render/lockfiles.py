@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..names import index_label
 from .shell import comment, exports_text
 
 HEADER_KEY = "vresolve-lock:"
@@ -28,8 +29,8 @@ def header_text(h: Mapping[str, Any], marker: str = "#") -> str:
     s, m = h["stack"], h["machine"]
     gpus = ", ".join(f"{n} ({cc})" for n, cc in m["gpus"].items()) or "no GPU (CPU backend)"
     lines = [
-        f"vLLM {s['vllm']} ({s['vllm_variant']}, {s['vllm_source']}) with torch {s['torch']}+{s['variant']} "
-        f"({s['torch_source']})",
+        f"vLLM {s['vllm']} ({s['vllm_variant']}, {index_label(s['vllm_source'])}) with torch {s['torch']}+"
+        f"{s['variant']} ({index_label(s['torch_source'])})",
         f"for: {gpus}; Python {m['python']}; {m['platform']}" + (f", glibc >= {m['glibc']}" if m.get("glibc") else ""),
         f"needs: NVIDIA driver >= {m['min_driver']} ({m['driver_policy']} policy, CUDA {m['cuda']})"
         if m["min_driver"] else "needs: no NVIDIA driver",

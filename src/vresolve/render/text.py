@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..host import Host, describe_gpus
 from ..matrix import Matrix, Provenance
+from ..names import INDEX_LABELS
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -190,9 +191,6 @@ def plan_human(p: Any, detected_by: str, *, uv: str = "uv", apply: Sequence[str]
     return out
 
 
-#: where a wheel comes from (a vLLM build's ``where``; "pytorch": the PyTorch index), as the plan's table names it
-INDEX_LABELS = {"pypi": "PyPI", "vllm-index": "vLLM's index", "release-assets": "GitHub release assets",
-                "pytorch": "PyTorch index"}
 
 
 def verify_human(checks: Sequence[Any]) -> list[Any]:
