@@ -387,8 +387,8 @@ def test_fleet_lock_climbs_for_nodes_of_unknown_glibc_and_takes_glibc(tmp_path: 
 def test_fleet_glibc_refuses_bad_values_in_one_line(action: str, value: str, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     files = _ladder_fleet(tmp_path, monkeypatch, glibc_known=True)
-    code, stdout, err = run(["fleet", action, *map(str, files), "--glibc", value, "-o" if action == "lock" else "-q",
-                             *([str(tmp_path / "out")] if action == "lock" else [])])
+    code, stdout, err = run(["fleet", action, *map(str, files), "--glibc", value,
+                             *(["-o", str(tmp_path / "out")] if action == "lock" else [])])
     assert code == 2 and stdout == ""
     assert len(err.strip().splitlines()) == 1 and "--glibc" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
