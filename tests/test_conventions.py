@@ -317,3 +317,9 @@ def test_capital_v_prints_the_version() -> None:
     for flag in ("-V", "--version"):
         r = vresolve(flag)
         assert (r.returncode, r.stdout, r.stderr) == (0, f"vresolve {__version__}\n", "")
+
+
+def test_usage_errors_name_the_program_once(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["plan", "--bogus"], capsys)[2] == "vresolve: error: unrecognized arguments: --bogus\n"
+    code, _, err = run(["plan", "--installer", "poetry"], capsys)  # a subcommand's parser still names itself
+    assert code == 2 and err.startswith("vresolve: error: vresolve plan: argument --installer: invalid choice")

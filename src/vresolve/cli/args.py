@@ -19,7 +19,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises UsageError (exit 2, one line) instead of printing usage and exiting."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
+        # a subcommand's parser names itself ("vresolve plan: ..."); the top one is the "vresolve: error:" already
+        raise UsageError(f"{self.prog}: {message}" if " " in self.prog else message)
 
 
 class _ProfileParser(_Parser):
