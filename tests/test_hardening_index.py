@@ -690,3 +690,15 @@ def test_headers_that_drip_meet_the_deadline(server: _Server) -> None:
     with pytest.raises(PackageIndexError) as e:
         client.project_files("vllm")
     assert one_line_error(e) == f"{server.url}/simple/vllm/: no complete answer within 1.5 s (the limit for one request)"
+
+
+def test_piped_stderr_is_not_wrapped_at_80_columns(replay: _Server, tmp_path: Path) -> None:
+    """A CI log or a file gets whole lines: refresh's summary (over 80 characters) is one line on a pipe."""
+    matrix = matrix_copy(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(Path(vresolve.__file__).parents[1]), "VRESOLVE_CACHE_DIR": ""}
+    env.pop("COLUMNS", None)
+    done = subprocess.run([sys.executable, "-m", "vresolve", "matrix", "refresh", "--matrix", str(matrix),
+                           "--index-url", replay.url + "/simple/", "--package", "vllm"],
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    (summary,) = [line for line in done.stderr.splitlines() if "file(s) changed" in line]
+    assert len(summary) > 80 and summary.endswith("the cache"), done.stderr

@@ -23,9 +23,10 @@ def _console(stderr: bool = False) -> Any:
 
     no_color = bool(os.environ.get("NO_COLOR"))
     console = Console(stderr=stderr, no_color=no_color, highlight=False, soft_wrap=not stderr)
-    if not stderr and not console.is_terminal and not os.environ.get("COLUMNS"):
-        # piped or redirected: no terminal to fit, so tables keep their whole cells (rich would cut them at 80
-        # columns); a table is as wide as its widest row, never padded out to this width
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        # piped or redirected (stdout or stderr, to a file or a CI log): no terminal to fit, so tables keep their
+        # whole cells and lines are not broken (rich would cut or wrap them at 80 columns); a table is as wide as its
+        # widest row, never padded out to this width
         console.width = _PIPE_WIDTH
     console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign]  # rich's own exits 1, a no-stack's code
     return console
