@@ -269,7 +269,12 @@ def test_page_shows_what_plan_answers(site: tuple[Path, dict[str, object]], tmp_
     assert shown.items.get("alternatives", []) == [a["why_not_chosen"] for a in plan["alternatives"]]  # type: ignore
     stack = plan["stack"]
     assert isinstance(stack, dict)
-    assert shown.stack == {k: v for k, v in stack.items() if isinstance(v, str)}
+    from vresolve.names import index_label
+
+    # the same stack, each index named as the plan's table names it ("PyPI", not the JSON's "pypi")
+    assert shown.stack == {k: index_label(v) if k.endswith("_source") else v for k, v in stack.items()
+                           if isinstance(v, str)}
+    assert "pypi" not in shown.stack.values()
     assert shown.text["min-driver"] == plan["requires"]["min_driver"]  # type: ignore[index]
 
 

@@ -14,6 +14,8 @@ import html
 import json
 from typing import Any
 
+from ..names import index_label
+
 __all__ = ["GPU_TOKEN", "page_html", "slim_plan", "StringTable", "embed_json"]
 
 #: stands for the planned GPU's name inside the shared plans; the page puts the picked GPU's name there.
@@ -52,7 +54,9 @@ def slim_plan(code: int, plan: dict[str, Any], exports: str, gpu: str, st: Strin
         err = plan.get("error") or {}
         return {"error": {"message": s(err.get("message", "")), "causes": [s(c) for c in err.get("causes", [])],
                           "hints": [s(h) for h in err.get("hints", [])]}}
-    stack = {k: v for k, v in (plan.get("stack") or {}).items() if isinstance(v, str)}
+    # where each wheel comes from, as the plan's table names it (PyPI, PyTorch index), not the JSON's token
+    stack = {k: index_label(v) if k.endswith("_source") else v for k, v in (plan.get("stack") or {}).items()
+             if isinstance(v, str)}
     return {"stack": stack, "requires": {k: v for k, v in (plan.get("requires") or {}).items() if isinstance(v, str)},
             "steps": [s(step["shell"]) for step in plan.get("steps", [])], "exports": s(exports),
             "reasons": [s(r) for r in plan.get("reasons", [])], "warnings": [s(w) for w in plan.get("warnings", [])],
