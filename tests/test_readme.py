@@ -7,8 +7,9 @@ environment first on PATH. Each is listed below with the exit code it must give 
 GPU) and a piece of what it must print; a command added to or dropped from the README without a line here fails.
 
 - The Quickstart's two commands are what .ci/run runs (it reads them from the README too).
-- Commands that need the package index (``lock``, ``fleet lock``, ``matrix refresh``) run with
-  VRESOLVE_NETWORK_TESTS=1, and ``apply --lock`` (GBs) with VRESOLVE_INSTALL_TESTS=1 as well.
+- Commands that need the package index (``lock``, ``matrix refresh``) run with VRESOLVE_NETWORK_TESTS=1, and
+  ``apply --lock`` (GBs) with VRESOLVE_INSTALL_TESTS=1 as well; ``fleet lock`` of the Kubernetes fleet also needs
+  PyTorch's own index (VRESOLVE_ALL_INDEXES=1 where it is reached).
 - Commands that need a Ray cluster run, as written, inside tests/test_fleet_ray.py's cluster (``RAY``).
 """
 
@@ -28,7 +29,7 @@ from .readme import commands
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
-NETWORK, INSTALL, RAY = "network", "install", "ray"
+NETWORK, INSTALL, RAY, INDEXES = "network", "install", "ray", "indexes"
 
 # command (as the README writes it, less its comment) -> (exit code here, text its output must hold, what it needs)
 EXPECT: dict[str, tuple[int, str, str]] = {
@@ -54,7 +55,8 @@ EXPECT: dict[str, tuple[int, str, str]] = {
     "vresolve fleet detect --k8s nodes.json -o cluster.json": (0, "", ""),
     "vresolve fleet detect --from a.json b.json -o cluster.json": (0, "", ""),
     "vresolve fleet plan cluster.json --python 3.12": (0, "vLLM", ""),
-    "vresolve fleet lock cluster.json -o locks/": (0, "", NETWORK),
+    # the Kubernetes fleet's x86 stack takes a cu126 torch from PyTorch's own index, beyond the configured one
+    "vresolve fleet lock cluster.json -o locks/": (0, "", INDEXES),
     "vresolve fleet doctor --ray --lock locks/linux-x86_64/requirements.txt": (1, "", RAY),
     "vresolve matrix grid --python 3.12": (0, "sm_90", ""),
     "vresolve matrix grid -o grid.png": (0, "", ""),
@@ -118,8 +120,10 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
 def _skip_reason(needs: str) -> str | None:
     if needs == RAY:
         return "needs a Ray cluster: run as written by tests/test_fleet_ray.py"
-    if needs in (NETWORK, INSTALL) and os.environ.get("VRESOLVE_NETWORK_TESTS") != "1":
+    if needs in (NETWORK, INSTALL, INDEXES) and os.environ.get("VRESOLVE_NETWORK_TESTS") != "1":
         return "needs the package index (opt-in: VRESOLVE_NETWORK_TESTS=1)"
+    if needs == INDEXES and os.environ.get("VRESOLVE_ALL_INDEXES") != "1":
+        return "needs PyTorch's and vLLM's own indexes as well (opt-in: VRESOLVE_ALL_INDEXES=1 where they are reached)"
     if needs == INSTALL and os.environ.get("VRESOLVE_INSTALL_TESTS") != "1":
         return "installs GBs (opt-in: VRESOLVE_INSTALL_TESTS=1)"
     return None
