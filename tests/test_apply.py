@@ -315,7 +315,7 @@ def test_lock_flag_takes_no_plan_flags_and_only_a_vresolve_requirements_file(tmp
     p = _apply(["--lock", "r.txt", "--yes"], tmp_path, _dead_url())
     assert p.returncode == 2 and "is not a vresolve lock (no '# vresolve-lock:' line)" in p.stderr
     p = _apply(["--lock", "pylock.toml", "--yes"], tmp_path, _dead_url())
-    assert p.returncode == 2 and "expected the requirements.txt of a vresolve lock" in p.stderr
+    assert p.returncode == 2 and "--lock: cannot read 'pylock.toml'" in p.stderr
     p = _apply([*H200, "--installer", "conda", "--yes"], tmp_path, _dead_url())
     assert p.returncode == 2 and "--installer conda: apply makes virtual environments with uv or pip" in p.stderr
     assert _left(tmp_path) == ["r.txt"]

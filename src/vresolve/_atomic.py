@@ -31,11 +31,11 @@ def _mode(path: Path) -> int:
         return 0o666 & ~umask
 
 
-def _stage(path: Path, data: bytes) -> str:
+def _stage(path: Path, data: bytes, mode: int | None = None) -> str:
     """``data`` in a synced temporary file beside ``path`` (its name returned); nothing left on error."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, _mode(path))
+        os.fchmod(fd, _mode(path) if mode is None else mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -46,10 +46,11 @@ def _stage(path: Path, data: bytes) -> str:
     return tmp
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename: never half-written."""
+def write_bytes_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename: never half-written. ``mode``: the
+    file's mode (default: the existing file's, else what a plain open() would give)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _stage(path, data)
+    tmp = _stage(path, data, mode)
     try:
         os.replace(tmp, path)
     except BaseException:

@@ -14,14 +14,22 @@ reads them: the last ``--gpu`` / ``--matrix`` wins, ``--gpu=X`` and abbreviation
 entry carries a CRC-32 of what it holds; one that does not check out is a miss.
 ``VRESOLVE_PLAN_CACHE=0`` turns this cache off, ``VRESOLVE_CACHE_DIR=`` (empty) every cache.
 A cache directory that cannot be read or written is never an error, only a miss.
+
+A checksum is no signature: whoever can write the cache can write an answer that checks out. So a cache is
+used only when it is this user's alone (as pip and uv check): the directory (a symlink to it: the link and
+its target) and every file read from it owned by the current user and writable by no group and no other
+user. Anything else is not read, not written, and said once on stderr (:func:`trusted_cache_dir`,
+:func:`read_cache_file`). vresolve makes its cache directory ``0700`` and its files ``0600``.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
-__all__ = ["cache_dir", "usable_cache_dir", "plan_output_key", "read_plan_output", "write_plan_output"]
+__all__ = ["cache_dir", "usable_cache_dir", "trusted_cache_dir", "read_cache_file", "plan_output_key",
+           "read_plan_output", "write_plan_output"]
 
 _TERMINAL_VARS = ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES", "TERM", "COLORTERM")
 
@@ -37,16 +45,87 @@ def cache_dir() -> str | None:
 
 
 def usable_cache_dir() -> str | None:
-    """:func:`cache_dir` when it is (or can be made) a writable directory, else None: a cache that cannot
-    be used is only an optimisation lost, never an error."""
+    """:func:`cache_dir` when it is (or can be made) a writable directory that this user alone can write
+    (:func:`trusted_cache_dir`), else None: a cache that cannot be used is only an optimisation lost, never
+    an error."""
+    d = trusted_cache_dir(create=True)
+    return d if d is not None and os.access(d, os.W_OK | os.X_OK) else None
+
+
+_warned: list[str] = []  # the one warning of this process about a cache not used
+
+
+def _warn(path: str, why: str) -> None:
+    """One line on stderr, once per process: the cache at ``path`` is not used, and why."""
+    if not _warned:
+        _warned.append(path)
+        sys.stderr.write(f"vresolve: warning: cache {path!r} not used: {why}\n")
+        sys.stderr.flush()
+
+
+def _untrusted(st: os.stat_result, what: str) -> str | None:
+    """Why a cache directory or file with this stat is not this user's alone, or None when it is."""
+    uid = os.geteuid()
+    if st.st_uid != uid:
+        return f"{what} is owned by uid {st.st_uid}, not by this user (uid {uid})"
+    who = [w for bit, w in ((stat.S_IWGRP, "its group"), (stat.S_IWOTH, "other users")) if st.st_mode & bit]
+    if who:
+        return f"{what} is writable by {' and '.join(who)} (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def trusted_cache_dir(*, create: bool = False) -> str | None:
+    """:func:`cache_dir` when it is a directory this user alone can write, else None (off, missing, or not
+    trusted: then one warning on stderr). ``create``: make it first (mode 0700) when it is missing. A symlink
+    to a directory is followed when the link too is this user's."""
     d = cache_dir()
     if d is None:
         return None
     try:
-        os.makedirs(d, exist_ok=True)
+        if create and not os.path.lexists(d):
+            os.makedirs(d, mode=0o700, exist_ok=True)
+        link = os.lstat(d)
+        st = os.stat(d) if stat.S_ISLNK(link.st_mode) else link
+    except (OSError, ValueError):
+        return None  # missing (or a dangling link): no cache, nothing to say
+    why = _untrusted(link, "the symbolic link") if stat.S_ISLNK(link.st_mode) else None
+    if why is None and not stat.S_ISDIR(st.st_mode):
+        why = "not a directory"
+    why = why or _untrusted(st, "the directory")
+    if why:
+        _warn(d, why)
+        return None
+    return d
+
+
+def read_cache_file(path: str | os.PathLike[str], limit: int) -> bytes | None:
+    """The bytes of a cache file when it is a regular file (not a symlink) of at most ``limit`` bytes that
+    this user alone can write; None when it is missing or is not one (one warning when it is not this user's
+    alone). Call it only for a file of a :func:`trusted_cache_dir`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except (OSError, ValueError):
         return None
-    return d if os.path.isdir(d) and os.access(d, os.W_OK | os.X_OK) else None
+    try:
+        st = os.fstat(fd)
+        why = _untrusted(st, "the file")
+        if why:
+            _warn(os.fspath(path), why)
+            return None
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks) if size <= limit else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _last_value(argv: list[str], name: str) -> str | None:
@@ -115,13 +194,11 @@ def _file_name(key: str) -> str:
 def read_plan_output(key: str) -> tuple[int, bytes, bytes] | None:
     """(exit code, stdout, stderr) of an earlier identical plan, or None (also for an entry that does not
     check out: another key, a wrong length or checksum)."""
-    d = cache_dir()
+    d = trusted_cache_dir()
     if d is None:
         return None
-    try:
-        with open(os.path.join(d, _file_name(key)), "rb") as fh:
-            data = fh.read()
-    except (OSError, ValueError):
+    data = read_cache_file(os.path.join(d, _file_name(key)), PLAN_OUTPUT_MAX_BYTES)
+    if data is None:
         return None
     head, sep, rest = data.partition(b"\n")
     try:
@@ -139,9 +216,10 @@ def read_plan_output(key: str) -> tuple[int, bytes, bytes] | None:
 
 
 def write_plan_output(key: str, code: int, out: bytes, err: bytes) -> None:
-    """Keep a plan's answer; a cache that cannot be written is only a miss next time."""
-    d = cache_dir()
-    if d is None:
+    """Keep a plan's answer; a cache that cannot be written is only a miss next time. Not when this process
+    warned about a cache (the warning is not part of the answer)."""
+    d = trusted_cache_dir(create=True)
+    if d is None or _warned:
         return
     import zlib
     from pathlib import Path
@@ -151,7 +229,7 @@ def write_plan_output(key: str, code: int, out: bytes, err: bytes) -> None:
     rest = key.encode("utf-8", "surrogateescape") + out + err
     head = f"{code:x} {len(rest) - len(out) - len(err):x} {len(out):x} {zlib.crc32(rest):x}\n".encode()
     try:
-        write_bytes_atomic(Path(d) / _file_name(key), head + rest)
+        write_bytes_atomic(Path(d) / _file_name(key), head + rest, mode=0o600)
     except (OSError, ValueError):
         return
     prune(d, "plan-", ".out", keep=PLAN_OUTPUTS_KEPT)
@@ -159,6 +237,8 @@ def write_plan_output(key: str, code: int, out: bytes, err: bytes) -> None:
 
 #: the plan answers kept (about 10 KB each); the oldest go first
 PLAN_OUTPUTS_KEPT = 200
+#: a plan answer larger than this is not one vresolve wrote: a miss
+PLAN_OUTPUT_MAX_BYTES = 16 * 2**20
 
 
 def prune(directory: str, prefix: str, suffix: str, *, keep: int) -> None:

@@ -182,6 +182,28 @@ def _inputs(plan: InstallPlan, matrix: Matrix) -> tuple[list[str], list[str]]:
     return vllm_pins, options
 
 
+def _index_urls(options: Sequence[str], matrix: Matrix) -> list[str]:
+    """The ``--extra-index-url`` lines of a lock's requirements.txt, from uv's index options."""
+    index_urls = []
+    it = iter(options)
+    for opt in it:
+        value = next(it)
+        if opt == "--torch-backend":
+            index_urls.append(f"{matrix.torch_index}/{value}")
+        elif opt == "--extra-index-url":
+            index_urls.append(value)
+    return index_urls
+
+
+def lock_index_urls(plan: InstallPlan, matrix: Matrix) -> list[str]:
+    """The indexes vresolve writes (``--extra-index-url``) into the requirements.txt of ``plan``'s lock: the
+    only option lines ``apply --lock`` installs without ``--allow-lock-options``."""
+    try:
+        return _index_urls(_inputs(plan, matrix)[1], matrix)
+    except UsageError:  # a stack vresolve cannot lock has no lock of vresolve's
+        return []
+
+
 def compile_lock(plan: InstallPlan, matrix: Matrix, *, index_url: str | None = None, offline: bool = False,
                  timeout: float = 600.0, retries: int | None = None, progress: Callable[[str], None] | None = None
                  ) -> LockFiles:
@@ -349,14 +371,7 @@ def _derive(plan: InstallPlan, matrix: Matrix, uv_pylock: str, seconds: float, a
              sorted({f"{algo}:{h}" for art in [*(pkg.wheels or ()), *((pkg.sdist,) if pkg.sdist else ())]
                      for algo, h in art.hashes.items()}))
             for pkg in sorted(lock.packages, key=lambda p: p.name)]
-    index_urls = []
-    it = iter(options)
-    for opt in it:
-        value = next(it)
-        if opt == "--torch-backend":
-            index_urls.append(f"{matrix.torch_index}/{value}")
-        elif opt == "--extra-index-url":
-            index_urls.append(value)
+    index_urls = _index_urls(options, matrix)
     r = plan.resolution
     try:
         files = {"requirements": requirements_text(header, index_urls, pins), "pylock": pylock,

@@ -130,22 +130,73 @@ def _lock_job(args: argparse.Namespace, m: Any, this: Any) -> tuple[Any, Any, li
     from ..render.apply import finding_lines
 
     lock_file = Path(args.apply_lock).resolve()
-    if lock_file.suffix in (".toml", ".yml", ".yaml", ".sh"):
-        raise UsageError(f"--lock: {shown(args.apply_lock, 200)}: expected the requirements.txt of a vresolve "
-                         "lock (its pins with their hashes)")
+    text = _lock_text(args.apply_lock)  # the format by content, whatever the name
     header = lock_header_of(args.apply_lock)
     findings = check_against_lock(header, this, None, name=str(lock_file))
     if any(f.severity == "error" for f in findings):
         lines = [f"--lock: this machine is not the one {shown(args.apply_lock, 200)} was made for (doctor --lock):"]
         raise LockDoesNotFit("\n".join(lines + finding_lines(findings)))
     plan = _plan_of_lock(args, m, header)
+    extra = _lock_body(args, m, plan, text)
     job = lock_job(plan, lock_file, header, Path.cwd())
     from rich.text import Text
 
     head: list[Any] = [Text(f"{job.what}: doctor --lock on this machine: "
                             + ("no problems" if not findings else "warnings only"))]
     head += [Text(f"  {line}", style="yellow") for line in finding_lines(findings)]
+    head += [Text(line, style="yellow") for line in extra]
     return job, None, head, findings
+
+
+def _lock_text(path: str) -> str:
+    """The text of the lock at ``path`` (a regular file, bounded); UsageError for a pylock.toml (by content)."""
+    from ..apply.lockfile import MAX_LOCK_BYTES, is_pylock
+    from ..matrix.files import Unreadable, read_regular_file
+
+    name = shown(path, 200)
+    try:
+        text = read_regular_file(path, MAX_LOCK_BYTES).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        raise UsageError(f"--lock: cannot read {name} (No such file or directory)") from None
+    except Unreadable as e:
+        raise UsageError(f"--lock: cannot read {name}: {e}") from None
+    if is_pylock(text):
+        raise UsageError(f"--lock: {name} is a pylock.toml (TOML with lock-version): apply installs the "
+                         "requirements.txt of a vresolve lock (beside it in the lock's directory)")
+    return text
+
+
+def _lock_body(args: argparse.Namespace, m: Any, plan: Any, text: str) -> list[str]:
+    """Every line of the lock that is not vresolve's own (a pinned, hashed requirement, a comment, the index
+    vresolve names for this stack): refused (exit 2), or with ``--allow-lock-options`` the lines to show before
+    asking. An unreadable line is refused always."""
+    from ..apply.lockfile import check_lock_body
+    from ..lock import lock_index_urls
+    from ..render.shell import escape_controls
+
+    body = check_lock_body(text, lock_index_urls(plan, m))
+    name = shown(args.apply_lock, 200)
+
+    def listed(lines: Any) -> list[str]:
+        return [escape_controls(f"  line {x.number}: {x.text[:200]}  ({x.why})") for x in lines[:50]] + (
+            [f"  ... and {len(lines) - 50} more"] if len(lines) > 50 else [])
+
+    if body.unreadable:
+        raise UsageError("\n".join([f"--lock: {name} has lines that are not requirements; nothing is installed:",
+                                     *listed(body.unreadable)]))
+    if not body.extra:
+        return []
+    if not args.allow_lock_options:
+        raise UsageError("\n".join([f"--lock: {name} holds lines that are not pinned, hashed requirements of the "
+                                     "index (they would install what vresolve did not lock); nothing is installed:",
+                                     *listed(body.extra),
+                                     "Pass --allow-lock-options to install them as written (shown before asking)."]))
+    lines = [f"{name} holds lines that are not pinned, hashed requirements; installed as written "
+             "(--allow-lock-options):", *listed(body.extra)]
+    if _opt(args, "json") or _opt(args, "quiet"):  # no preview: said on stderr
+        for line in lines:
+            print(f"vresolve: warning: {line.strip()}", file=sys.stderr)
+    return lines
 
 
 def _plan_of_lock(args: argparse.Namespace, m: Any, header: dict[str, Any]) -> Any:
@@ -161,9 +212,15 @@ def _plan_of_lock(args: argparse.Namespace, m: Any, header: dict[str, Any]) -> A
     machine, stack = header["machine"], header["stack"]
     try:
         glibc = parse_glibc(machine["glibc"]) if machine.get("glibc") else None
-        host = target_host(m, gpus=",".join(machine.get("gpus") or {}) or "none", driver=machine.get("min_driver"),
-                           python=machine.get("python"), platform=machine.get("platform"),
-                           base=detect_interpreter(), glibc=glibc)
+        gpus = machine.get("gpus") or {}
+        try:
+            host = target_host(m, gpus=",".join(gpus) or "none", driver=machine.get("min_driver"),
+                               python=machine.get("python"), platform=machine.get("platform"),
+                               base=detect_interpreter(), glibc=glibc)
+        except UsageError:  # a GPU this matrix does not name (a fleet's node, detected): by its capability
+            host = target_host(m, gpus=",".join(f"sm_{cc.replace('.', '')}" for cc in gpus.values()) or "none",
+                               driver=machine.get("min_driver"), python=machine.get("python"),
+                               platform=machine.get("platform"), base=detect_interpreter(), glibc=glibc)
         request = Request(vllm=SpecifierSet(f"=={stack['vllm']}"), torch=SpecifierSet(f"=={stack['torch']}"),
                           variant=stack.get("variant"), driver_policy=machine.get("driver_policy") or "minor-compat",
                           cpu=not host.gpus)

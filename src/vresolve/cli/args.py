@@ -181,6 +181,9 @@ def _apply_command(ap: argparse.ArgumentParser, common: _Parser) -> None:
     ap.add_argument("--lock", metavar="FILE", dest="apply_lock", type=path,
                     help="install this lock (requirements.txt of vresolve lock) instead of planning, after checking "
                          "this machine against the machine it records (doctor --lock)")
+    ap.add_argument("--allow-lock-options", action="store_true",
+                    help="--lock: install a lock that holds lines other than pinned, hashed requirements (indexes, "
+                         "links, other files, URLs, paths), shown before asking (default: refused)")
     ap.add_argument("-y", "--yes", action="store_true",
                     help="do not ask before changing anything (without it, apply asks on a terminal and fails "
                          "elsewhere)")

@@ -10,7 +10,8 @@ does not match (a flipped byte, a truncated write) is a miss, never a silently d
 payload is read by an unpickler that knows only the matrix's own classes, so a planted file cannot run
 code; anything else in it is a miss. (A checksum is no signature: whoever can write the cache can also
 make a matrix that differs and checksums right. ``vresolve matrix validate`` therefore never reads the
-cache: it always checks the YAML.)
+cache: it always checks the YAML; and a cache directory or file that another user owns, or that group or
+others can write, is never read: see :func:`vresolve._cache.trusted_cache_dir`.)
 """
 
 from __future__ import annotations
@@ -44,10 +45,11 @@ def _key(revision: str) -> str:
 
 
 def cache_file(revision: str) -> Path | None:
-    """Where the validated matrix of ``revision`` is kept; None when caching is off."""
-    from .._cache import cache_dir
+    """Where the validated matrix of ``revision`` is kept; None when caching is off or the cache directory is
+    not this user's alone (then said once on stderr)."""
+    from .._cache import trusted_cache_dir
 
-    cdir = cache_dir()
+    cdir = trusted_cache_dir(create=True)
     return Path(cdir) / f"matrix-{_key(revision)}.pickle" if cdir else None
 
 
@@ -101,12 +103,10 @@ def _unsealed(data: bytes) -> io.BytesIO | None:
 def read(cfile: Path, revision: str, root: Path) -> Matrix | None:
     import gc
 
-    from .files import read_regular_file
+    from .._cache import read_cache_file
 
-    try:
-        payload = _unsealed(read_regular_file(cfile, MAX_BYTES))
-    except Exception:  # noqa: BLE001 - a missing, unreadable or odd cache file is only a miss
-        return None
+    data = read_cache_file(cfile, MAX_BYTES)  # None: missing, odd, or not this user's alone
+    payload = _unsealed(data) if data is not None else None
     if payload is None:
         return None
     if not _MatrixUnpickler.allowed:
@@ -130,7 +130,7 @@ def write(cfile: Path, m: Matrix) -> None:
     from .._cache import prune
 
     try:
-        write_bytes_atomic(cfile, seal(pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL)))
+        write_bytes_atomic(cfile, seal(pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL)), mode=0o600)
     except OSError:
         return
     prune(str(cfile.parent), "matrix-", ".pickle", keep=MATRICES_KEPT)
