@@ -88,7 +88,9 @@ def trusted_cache_dir(*, create: bool = False) -> str | None:
         st = os.stat(d) if stat.S_ISLNK(link.st_mode) else link
     except (OSError, ValueError):
         return None  # missing (or a dangling link): no cache, nothing to say
-    why = _untrusted(link, "the symbolic link") if stat.S_ISLNK(link.st_mode) else None
+    why = None
+    if stat.S_ISLNK(link.st_mode) and link.st_uid != os.geteuid():  # a link's own mode is always 0777
+        why = f"the symbolic link is owned by uid {link.st_uid}, not by this user (uid {os.geteuid()})"
     if why is None and not stat.S_ISDIR(st.st_mode):
         why = "not a directory"
     why = why or _untrusted(st, "the directory")
