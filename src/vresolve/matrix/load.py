@@ -663,7 +663,8 @@ def _read_glibc_fact(raw: Any, row: str, fld: str, r: _Rows, build: tuple[Versio
         floors[plat[0]] = max(Version(plat[1]), needs) if needs is not None else Version(plat[1])
     if package is None or prov is None or not floors:
         return None
-    return GlibcFact(package=package, floors=floors, wheels=tuple(names), requires=requires, provenance=prov)
+    return GlibcFact(package=package, floors=floors, wheels=tuple(names), requires=requires, provenance=prov,
+                     needs=needs)
 
 
 def _read_torch_pins(vd: dict[str, Any], row: str, fld: str, r: _Rows, plats: tuple[str, ...]

@@ -248,6 +248,7 @@ class GlibcFact:
     wheels: tuple[str, ...]  # the file names seen
     requires: SpecifierSet | None  # a dependency: the range vLLM's METADATA requires
     provenance: Provenance
+    needs: Version | None = None  # what its libraries need, where more than the tag says
 
 
 @dataclass(frozen=True, kw_only=True)
