@@ -181,4 +181,4 @@ def test_lock_header_records_the_target_glibc(tmp_path: Path) -> None:
     res = resolve(_host("NVIDIA H200", Capability(9, 0), "580.159.04", glibc="2.36"), m, Request())
     assert lock_header(build_plan(m, res), m)["machine"]["glibc"] == "2.36"
     res = resolve(_host("NVIDIA H200", Capability(9, 0), "580.159.04"), m, Request())
-    assert lock_header(build_plan(m, res), m)["machine"]["glibc"] == "2.28"  # the plan's floor
+    assert lock_header(build_plan(m, res), m)["machine"]["glibc"] == "2.31"  # the plan's floor: llguidance 1.7 (vLLM 0.33.0 requires it) ships manylinux_2_31 only

@@ -304,6 +304,7 @@ def _fleet_command(fl: argparse.ArgumentParser, common: _Parser) -> None:
                              "nodes record none: lock then finds the lowest manylinux with every wheel)")
         sp.add_argument("--driver-policy", choices=POLICIES, default="minor-compat", help="as for plan")
         sp.add_argument("--pypi-only", action="store_true", help="as for plan")
+        sp.add_argument("--allow-unknown-glibc", action="store_true", help="as for plan")
         sp.add_argument("--jetson-index", metavar="URL",
                         help="the index of NVIDIA's JetPack-specific wheels, for the fleet's Jetsons (planned apart)")
     lk = fsub.choices["lock"]
@@ -339,6 +340,9 @@ def _add_plan_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--glibc", metavar="X.Y",
                    help="the glibc to plan for (default: detected with --gpu auto, else unknown); wheels whose "
                         "manylinux floor is newer are rejected")
+    p.add_argument("--allow-unknown-glibc", action="store_true",
+                   help="with a known glibc, also use builds whose glibc floor the matrix does not record (vLLM's "
+                        "and PyTorch's own indexes) as first choice; the plan otherwise sets them aside and says so")
     p.add_argument("--vllm", metavar="SPEC", help="a vLLM version or range: 0.10.1, '>=0.9,<0.11'")
     p.add_argument("--torch", metavar="SPEC", help="a torch version or range")
     p.add_argument("--variant", metavar="cuXYZ|cpu", help="torch's CUDA variant")
@@ -396,7 +400,8 @@ def plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
     _check_values(args)
     glibc = parse_glibc(args.glibc) if args.glibc else None
     request = Request(vllm=_spec("--vllm", args.vllm), torch=_spec("--torch", args.torch), variant=args.variant,
-                      driver_policy=args.driver_policy, pypi_only=args.pypi_only, **_jetson_flags(args))
+                      driver_policy=args.driver_policy, pypi_only=args.pypi_only,
+                      allow_unknown_glibc=getattr(args, "allow_unknown_glibc", False), **_jetson_flags(args))
     if request.jetpack is not None:
         from ..resolve.jetson import find_jetpack
 

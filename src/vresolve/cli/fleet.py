@@ -193,7 +193,8 @@ def fleet_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     _check_values(args)
     glibc = parse_glibc(args.glibc) if args.glibc is not None else None
     request = Request(vllm=_spec("--vllm", args.vllm), torch=_spec("--torch", args.torch), variant=args.variant,
-                      driver_policy=args.driver_policy, pypi_only=args.pypi_only, **_jetson_flags(args))
+                      driver_policy=args.driver_policy, pypi_only=args.pypi_only,
+                      allow_unknown_glibc=args.allow_unknown_glibc, **_jetson_flags(args))
     inv = read_inventory(args.inventory, m)
     if not inv.hosts:
         raise UsageError("INVENTORY: no host to plan for (every node failed, or the inventory is empty)")

@@ -9,7 +9,15 @@ from typing import Any
 from packaging.version import Version
 
 from ..values import ArchList, Capability
-from .model import CudaToolkit, DriverFloor, Kernels, Matrix, Provenance, SourceBuild, Wheel
+from .model import CudaToolkit, DriverFloor, GlibcFact, Kernels, Matrix, Provenance, SourceBuild, Wheel
+
+
+def _glibc_fact(g: GlibcFact) -> dict[str, Any]:
+    d: dict[str, Any] = {} if g.requires is None else {"package": g.package, "requires": str(g.requires)}
+    d["wheels"] = list(g.wheels)
+    if g.needs is not None:
+        d["needs"] = str(g.needs)
+    return {**d, **_prov(g.provenance)}
 
 
 def _prov(p: Provenance) -> dict[str, Any]:
@@ -134,12 +142,14 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
             "version": str(r.version), **({"cuda": str(r.cuda)} if r.cuda is not None else {}),
             **({"kernels": _kernels(r.kernels)} if r.kernels is not None else {}),
             **({"build": _source_build(r.build)} if r.build is not None else {}),
+            **({"closure": [_glibc_fact(c) for c in r.closure]} if r.closure else {}),
             **({"variants": [{
                 "variant": v.variant, **({"cuda": str(v.cuda)} if v.cuda is not None else {}),
                 "where": v.where, "platforms": list(v.platforms),
                 **({"kernels": _kernels(v.kernels)} if v.kernels is not None else {}),
                 **({"torch_pins": {k: str(x) for k, x in v.torch_pins.items()}} if v.torch_pins else {}),
                 **({"asset": {"url": v.asset.url, **_prov(v.asset.provenance)}} if v.asset else {}),
+                **({"glibc": _glibc_fact(v.glibc)} if v.glibc else {}),
                 **_prov(v.provenance)} for v in r.variants]} if r.variants else {}),
             **_prov(r.provenance)} for r in m.vllm],
     }

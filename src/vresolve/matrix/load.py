@@ -32,6 +32,7 @@ from .model import (
     CudaMajor,
     CudaToolkit,
     DriverFloor,
+    GlibcFact,
     Gpu,
     JetPack,
     JetsonTorch,
@@ -573,7 +574,7 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
     index = _read_index(doc, r)
     releases = []
     for row, d in r.rows(doc, "releases", "version"):
-        r.known(d, row, ("version", "cuda", "kernels", "variants", "build", *_PROV))
+        r.known(d, row, ("version", "cuda", "kernels", "variants", "build", "closure", *_PROV))
         version = r.version(d, "version", row)
         if version is not None:
             r.once(("release", version), "release", row, "version")
@@ -587,11 +588,13 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
             variant = _read_vllm_variant(vd, row, f"variants[{i}]", r, version)
             if variant is not None:
                 variants.append(variant)
+        closure = [_read_glibc_fact(c, row, f"closure[{i}]", r, None)
+                   for i, c in enumerate(r.get(d, "closure", row, list, required=False) or ())]
         prov = r.provenance(d, row)
         if version is not None and prov is not None:
             releases.append(VllmRelease(version=version, cuda=cuda, kernels=kernels,
                                         variants=tuple(variants), wheels=wheels.get(version, ()),
-                                        provenance=prov, build=build))
+                                        provenance=prov, build=build, closure=tuple(c for c in closure if c)))
     return index, tuple(releases)
 
 
@@ -599,7 +602,7 @@ def _read_vllm_variant(raw: Any, row: str, fld: str, r: _Rows, version: Version 
     vd = r.mapping(raw, row, fld)
     if vd is None:
         return None
-    r.known(vd, row, ("variant", "cuda", "where", "platforms", "kernels", "torch_pins", "asset", *_PROV),
+    r.known(vd, row, ("variant", "cuda", "where", "platforms", "kernels", "torch_pins", "asset", "glibc", *_PROV),
             prefix=fld + ".")
     vc = _read_variant_cuda(vd, row, r, fld)
     where = r.choice(vd, "where", row, VLLM_VARIANT_SOURCES, fld=f"{fld}.where")
@@ -617,10 +620,51 @@ def _read_vllm_variant(raw: Any, row: str, fld: str, r: _Rows, version: Version 
     if where == "release-assets" and asset is None:
         r.problem(row, f"{fld}.asset", "missing (a release-asset build needs its download URL)")
         return None
+    glibc = _read_glibc_fact(vd["glibc"], row, f"{fld}.glibc", r, (version, vc[0] if vc else None)) \
+        if vd.get("glibc") is not None else None
     if vc is None or where is None or plats is None or prov is None:
         return None
     return VllmVariant(variant=vc[0], cuda=vc[1], where=where, platforms=plats, kernels=vk, torch_pins=torch_pins,
-                       provenance=prov, asset=asset)
+                       provenance=prov, asset=asset, glibc=glibc)
+
+
+def _read_glibc_fact(raw: Any, row: str, fld: str, r: _Rows, build: tuple[Version | None, str | None] | None
+                     ) -> GlibcFact | None:
+    """A variant's ``glibc`` (``build``: its release and variant) or a ``closure`` entry (a dependency of the
+    release's wheels): the file names seen, whose manylinux tags give the floor per platform; ``needs``: the
+    glibc its libraries really need, where that is more than the tag says."""
+    d = r.mapping(raw, row, fld)
+    if d is None:
+        return None
+    r.known(d, row, ("package", "requires", "wheels", "needs", *_PROV), prefix=fld + ".")
+    package = "vllm" if build is not None else r.get(d, "package", row, str, fld=f"{fld}.package")
+    requires = r.spec(d, "requires", row, required=build is None, fld=f"{fld}.requires")
+    needs = r.version(d, "needs", row, required=False, fld=f"{fld}.needs")
+    prov = r.provenance(d, f"{row} {fld}")
+    floors: dict[str, Version] = {}
+    names = r.strings(d, "wheels", row, fld=f"{fld}.wheels") or ()
+    for name in names:
+        try:
+            wname, wversion, _, tags = parse_wheel_filename(name)
+        except InvalidWheelFilename as e:
+            r.problem(row, f"{fld}.wheels", str(e))
+            continue
+        plat = wheel_platform(next(iter(tags)).platform)
+        if wname != package or plat is None or plat[1] is None:
+            r.problem(row, f"{fld}.wheels", f"{shown(name)} is not a manylinux wheel of {package}")
+            continue
+        if build is not None and build[0] is not None and (
+                wversion.public != build[0].public or wversion.local != (build[1] or None)):
+            r.problem(row, f"{fld}.wheels", f"{shown(name)} names {wversion}, not {build[0]}+{build[1]}")
+            continue
+        if requires is not None and not requires.contains(wversion, prereleases=True):
+            r.problem(row, f"{fld}.wheels", f"{shown(name)} is outside {requires}")
+            continue
+        floors[plat[0]] = max(Version(plat[1]), needs) if needs is not None else Version(plat[1])
+    if package is None or prov is None or not floors:
+        return None
+    return GlibcFact(package=package, floors=floors, wheels=tuple(names), requires=requires, provenance=prov,
+                     needs=needs)
 
 
 def _read_torch_pins(vd: dict[str, Any], row: str, fld: str, r: _Rows, plats: tuple[str, ...]

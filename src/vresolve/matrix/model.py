@@ -238,6 +238,20 @@ class Asset:
 
 
 @dataclass(frozen=True, kw_only=True)
+class GlibcFact:
+    """A wheel's glibc floor that PyPI's file list does not give: a variant build's (vLLM's index, release
+    assets), or a dependency's that the wheel does not pin exactly (llguidance), read off the file names seen;
+    ``needs`` where the wheel's libraries need more than its tag says."""
+
+    package: str  # "vllm", "llguidance"
+    floors: Mapping[str, Version]  # platform -> the glibc the wheel needs there
+    wheels: tuple[str, ...]  # the file names seen
+    requires: SpecifierSet | None  # a dependency: the range vLLM's METADATA requires
+    provenance: Provenance
+    needs: Version | None = None  # what its libraries need, where more than the tag says
+
+
+@dataclass(frozen=True, kw_only=True)
 class VllmVariant:
     variant: str
     cuda: Version | None
@@ -247,6 +261,7 @@ class VllmVariant:
     torch_pins: Mapping[str, Version]  # platform -> the torch this build pins, where not the PyPI wheel's
     provenance: Provenance
     asset: Asset | None = None  # where == "release-assets": the wheel's download URL
+    glibc: GlibcFact | None = None  # its wheels' glibc floor, where recorded
 
     @property
     def trusted(self) -> bool:
@@ -263,6 +278,7 @@ class VllmRelease:
     wheels: tuple[Wheel, ...]  # PyPI's wheels (generated)
     provenance: Provenance
     build: SourceBuild | None = None
+    closure: tuple[GlibcFact, ...] = ()  # dependencies (not pinned exactly) whose wheels need a newer glibc
 
     def wheels_for(self, platform: str) -> tuple[Wheel, ...]:
         """This platform's wheels, the highest build tag first (what installers pick)."""

@@ -234,7 +234,8 @@ def stack_table(r: Any, detected_by: str) -> Table:
     else:
         t.add_row(needs, "no GPU, no driver", "the CPU backend")
     if r.glibc_floor is not None:
-        t.add_row("", f"glibc >= {r.glibc_floor}", f"manylinux_{r.glibc_floor.major}_{r.glibc_floor.minor} wheels")
+        by = f" ({', '.join(r.glibc_by)})" if r.glibc_by else ""
+        t.add_row("", f"glibc >= {r.glibc_floor}", f"manylinux_{r.glibc_floor.major}_{r.glibc_floor.minor} wheels{by}")
     return t
 
 

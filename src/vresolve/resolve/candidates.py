@@ -41,6 +41,7 @@ class Request:
     jetpack: str | None = None  # --jetpack: the JetPack of a Jetson named on the command line (else from its L4T)
     jetson_index: str | None = None  # --jetson-index: the index of NVIDIA's JetPack wheels (written into hints)
     generic: bool = False  # the host's facts as given, without the Jetson rules (the Jetson planner's own call)
+    allow_unknown_glibc: bool = False  # a known glibc: use builds whose glibc floor is not recorded, as first choice
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -59,12 +60,15 @@ class VllmBuild:
     label: str = ""  # "vLLM 0.33.0 (cu130, PyPI wheel)", filled in by vllm_builds
     trusted: bool = True  # False: the matrix marks this build's facts unverified
     asset: Asset | None = None  # where == "release-assets": the wheel's download URL
+    recorded_glibc: Version | None = None  # a variant build's floor on this platform, from the matrix's glibc fact
 
     @property
     def manylinux(self) -> Version | None:
         """The glibc floor of the wheel this build installs; None when not known (another index's wheel)."""
         if self.where == "pypi":
             return _glibc(self.wheel.manylinux) if self.wheel is not None else None
+        if self.recorded_glibc is not None:
+            return self.recorded_glibc
         return _glibc(self.asset.manylinux) if self.asset is not None else None
 
     @property
@@ -138,6 +142,12 @@ def companion_floors(matrix: Matrix, v: VllmBuild, platform: str, names: Sequenc
         if wheels:
             out.append((name, pin, min(Version(w.manylinux) for w in wheels if w.manylinux)))
     return out
+
+
+def closure_floors(v: VllmBuild, platform: str) -> list[tuple[str, SpecifierSet | None, Version]]:
+    """(name, the range vLLM requires, glibc floor) of the dependencies the matrix records for the release:
+    packages vLLM does not pin exactly, whose every wheel in that range needs a newer glibc (llguidance)."""
+    return [(c.package, c.requires, c.floors[platform]) for c in v.release.closure if platform in c.floors]
 
 
 def where_text(where: str) -> str:
@@ -269,7 +279,8 @@ def vllm_builds(matrix: Matrix, platform: str) -> list[VllmBuild]:
                                  kernels=v.kernels or r.kernels, wheel=wheels[0] if wheels else None,
                                  pins=vpins, provenance=v.provenance,
                                  label=f"vLLM {r.version} ({v.variant}, {where_text(v.where)})",
-                                 trusted=v.trusted, asset=v.asset))
+                                 trusted=v.trusted, asset=v.asset,
+                                 recorded_glibc=v.glibc.floors.get(platform) if v.glibc is not None else None))
     out.sort(key=lambda b: (not b.trusted, -_vkey(b.version), b.where != "pypi",
                             -(b.cuda.major * 100 + b.cuda.minor) if b.cuda else 0))
     return out

@@ -188,4 +188,18 @@ def alternatives(host: Host, matrix: Matrix, request: Request, chosen: Resolutio
         newer = free.vllm.version > chosen.vllm.version
         what = "a newer vLLM" if newer else "the simpler PyPI install"
         out.append((free, f"{what} needs NVIDIA driver >= {free.min_driver}; this machine has {host.driver.version}"))
-    return out
+    return out + _unknown_glibc_alternative(host, matrix, request, chosen)
+
+
+def _unknown_glibc_alternative(host: Host, matrix: Matrix, request: Request, chosen: Resolution
+                               ) -> list[tuple[Resolution, str]]:
+    """A newer vLLM that the cautious pass set aside: the glibc its wheels need is not recorded."""
+    from dataclasses import replace
+
+    if host.platform.glibc is None or request.allow_unknown_glibc or request.cpu:
+        return []
+    free = _try(host, matrix, replace(request, allow_unknown_glibc=True))
+    if free is None or free.vllm.version <= chosen.vllm.version:
+        return []
+    unknown = " and ".join(b.format_for_error() for b in (free.vllm, free.torch) if b.manylinux is None)
+    return [(free, f"a newer vLLM whose glibc floor is not recorded ({unknown}); --allow-unknown-glibc admits it")]

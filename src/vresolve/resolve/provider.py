@@ -32,6 +32,7 @@ from .candidates import (
     TorchRequirement,
     VllmBuild,
     VllmRequirement,
+    closure_floors,
     companion_floors,
     coverage,
     driver_floor_memo,
@@ -69,6 +70,7 @@ class _Checker:
         self._rejections: list[Rejection] = []
         self._driver_rejections: list[tuple[Candidate, DriverVersion, bool]] = []
         self.skipped_unverified = False  # the cautious pass left out some build
+        self.unknown_glibc = False  # ... some of them because the glibc its wheel needs is not recorded
         self._shape = (matrix.revision, self.platform, self.python, self.glibc,
                        tuple((g.name, g.compute_capability) for g in self.gpus))
 
@@ -81,19 +83,21 @@ class _Checker:
         Memoised per host shape (GPUs, Python, platform, backend, policy, pass): a sweep asks
         the same question for every driver. The builds it drops are recorded as rejections.
         """
-        entries, rejected, skipped = memo(("pool", key, *self._shape, self.request.cpu, self.request.pypi_only,
-                                            self.request.driver_policy, self.allow_unverified,
-                                            self.request.cuda_major),
-                                           lambda: self._filter(builds))
+        entries, rejected, skipped, unknown = memo(("pool", key, *self._shape, self.request.cpu,
+                                                    self.request.pypi_only, self.request.driver_policy,
+                                                    self.allow_unverified, self.request.cuda_major,
+                                                    self.request.allow_unknown_glibc),
+                                                   lambda: self._filter(builds))
         self._rejections.extend(rejected)
         self.skipped_unverified |= skipped
+        self.unknown_glibc |= unknown
         return entries
 
     def _filter(self, builds: Sequence[Candidate]) -> tuple[list[tuple[Candidate, DriverVersion | None, bool]],
-                                                            list[Rejection], bool]:
+                                                            list[Rejection], bool, bool]:
         entries: list[tuple[Candidate, DriverVersion | None, bool]] = []
         rejected: list[Rejection] = []
-        skipped = False
+        skipped = unknown = False
         policy = self.request.driver_policy
         for c in builds:
             if isinstance(c, VllmBuild) and self.request.cpu != (c.cuda is None):
@@ -103,8 +107,9 @@ class _Checker:
                 continue  # the first, cautious pass uses verified facts only
             if self.request.pypi_only and not (c.pypi if isinstance(c, TorchBuild) else c.where == "pypi"):
                 continue  # --pypi-only: the variant indexes are out of reach
-            if not self.allow_unverified and self.glibc is not None and c.manylinux is None:
-                skipped = True
+            if (not self.allow_unverified and not self.request.allow_unknown_glibc and self.glibc is not None
+                    and c.manylinux is None):
+                skipped = unknown = True
                 continue  # the glibc this build's wheel needs is not recorded: cautious, like an unverified fact
             kind, reason = self._cuda_major(c, self._verdict(c))
             if kind != "ok" and kind != "ptx":
@@ -112,7 +117,7 @@ class _Checker:
                 continue
             floor = driver_floor_memo(self.matrix, c.cuda, policy, kind == "ptx") if c.cuda is not None else None
             entries.append((c, floor, kind == "ptx"))
-        return entries, rejected, skipped
+        return entries, rejected, skipped, unknown
 
     def _cuda_major(self, c: Candidate, verdict: _Verdict) -> _Verdict:
         """A build that runs here otherwise, turned down when the request holds the CUDA major (a Jetson Thor)."""
@@ -198,6 +203,11 @@ class _Checker:
                 if cfloor > self.glibc:
                     floor, what = cfloor, f"{name} {version}'s wheel (pinned by vLLM {c.version})"
                     break
+            else:
+                for name, spec, cfloor in closure_floors(c, self.platform):
+                    if cfloor > self.glibc:
+                        floor, what = cfloor, f"{name}{spec or ''} (required by vLLM {c.version}): every wheel"
+                        break
         if floor is None or floor <= self.glibc:
             return None
         return f"{what} needs glibc >= {floor} (manylinux_{floor.major}_{floor.minor}); this host has {self.glibc}"
@@ -315,6 +325,7 @@ class Resolution:
     warnings: tuple[str, ...]
     # the builds turned down on the way: made into Rejections (and text) only when asked, once
     turned_down: Callable[[], tuple[Rejection, ...]] = field(repr=False, compare=False)
+    glibc_by: tuple[str, ...] = ()  # the packages whose wheels set glibc_floor (llguidance, vllm, torch)
 
     @property
     def rejections(self) -> tuple[Rejection, ...]:
@@ -396,11 +407,13 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
     cuda = max(cudas) if cudas else None
     reasons = _reasons(host, request, v, t, gpus, floor, cuda)
     warnings = _stack_warnings(host, v, t) + _driver_warnings(host, matrix, request, v, ptx, floor, cuda)
-    glibc_floor = _glibc_floor(host, matrix, v, t, reasons, warnings)
+    glibc_floor, glibc_by = _glibc_floor(host, matrix, v, t, reasons, warnings)
+    if checker.unknown_glibc and not request.allow_unknown_glibc:
+        warnings += _set_aside(host, matrix, request, v)
     rejections = functools.cache(lambda: tuple(checker.rejections))
     return Resolution(host=host, request=request, vllm=v, torch=t,
                       companions={k: _exact_text(s) for k, s in v.pins.items() if k in COMPANIONS},
-                      cuda=cuda, min_driver=floor, ptx_gpus=tuple(ptx), glibc_floor=glibc_floor,
+                      cuda=cuda, min_driver=floor, ptx_gpus=tuple(ptx), glibc_floor=glibc_floor, glibc_by=glibc_by,
                       reasons=tuple(reasons), warnings=tuple(warnings), turned_down=rejections)
 
 
@@ -475,8 +488,9 @@ def _driver_warnings(host: Host, matrix: Matrix, request: Request, v: VllmBuild,
 
 
 def _glibc_floor(host: Host, matrix: Matrix, v: VllmBuild, t: TorchBuild, reasons: list[str],
-                 warnings: list[str]) -> Version | None:
-    """The newest manylinux floor among the planned wheels (companions from PyPI too); says what it found."""
+                 warnings: list[str]) -> tuple[Version | None, tuple[str, ...]]:
+    """The newest manylinux floor among the planned wheels (companions from PyPI too, and the dependencies whose
+    floor the matrix records: llguidance); says what it found and which package sets it."""
     glibc = host.platform.glibc
     if glibc is not None:
         unknown = [b.format_for_error() for b in (v, t) if b.manylinux is None]
@@ -484,18 +498,43 @@ def _glibc_floor(host: Host, matrix: Matrix, v: VllmBuild, t: TorchBuild, reason
             warnings.append(f"the glibc that {' and '.join(unknown)} need{'s' if len(unknown) == 1 else ''} is not "
                             f"recorded (not a PyPI wheel): if the installer finds no wheel, glibc "
                             f"{glibc} is too old for it")
-    floors = [f for f in (v.manylinux, t.manylinux) if f is not None]
-    floors += [f for _, _, f in companion_floors(matrix, v, host.platform.tag, PYPI_COMPANIONS
-                                                 + (("torchvision", "torchaudio") if t.pypi else ()))]
-    floor = max(floors) if floors else None
-    if floor is not None:
-        tag = f"manylinux_{floor.major}_{floor.minor}"
-        if glibc is not None:
-            reasons.append(f"the wheels need glibc >= {floor} ({tag}); this host has {glibc}")
-        else:
-            warnings.append(f"glibc not known: the wheels need glibc >= {floor} ({tag}); give --glibc X.Y to plan "
-                            "for another machine's")
-    return floor
+    plat = host.platform.tag
+    found = [(f, b.name) for b in (v, t) if (f := b.manylinux) is not None]
+    found += [(f, name) for name, _, f in companion_floors(matrix, v, plat, PYPI_COMPANIONS
+                                                         + (("torchvision", "torchaudio") if t.pypi else ()))]
+    found += [(f, name) for name, _, f in closure_floors(v, plat)]
+    if not found:
+        return None, ()
+    floor = max(f for f, _ in found)
+    by = sorted({name for f, name in found if f == floor})
+    tag = f"manylinux_{floor.major}_{floor.minor}"
+    what = f"the wheels need glibc >= {floor} ({tag}, set by {', '.join(by)})"
+    if glibc is not None:
+        reasons.append(f"{what}; this host has {glibc}")
+    else:
+        warnings.append(f"glibc not known: {what}; give --glibc X.Y to plan for another machine's")
+    return floor, tuple(by)
+
+
+def _set_aside(host: Host, matrix: Matrix, request: Request, v: VllmBuild) -> list[str]:
+    """Newer releases the cautious pass set aside because the glibc their wheels need is not recorded: which,
+    why, and the flag that admits them (empty when admitting them would not change the stack)."""
+    from dataclasses import replace
+
+    try:
+        free = resolve(host, matrix, replace(request, allow_unknown_glibc=True))
+    except NoCompatibleStack:
+        return []
+    if free.vllm.version <= v.version:
+        return []
+    newer = sorted(r.version for r in matrix.vllm if v.version < r.version <= free.vllm.version
+                   and request.vllm.contains(r.version, prereleases=True))
+    span = f"vLLM {newer[0]}" + (f" to {newer[-1]}" if len(newer) > 1 else "") if newer else f"vLLM {free.vllm.version}"
+    unknown = [b.format_for_error() for b in (free.vllm, free.torch) if b.manylinux is None]
+    return [f"{span} set aside: the glibc that {' and '.join(unknown)} need{'s' if len(unknown) == 1 else ''} is "
+            f"not recorded (not a PyPI wheel), and this host's glibc is {host.platform.glibc}; "
+            f"--allow-unknown-glibc admits {'it' if len(newer) == 1 else 'them'} (then vLLM {free.vllm.version} + "
+            f"{free.torch.format_for_error()})"]
 
 
 def resolve_kept_torch(host: Host, matrix: Matrix, request: Request) -> Resolution:
