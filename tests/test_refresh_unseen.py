@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from vresolve._atomic import write_atomic
 from vresolve.cli import main
-from vresolve.matrix import load_matrix
+from vresolve.matrix import dump_yaml, load_matrix, matrix_to_dicts
 
 from .conftest import DATA, SHIPPED
 from .test_index import _Server, make_wheel
@@ -106,13 +107,18 @@ def test_an_unseen_vllm_release_gets_an_unverified_row_that_names_what_it_carrie
     # the aarch64 PyPI build is carried (unverified); the CPU build, whose torch pins are per release, is not
     assert [(v["variant"], v["where"], v["verified"]) for v in row["variants"]] == [("cu130", "pypi", "unverified")]
     assert row["source"] == sorted(f"{f}:vllm-0.34.0.dist-info/METADATA" for f in served)
-    assert "carried from 0.33.0" in row["note"]
+    assert "carried from 0.33.0" in row["note"] and not row["note"].endswith(".")
 
     m = load_matrix(matrix, cache=False)
     r = next(r for r in m.vllm if str(r.version) == "0.34.0")
     assert not r.provenance.trusted and str(r.carried_from) == "0.33.0" and r.carried == (
         "cuda", "kernels", "build", "variants")
     assert {w.filename for w in r.wheels} == set(served)
+    # the writer gives the field back: load(dump(load(x))) == load(x)
+    out = matrix.parent / "dumped"
+    for name, doc in matrix_to_dicts(m).items():
+        write_atomic(out / name, dump_yaml(doc))
+    assert load_matrix(out, cache=False).vllm == m.vllm
 
     # validate passes and lists the row awaiting review; --json too
     capsys.readouterr()
@@ -173,9 +179,13 @@ def test_a_refresh_whose_new_row_would_not_validate_writes_nothing(
     assert {p.relative_to(matrix): p.read_bytes() for p in matrix.rglob("*") if p.is_file()} == before
 
 
-def test_an_unseen_vllm_release_between_two_rows_goes_between_them(index: _Server, matrix: Path) -> None:
+def test_an_unseen_vllm_release_between_two_rows_goes_between_them(index: _Server, matrix: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     _add_release(index, "vllm", "0.32.0", "0.32.5")
-    assert _refresh(index, matrix, "vllm", "--apply") == 0
+    assert main(["matrix", "refresh", "--matrix", str(matrix), "--index-url", index.url + "/simple/",
+                 "--package", "vllm", "--apply"]) == 0
+    err = capsys.readouterr().err
+    assert "vllm.yaml: new release rows marked unverified" in err and "2 file(s) changed, written" in err
     versions = [r["version"] for r in yaml.safe_load((matrix / "vllm.yaml").read_text())["releases"]]
     assert versions[-3:] == ["0.32.0", "0.32.5", "0.33.0"]
     assert _row(matrix, "vllm.yaml", "0.32.5")["carried_from"]["version"] == "0.32.0"

@@ -532,7 +532,7 @@ def _finish(row: dict[str, Any], prev: str, carried: list[str], rel: Mapping[str
     row["verified"] = "unverified"
     row["note"] = ("Written by `vresolve matrix refresh --apply` from the wheels' METADATA; "
                    + (f"{', '.join(carried)} carried from {prev}, not read for this release. " if carried else "")
-                   + "Review against the release's sources, then set verified and remove carried_from.")
+                   + "Review against the release's sources, then set verified and remove carried_from")
     return row
 
 

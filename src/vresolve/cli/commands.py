@@ -609,6 +609,10 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
         for line in variant_report:  # index text: no markup, no controls; one line each, never wrapped
             err.print(Text(escape_controls(line), style="yellow"), soft_wrap=True)
         state = "written" if args.apply else "not written (use --apply)"
+        rows = [n for n in ("vllm.yaml", "torch.yaml") if n in diffs]
+        if rows:  # rows for releases the curated files had not seen: marked unverified, listed by validate
+            err.print(f"{' and '.join(rows)}: new release rows marked unverified, with facts carried from the "
+                      "previous release (`vresolve matrix validate` lists them for review)", soft_wrap=True)
         err.print(f"{len(diffs)} file(s) changed, {state}; {client.requests} HTTP requests, "
                   f"{client.cache_hits} answers from the cache")
     return EXIT_OK if compared else EXIT_NO_STACK  # --torch-variants: no variant index answered
