@@ -47,7 +47,7 @@ from .matrix.dump import dump_yaml
 from .values import EXTENSION_FILE_PATTERN
 
 __all__ = ["PACKAGES", "Progress", "generate", "merge_since", "torch_index_variants", "derive_cuda", "pins_for_platform", "diff_files",
-           "render_wheels_doc", "apply_files"]
+           "render_wheels_doc", "apply_files", "unseen_rows"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +235,8 @@ def _requirement_facts(package: str, spec: _Spec, pick: _Pick, reqs: list[Requir
     out: dict[str, Any] = {}
     try:
         pins = pins_for_platform(reqs, spec.keep, pick.platform, pythons)
-        cuda = derive_cuda(reqs, pick.platform) if package == "torch" else None
+        # vLLM: only where its METADATA names a CUDA runtime itself (no release so far does)
+        cuda = derive_cuda(reqs, pick.platform) if package in ("torch", "vllm") else None
     except ValueError as e:  # packaging's UndefinedEnvironmentName, InvalidVersion, ... are ValueErrors
         raise PackageIndexError(f"{pick.file.url}: its METADATA: {_one_line(e)}") from None
     if pins:
@@ -445,3 +446,224 @@ def _sync_dirs(dirs: Iterable[Path]) -> None:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+
+# --- rows for releases the curated files have not seen ------------------------------------------------------------
+
+_CURATED = {"vllm": "vllm.yaml", "torch": "torch.yaml"}
+
+
+def unseen_rows(root: Path, new: Mapping[str, str]) -> dict[str, str]:
+    """``vllm.yaml`` / ``torch.yaml`` with a row for each release the refreshed ``wheels/*.yaml`` (``new``)
+    names and the curated file has no row for (file name -> text; only the files that change).
+
+    Each new row is ``verified: unverified``: it holds what the wheels tell (version; for torch, the Pythons,
+    the CUDA of PyPI's wheel per platform, the companions that pin it; for vLLM, the CUDA where its METADATA
+    names a CUDA runtime) and carries the rest from the newest older release's row, naming it and the
+    fields in ``carried_from``. The text is inserted into the file as it is (comments and anchors kept).
+    """
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    out: dict[str, str] = {}
+    for package, file in _CURATED.items():
+        gen_text = new.get(f"wheels/{package}.yaml")
+        path = root / file
+        if gen_text is None or not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        doc = yaml.load(text, Loader=loader) or {}
+        gen = yaml.load(gen_text, Loader=loader) or {}
+        rows = {Version(str(r["version"])): r for r in doc.get("releases") or ()
+                if isinstance(r, dict) and "version" in r}
+        added = text
+        for rel in gen.get("releases") or ():
+            version = Version(str(rel["version"]))
+            older = [v for v in rows if v < version]
+            if version in rows or not older:
+                continue  # a release older than every row has nothing to carry from: validate names it
+            prev = rows[max(older)]
+            row = (_new_vllm_row if package == "vllm" else _new_torch_row)(version, rel, prev, root, new)
+            added = _insert_row(added, row, version)
+            rows[version] = row
+        if added != text:
+            out[file] = added
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A deep copy with no shared parts (the dumper would write YAML anchors for them)."""
+    import json
+
+    return json.loads(json.dumps(value))
+
+
+def _linux_wheels(rel: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Platform -> the release's first wheel for it."""
+    out: dict[str, dict[str, Any]] = {}
+    for w in rel.get("wheels") or ():
+        try:
+            tags = parse_wheel_filename(w["filename"])[3]
+        except InvalidWheelFilename:
+            continue
+        plat = wheel_platform(next(iter(tags)).platform)
+        if plat is not None and plat[0].startswith("linux"):
+            out.setdefault(plat[0], w)
+    return out
+
+
+def _wheel_sources(rel: Mapping[str, Any]) -> list[str]:
+    srcs = [w.get("source") for w in rel.get("wheels") or ()]
+    return [s[0] if isinstance(s, list) else str(s) for s in srcs if s]
+
+
+def _carried_copy(item: Mapping[str, Any], prev: str) -> dict[str, Any]:
+    """A row part carried from release ``prev``: its facts and sources, marked unverified."""
+    out = {k: v for k, v in _plain(item).items() if k not in ("verified", "note")}
+    out["verified"] = "unverified"
+    out["note"] = f"carried from {prev}'s row by `vresolve matrix refresh --apply`: not checked for this release"
+    return out
+
+
+def _finish(row: dict[str, Any], prev: str, carried: list[str], rel: Mapping[str, Any], what: str) -> dict[str, Any]:
+    if carried:
+        row["carried_from"] = {"version": prev, "fields": carried}
+    row["source"] = _wheel_sources(rel) or [f"compat_matrix/wheels/{what}.yaml"]
+    row["verified"] = "unverified"
+    row["note"] = ("Written by `vresolve matrix refresh --apply` from the wheels' METADATA; "
+                   + (f"{', '.join(carried)} carried from {prev}, not read for this release. " if carried else "")
+                   + "Review against the release's sources, then set verified and remove carried_from")
+    return row
+
+
+def _new_vllm_row(version: Version, rel: Mapping[str, Any], prev: Mapping[str, Any], root: Path,
+                  new: Mapping[str, str]) -> dict[str, Any]:
+    """A vllm.yaml row: CUDA from the x86_64 wheel's METADATA where it names one; kernels, source build and
+    variants carried (a variant whose facts are per release, its own torch pins or a download URL, is not)."""
+    p = str(prev["version"])
+    wheels = _linux_wheels(rel)
+    row: dict[str, Any] = {"version": str(version)}
+    carried: list[str] = []
+    cuda = (wheels.get("linux-x86_64") or {}).get("cuda")
+    if cuda is not None:
+        row["cuda"] = str(cuda)
+    elif prev.get("cuda") is not None:
+        row["cuda"] = str(prev["cuda"])
+        carried.append("cuda")
+    if prev.get("kernels") is not None:
+        row["kernels"] = _plain(prev["kernels"])
+        carried.append("kernels")
+    if isinstance(prev.get("build"), dict):
+        row["build"] = _carried_copy(prev["build"], p)
+        carried.append("build")
+    variants = []
+    for v in prev.get("variants") or ():
+        if not isinstance(v, dict) or v.get("torch_pins") or v.get("asset"):
+            continue
+        plats = [x for x in v.get("platforms") or () if v.get("where") != "pypi" or x in wheels]
+        if plats:
+            variants.append({**_carried_copy(v, p), "platforms": plats})
+    if variants:
+        row["variants"] = variants
+        carried.append("variants")
+    return _finish(row, p, carried, rel, "vllm")
+
+
+def _new_torch_row(version: Version, rel: Mapping[str, Any], prev: Mapping[str, Any], root: Path,
+                   new: Mapping[str, str]) -> dict[str, Any]:
+    """A torch.yaml row: Pythons and PyPI's CUDA per platform from the wheels, companions from the wheels that
+    pin this release (triton: torch's own pin), variants and their arch lists carried."""
+    p = str(prev["version"])
+    wheels = _linux_wheels(rel)
+    pythons = sorted({str(x) for w in rel.get("wheels") or () for x in w.get("pythons") or ()}, key=Version)
+    variants = [{k: x for k, x in _carried_copy(v, p).items() if k != "pypi_default"}
+                for v in prev.get("variants") or () if isinstance(v, dict)]
+    old_default = {plat: v for v in prev.get("variants") or () if isinstance(v, dict)
+                   for plat, on in (v.get("pypi_default") or {}).items() if on}
+    for plat, w in sorted(wheels.items()):
+        _mark_default(variants, plat, w.get("cuda"), old_default.get(plat), p)
+    row: dict[str, Any] = {"version": str(version), "python": pythons,
+                           "companions": _companions_of(version, wheels, root, new), "variants": variants}
+    return _finish(row, p, ["variants"] if variants else [], rel, "torch")
+
+
+def _mark_default(variants: list[dict[str, Any]], plat: str, cuda: Any, old: Mapping[str, Any] | None,
+                  prev: str) -> None:
+    """The variant whose CUDA PyPI's wheel for ``plat`` requires is PyPI's default there (a new variant, its
+    archs carried from the previous default's, when no carried one has that CUDA)."""
+    want = Version(str(cuda)) if cuda is not None else None
+    name = "cpu" if want is None else f"cu{want.major}{want.minor}"
+    v = next((x for x in variants if x.get("variant") == name), None)
+    if v is None:
+        archs = (old or {}).get("archs") or {}
+        if plat not in archs:
+            return  # nothing to carry the platform's arch lists from: the row names no default there
+        v = _carried_copy({"variant": name, **({"cuda": f"{want.major}.{want.minor}"} if want else {}),
+                           "archs": {}, "source": (old or {}).get("source", [])}, prev)
+        variants.append(v)
+    if plat not in (v.get("archs") or {}):
+        archs = (old or {}).get("archs") or {}
+        if plat not in archs:
+            return
+        v.setdefault("archs", {})[plat] = _plain(archs[plat])
+    v["pypi_default"] = {**(v.get("pypi_default") or {}), plat: True}
+    _reorder(v)
+
+
+def _reorder(v: dict[str, Any]) -> None:
+    """The house order of a torch variant's fields."""
+    order = ("variant", "cuda", "pypi_default", "archs", "source", "verified", "note")
+    items = sorted(v.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
+    v.clear()
+    v.update(items)
+
+
+def _companions_of(version: Version, wheels: Mapping[str, Mapping[str, Any]], root: Path,
+                   new: Mapping[str, str]) -> dict[str, str]:
+    """triton from torch's own pin; torchvision and torchaudio: their newest release whose wheels pin this torch."""
+    import yaml
+
+    from .values import exact_pin
+
+    out: dict[str, str] = {}
+    pin = exact_pin(SpecifierSet(((wheels.get("linux-x86_64") or {}).get("requires") or {}).get("triton", "")))
+    if pin is not None:
+        out["triton"] = str(pin)
+    for comp in ("torchvision", "torchaudio"):
+        name = f"wheels/{comp}.yaml"
+        text = new.get(name)
+        if text is None and (root / name).is_file():
+            text = (root / name).read_text(encoding="utf-8")
+        doc = yaml.load(text or "", Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+        found = [Version(str(r["version"])) for r in doc.get("releases") or ()
+                 if any(exact_pin(SpecifierSet(str((w.get("requires") or {}).get("torch", "")))) == version
+                        for w in r.get("wheels") or ())]
+        if found:
+            out[comp] = str(max(found))
+    return {k: out[k] for k in ("torchvision", "torchaudio", "triton") if k in out}
+
+
+def _insert_row(text: str, row: dict[str, Any], version: Version) -> str:
+    """``text`` with ``row`` rendered into its ``releases`` list: before the first row of a newer release, else
+    after the last row (before any comment that trails the list)."""
+    import yaml
+
+    root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    assert root is not None  # the file has releases: the caller read them
+    seq = next(v for k, v in root.value if k.value == "releases")
+    lines = text.splitlines(keepends=True)
+    at = None
+    for item in seq.value:
+        vnode = next((v for k, v in item.value if k.value == "version"), None)
+        if vnode is not None and Version(vnode.value) > version:
+            at = item.start_mark.line
+            break
+    if at is None:
+        at = seq.end_mark.line if seq.end_mark.column == 0 else seq.end_mark.line + 1
+        while at > 0 and (not lines[at - 1].strip() or lines[at - 1].lstrip().startswith("#")):
+            at -= 1
+    if at > 0 and not lines[at - 1].endswith("\n"):
+        lines[at - 1] += "\n"
+    indent = " " * seq.start_mark.column
+    block = "".join(indent + line if line.strip() else line for line in dump_yaml([row]).splitlines(True))
+    return "".join(lines[:at]) + block + "".join(lines[at:])

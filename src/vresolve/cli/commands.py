@@ -492,19 +492,34 @@ def _cmd_detect(args: argparse.Namespace) -> int:
 
 def _cmd_matrix_validate(args: argparse.Namespace) -> int:
     from ..matrix import load_matrix
+    from ..matrix.checks import awaiting_review
     from ..render import envelope, matrix_summary_view
 
     m = load_matrix(_opt(args, "matrix"), cache=False)  # always the YAML itself: never answered from the cache
 
     summary = matrix_summary_view(m)
+    review = awaiting_review(m)
     if _opt(args, "json"):
-        _print_json(envelope("matrix.validate", {"valid": True, **summary}))
+        _print_json(envelope("matrix.validate", {"valid": True, "awaiting_review": review, **summary}))
     else:
         counts = ", ".join(f"{k} {v['rows']}" + (f" (+{v['index_wheels']} index wheel sets)" if v.get("index_wheels")
                                                    else "") for k, v in summary["tables"].items())
         if not _opt(args, "quiet"):
             print(f"matrix OK: {m.path} (revision {m.revision}): {counts}")
+            _print_review(review)
     return EXIT_OK
+
+
+def _print_review(review: list[dict[str, Any]]) -> None:
+    """The unverified release rows, one line each, with what they carry (they pass: they await a review)."""
+    if not review:
+        return
+    print(f"{len(review)} release row{'s' if len(review) != 1 else ''} awaiting review (verified: unverified; "
+          "the resolver uses them only when nothing verified fits, with a warning):")
+    for r in review:
+        carried = (f": {', '.join(r['carried'])} carried from {r['carried_from']}" if r["carried_from"] is not None
+                   else "")
+        print(f"  {r['file']} {r['version']}{carried}")
 
 
 def _cmd_matrix_show(args: argparse.Namespace) -> int:
@@ -557,7 +572,7 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
     from .._cache import cache_dir, usable_cache_dir
     from ..index import IndexClient, configured_index_url, redacted
     from ..matrix import default_matrix_path
-    from ..refresh import apply_files, diff_files
+    from ..refresh import apply_files, diff_files, unseen_rows
     from ..render import envelope
     from ..render.shell import escape_controls
 
@@ -573,6 +588,7 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
         err.print(Text(escape_controls(f"index: {redacted(url)} (from {origin})"
                                        f"{', offline: from the cache' if args.offline else ''}")), soft_wrap=True)
     new = _generated(args, root, client, since, err, bool(quiet))
+    new.update(unseen_rows(root, new))  # a row, unverified, for each release vllm.yaml / torch.yaml have not seen
     variant_report, compared = _torch_variant_report(args, root, client) if args.torch_variants else ([], True)
     diffs = {}
     for name, text in new.items():
@@ -593,6 +609,10 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
         for line in variant_report:  # index text: no markup, no controls; one line each, never wrapped
             err.print(Text(escape_controls(line), style="yellow"), soft_wrap=True)
         state = "written" if args.apply else "not written (use --apply)"
+        rows = [n for n in ("vllm.yaml", "torch.yaml") if n in diffs]
+        if rows:  # rows for releases the curated files had not seen: marked unverified, listed by validate
+            err.print(f"{' and '.join(rows)}: new release rows marked unverified, with facts carried from the "
+                      "previous release (`vresolve matrix validate` lists them for review)", soft_wrap=True)
         err.print(f"{len(diffs)} file(s) changed, {state}; {client.requests} HTTP requests, "
                   f"{client.cache_hits} answers from the cache")
     return EXIT_OK if compared else EXIT_NO_STACK  # --torch-variants: no variant index answered

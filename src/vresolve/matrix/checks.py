@@ -91,6 +91,7 @@ def cross_check(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Wheel, ..
         row = f"releases[{i}] '{v.version}'"
         _check_vllm_release(m, row, v, p, need_cuda, torch_versions)
     _check_generated(m, wheels, p)
+    _check_carried(m, p)
     _check_issues(m, docs, p)
     _check_jetson(m, p, need_cuda)
 
@@ -259,6 +260,28 @@ def _check_generated(m: Matrix, wheels: Mapping[str, Mapping[Version, tuple[Whee
                   f"no such release in wheels/{pkg}.yaml (regenerate it, or remove the row)")
         for version in sorted(set(generated) - rows):
             p(f"wheels/{pkg}.yaml", f"release '{version}'", "version", f"the release has no row in {file}")
+
+
+def _check_carried(m: Matrix, p: Report) -> None:
+    """A row that carries facts carries them from an older release of its own file."""
+    tables: tuple[tuple[str, tuple[TorchRelease | VllmRelease, ...]], ...] = (("torch.yaml", m.torch),
+                                                                             ("vllm.yaml", m.vllm))
+    for file, rows in tables:
+        versions = {r.version for r in rows}
+        for i, r in enumerate(rows):
+            if r.carried_from is not None and (r.carried_from not in versions or r.carried_from >= r.version):
+                p(file, f"releases[{i}] '{r.version}'", "carried_from.version",
+                  f"{r.carried_from} is not an older release of {file}")
+
+
+def awaiting_review(m: Matrix) -> list[dict[str, Any]]:
+    """The torch and vLLM release rows marked unverified (those ``matrix refresh --apply`` wrote among them), with
+    the fields they carry from an older release."""
+    tables: tuple[tuple[str, tuple[TorchRelease | VllmRelease, ...]], ...] = (("torch.yaml", m.torch),
+                                                                             ("vllm.yaml", m.vllm))
+    return [{"file": file, "version": str(r.version), "note": r.provenance.note,
+             "carried_from": str(r.carried_from) if r.carried_from is not None else None, "carried": list(r.carried)}
+            for file, rows in tables for r in rows if not r.provenance.trusted]
 
 
 def _check_jetson(m: Matrix, p: Report, need_cuda: Callable[[str, str, str, Version | None], None]) -> None:

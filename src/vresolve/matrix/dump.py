@@ -27,6 +27,10 @@ def _prov(p: Provenance) -> dict[str, Any]:
     return d
 
 
+def _carried(version: Version | None, fields: tuple[str, ...]) -> dict[str, Any]:
+    return {"carried_from": {"version": str(version), "fields": list(fields)}} if version is not None else {}
+
+
 def _floor(f: DriverFloor) -> dict[str, str | None]:
     d: dict[str, str | None] = {"linux": str(f.linux) if f.linux is not None else None}
     if f.windows is not None:
@@ -134,7 +138,7 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
                 **({"pypi_default": {p: True for p in v.archs if p in v.pypi_default}} if v.pypi_default else {}),
                 "archs": {p: _archlist(a) for p, a in v.archs.items()},
                 **_prov(v.provenance)} for v in t.variants],
-            **_prov(t.provenance)} for t in m.torch],
+            **_carried(t.carried_from, t.carried), **_prov(t.provenance)} for t in m.torch],
     }
     vllm = {
         "index": {"url": m.vllm_index, **_prov(m.vllm_index_provenance)},
@@ -151,7 +155,7 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
                 **({"asset": {"url": v.asset.url, **_prov(v.asset.provenance)}} if v.asset else {}),
                 **({"glibc": _glibc_fact(v.glibc)} if v.glibc else {}),
                 **_prov(v.provenance)} for v in r.variants]} if r.variants else {}),
-            **_prov(r.provenance)} for r in m.vllm],
+            **_carried(r.carried_from, r.carried), **_prov(r.provenance)} for r in m.vllm],
     }
     issues = {"issues": [{
         "id": k.id, "cause": k.cause, "severity": k.severity, "title": k.title,

@@ -20,6 +20,7 @@ from ..errors import MatrixError, MatrixProblem
 from ..values import PLATFORMS, VERIFIED_LEVELS, ArchList, Capability, DriverVersion, parse_variant
 from .checks import cross_check, cut, problem, shown
 from .model import (
+    CARRIED_FIELDS,
     CAUSE_CODES,
     FILES,
     OPTIONAL_FILES,
@@ -512,7 +513,7 @@ def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel
     index = _read_index(doc, r)
     releases = []
     for row, d in r.rows(doc, "releases", "version"):
-        r.known(d, row, ("version", "python", "companions", "variants", *_PROV))
+        r.known(d, row, ("version", "python", "companions", "variants", "carried_from", *_PROV))
         version = r.version(d, "version", row)
         if version is not None:
             r.once(("release", version), "release", row, "version")
@@ -529,10 +530,11 @@ def _read_torch(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel
             names.add(variant.variant)
             variants.append(variant)
         prov = r.provenance(d, row)
+        carried_from, carried = _read_carried(d, row, r, "torch.yaml", prov)
         if version is not None and python is not None and prov is not None:
             releases.append(TorchRelease(version=version, python=python, companions=companions,
                                          variants=tuple(variants), wheels=wheels.get(version, ()),
-                                         provenance=prov))
+                                         provenance=prov, carried_from=carried_from, carried=carried))
     return index, tuple(releases)
 
 
@@ -574,7 +576,7 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
     index = _read_index(doc, r)
     releases = []
     for row, d in r.rows(doc, "releases", "version"):
-        r.known(d, row, ("version", "cuda", "kernels", "variants", "build", "closure", *_PROV))
+        r.known(d, row, ("version", "cuda", "kernels", "variants", "build", "closure", "carried_from", *_PROV))
         version = r.version(d, "version", row)
         if version is not None:
             r.once(("release", version), "release", row, "version")
@@ -591,11 +593,35 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
         closure = [_read_glibc_fact(c, row, f"closure[{i}]", r, None)
                    for i, c in enumerate(r.get(d, "closure", row, list, required=False) or ())]
         prov = r.provenance(d, row)
+        carried_from, carried = _read_carried(d, row, r, "vllm.yaml", prov)
         if version is not None and prov is not None:
             releases.append(VllmRelease(version=version, cuda=cuda, kernels=kernels,
                                         variants=tuple(variants), wheels=wheels.get(version, ()),
-                                        provenance=prov, build=build, closure=tuple(c for c in closure if c)))
+                                        provenance=prov, build=build, closure=tuple(c for c in closure if c),
+                                        carried_from=carried_from, carried=carried))
     return index, tuple(releases)
+
+
+def _read_carried(d: dict[str, Any], row: str, r: _Rows, file: str, prov: Provenance | None
+                  ) -> tuple[Version | None, tuple[str, ...]]:
+    """``carried_from: {version, fields}``: the release a row written by ``matrix refresh`` carries ``fields`` from
+    (an unverified row, until someone reviews it)."""
+    if d.get("carried_from") is None:
+        return None, ()
+    c = r.mapping(d["carried_from"], row, "carried_from")
+    if c is None:
+        return None, ()
+    r.known(c, row, ("version", "fields"), prefix="carried_from.")
+    version = r.version(c, "version", row, fld="carried_from.version")
+    allowed = CARRIED_FIELDS[file]
+    fields = r.strings(c, "fields", row, fld="carried_from.fields") or ()
+    for i, f in enumerate(fields):
+        if f not in allowed:
+            r.problem(row, f"carried_from.fields[{i}]", f"unknown field {shown(f)} (expected one of: {', '.join(allowed)})")
+    if prov is not None and prov.trusted:
+        r.problem(row, "carried_from", f"a row with carried facts is verified: unverified (it is {prov.verified}); "
+                                       "remove carried_from once the row is reviewed")
+    return version, tuple(f for f in fields if f in allowed)
 
 
 def _read_vllm_variant(raw: Any, row: str, fld: str, r: _Rows, version: Version | None) -> VllmVariant | None:

@@ -74,6 +74,10 @@ OPTIONAL_FILES = ("wheels/xformers.yaml", "wheels/flashinfer-python.yaml",  # co
                   "jetson.yaml")  # a matrix without it knows no JetPack: a Jetson is refused, never planned generically
 
 
+#: the fields a row written by ``matrix refresh --apply`` may carry from the previous release (``carried_from``)
+CARRIED_FIELDS = {"vllm.yaml": ("cuda", "kernels", "build", "variants"), "torch.yaml": ("variants",)}
+
+
 WHEEL_PACKAGES = ("torch", "torchvision", "torchaudio", "vllm", "xformers", "flashinfer-python")
 
 
@@ -194,6 +198,8 @@ class TorchRelease:
     variants: tuple[TorchVariant, ...]
     wheels: tuple[Wheel, ...]  # PyPI's wheels (generated)
     provenance: Provenance
+    carried_from: Version | None = None  # a row written by refresh: the release its ``carried`` fields come from
+    carried: tuple[str, ...] = ()
 
     def variant(self, name: str) -> TorchVariant | None:
         return next((v for v in self.variants if v.variant == name), None)
@@ -279,6 +285,8 @@ class VllmRelease:
     provenance: Provenance
     build: SourceBuild | None = None
     closure: tuple[GlibcFact, ...] = ()  # dependencies (not pinned exactly) whose wheels need a newer glibc
+    carried_from: Version | None = None  # a row written by refresh: the release its ``carried`` fields come from
+    carried: tuple[str, ...] = ()
 
     def wheels_for(self, platform: str) -> tuple[Wheel, ...]:
         """This platform's wheels, the highest build tag first (what installers pick)."""
