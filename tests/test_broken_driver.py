@@ -23,14 +23,12 @@ from vresolve.cli import main
 from vresolve.detect import Overrides, detect_host
 from vresolve.detect.parsers import parse_nvml_library_version
 
-from .test_detect import H200, _script, fake_smi, h200_query
+from .test_detect import H200, PROBES, _script, fake_smi, h200_query
 
-# nvidia-smi's words when the kernel module is not loaded (exit code 9, "NVIDIA driver is not loaded"), verbatim from
-# ci-for-research/self-hosted-runners#40, lyulyul/shine-cluster#50, GoogleCloudPlatform/compute-gpu-installation#33
-COULD_NOT_COMMUNICATE = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that "
-                         "the latest NVIDIA driver is installed and running.")
-# after a driver update without a reboot, verbatim from intel/llvm#17614 (nvidia-smi's two lines)
-MISMATCH = "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 550.144"
+# nvidia-smi's words when the kernel module is not loaded (exit code 9, "NVIDIA driver is not loaded"), and after a
+# driver update without a reboot: verbatim from public reports (tests/data/probes/README.md names them)
+COULD_NOT_COMMUNICATE = (PROBES / "smi-couldnt-communicate.txt").read_text().strip()
+MISMATCH = (PROBES / "nvml-mismatch-library-version.txt").read_text().strip()
 
 # the H200's PCI function, from its nvidia-smi -q: Bus Id 00000000:00:06.0, Device Id 0x233510DE (device 0x2335,
 # vendor 0x10de), Base Classcode 0x3, Sub Classcode 0x2 (a 3D controller: sysfs's class 0x030200)
