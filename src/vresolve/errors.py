@@ -16,6 +16,7 @@ __all__ = [
     "MatrixProblem",
     "MatrixError",
     "PackageIndexError",
+    "DetectionError",
 ]
 
 EXIT_OK = 0
@@ -103,3 +104,11 @@ class PackageIndexError(VresolveError):
 
     code = "index-error"
     exit_code = EXIT_NO_STACK
+
+
+class DetectionError(VresolveError):
+    """This machine could not be read where a command needed it: ``--gpu auto`` on a machine whose NVIDIA
+    driver is installed but not working, or whose GPUs have no driver."""
+
+    code = "detection-failed"
+    exit_code = EXIT_DETECTION

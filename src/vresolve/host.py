@@ -36,11 +36,24 @@ class DriverInfo:
     cuda_source: str | None = None
     kernel_module: str | None = None  # "open" | "proprietary" (from /proc/driver/nvidia/version)
     nvml_library_mismatch: bool = False  # "Failed to initialize NVML: Driver/library version mismatch"
+    # what detection concluded: "working" (a probe answered), "broken" (installed, but a probe failed or hung, or
+    # nothing lists the GPUs the PCI bus shows), "not-installed" (NVIDIA GPUs on the PCI bus, no driver), "none"
+    # (no NVIDIA GPU, no driver: a CPU machine); None when not probed (named on the command line)
+    state: str | None = None
+    evidence: tuple[str, ...] = ()  # what shows a driver or a GPU is there: module files, device nodes, PCI devices
+    failure: str | None = None  # the failing probe's own words ("nvidia-smi: exit code 9: NVIDIA-SMI has failed ...")
+    library_version: str | None = None  # the user-space library's version nvidia-smi names on a mismatch
+
+    @property
+    def broken(self) -> bool:
+        """Installed but not usable, or GPUs without a driver: a plan for this machine must not be made."""
+        return self.state in ("broken", "not-installed")
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": _s(self.version), "cuda": _s(self.cuda), "source": self.source,
                 "cuda_source": self.cuda_source, "kernel_module": self.kernel_module,
-                "nvml_library_mismatch": self.nvml_library_mismatch}
+                "nvml_library_mismatch": self.nvml_library_mismatch, "state": self.state,
+                "evidence": list(self.evidence), "failure": self.failure, "library_version": self.library_version}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DriverInfo:
@@ -48,7 +61,9 @@ class DriverInfo:
         return cls(version=DriverVersion.parse(version) if version else None, cuda=_v(d.get("cuda")),
                    source=d.get("source"),
                    cuda_source=d.get("cuda_source"), kernel_module=d.get("kernel_module"),
-                   nvml_library_mismatch=bool(d.get("nvml_library_mismatch")))
+                   nvml_library_mismatch=bool(d.get("nvml_library_mismatch")), state=d.get("state"),
+                   evidence=tuple(str(e) for e in d.get("evidence") or ()), failure=d.get("failure"),
+                   library_version=d.get("library_version"))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_OK, UsageError, VresolveError
-from .args import _load, _opt, plan_inputs, shown
+from .args import _load, _opt, plan_inputs, probe_timeout, refuse_broken_driver, shown
 from .commands import _console, _print_json, jetson_wheel_plan, lock_header_of
 
 EXIT_NOT_READY = 1
@@ -27,7 +27,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     _refuse(args)
     m = _load(args)
-    this = _this_machine(m)
+    this = _this_machine(m, probe_timeout(args))
+    if not args.apply_lock and args.gpu.strip().lower() == "auto":
+        refuse_broken_driver(this)  # before anything is planned, shown, asked or changed
     job, plan, head, lock_check = _lock_job(args, m, this) if args.apply_lock else (*_plan_job(args, m, this), [])
     check_targets(job.creates, force=args.force)  # refused before anything is shown or asked
     if not args.yes and (_opt(args, "json") or not sys.stdin.isatty()):
@@ -59,11 +61,13 @@ def _refuse(args: argparse.Namespace) -> None:
                              "(leave them out, or leave out --lock)")
 
 
-def _this_machine(m: Any) -> Any:
+def _this_machine(m: Any, timeout: float) -> Any:
     """This machine (apply installs here, whatever machine the plan names): its GPUs decide which checks run."""
+    from dataclasses import replace
+
     from ..detect import Overrides, detect_host, fill_capabilities
 
-    return fill_capabilities(detect_host(Overrides.from_env(), installed=False), m)
+    return fill_capabilities(detect_host(replace(Overrides.from_env(), smi_timeout=timeout), installed=False), m)
 
 
 def _plan_job(args: argparse.Namespace, m: Any, this: Any) -> tuple[Any, Any, list[Any]]:

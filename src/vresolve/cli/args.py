@@ -35,6 +35,7 @@ class _ProfileParser(_Parser):
 
 
 MAX_SECONDS = 7 * 24 * 3600.0  # a week: past any real wait, and within what poll() and select() accept
+PROBE_TIMEOUT = 10.0  # seconds nvidia-smi may take (detect's and plan's --timeout; lock and apply: at most this)
 
 
 def seconds(text: str) -> float:
@@ -155,6 +156,8 @@ def build_parser(only: str | None = "*", *, profile: bool = False) -> argparse.A
 
 def _plan_command(pl: argparse.ArgumentParser, common: _Parser) -> None:
     _add_plan_flags(pl)
+    pl.add_argument("--timeout", type=seconds, default=PROBE_TIMEOUT,
+                    help=f"--gpu auto: seconds to wait for nvidia-smi (default {PROBE_TIMEOUT:g})")
     pl.add_argument("--shell", choices=SHELLS, help="print only the environment exports")
     _quiet(pl, "print only what to run (the commands and exports), not the table, reasons and warnings")
 
@@ -194,7 +197,8 @@ def _apply_command(ap: argparse.ArgumentParser, common: _Parser) -> None:
     ap.add_argument("--lock-dir", metavar="DIR", type=path,
                     help="where to write the lock of what was installed (default: the environment's path + .lock)")
     ap.add_argument("--timeout", type=seconds, default=600.0,
-                    help="seconds each check and doctor's import of the stack may take (default 600)")
+                    help="seconds each check and doctor's import of the stack may take (default 600); nvidia-smi "
+                         f"may take the lesser of this and {PROBE_TIMEOUT:g}")
     _quiet(ap, "no plan preview and no progress on stderr: only the outcome")
     _verbose(ap, "the installer's own output, line by line, on stderr")
 
@@ -219,8 +223,10 @@ def _detect_command(det: argparse.ArgumentParser, common: _Parser) -> None:
     det.add_argument("--torch", action="store_true",
                      help="also ask torch itself (import torch in a subprocess: its CUDA and arch list)")
     det.add_argument("--nvidia-smi", metavar="PATH", type=path, help="the nvidia-smi to run (default: the one on PATH)")
-    det.add_argument("--timeout", type=seconds, default=10.0, help="seconds to wait for nvidia-smi (default 10)")
-    det.add_argument("--require-gpu", action="store_true", help="exit 3 when no NVIDIA GPU is found")
+    det.add_argument("--timeout", type=seconds, default=PROBE_TIMEOUT,
+                     help=f"seconds to wait for nvidia-smi (default {PROBE_TIMEOUT:g})")
+    det.add_argument("--require-gpu", action="store_true",
+                     help="exit 3 when no working NVIDIA GPU is found (none, or a driver installed but not working)")
 
 
 def _matrix_command(mx: argparse.ArgumentParser, common: _Parser) -> None:
@@ -458,6 +464,55 @@ def _check_values(args: argparse.Namespace) -> None:
         parse_platform(args.platform)
 
 
+def probe_timeout(args: argparse.Namespace) -> float:
+    """Seconds nvidia-smi may take: plan's ``--timeout``; lock's and apply's ``--timeout`` (uv's, the checks') only
+    when it is less than the default."""
+    given = _opt(args, "timeout")
+    if given is None:
+        return PROBE_TIMEOUT
+    return float(given) if _opt(args, "command") == "plan" else min(float(given), PROBE_TIMEOUT)
+
+
+def refuse_broken_driver(host: Any) -> None:
+    """``--gpu auto`` on a machine whose driver is installed but not working, or whose GPUs have no driver: exit 3
+    with the cause and what to do, never a plan for the CPU backend."""
+    from ..errors import DetectionError
+
+    d = host.driver
+    if not d.broken:
+        return
+    said = d.failure or "no probe answered"
+    timed_out = "timed out after" in said
+    if d.state == "not-installed":
+        head = f"NVIDIA GPUs are present but no NVIDIA driver is installed ({said})"
+        fix = ["install the NVIDIA driver (your distribution's driver package, or NVIDIA's), reboot, and run this "
+               "again; check with nvidia-smi"]
+    elif d.nvml_library_mismatch:
+        kernel = d.version if d.source in ("/sys/module/nvidia/version", "/proc/driver/nvidia/version") else None
+        versions = ", ".join(x for x in (f"kernel module {kernel}" if kernel else "",
+                                         f"library {d.library_version}" if d.library_version else "") if x)
+        head = (f"the NVIDIA driver is installed but not working: driver/library version mismatch"
+                f"{f' ({versions})' if versions else ''}: {said}")
+        fix = ["reboot after a driver update (the running kernel module is the old one), or reload the modules: "
+               "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"]
+    else:
+        head = f"the NVIDIA driver is installed but not working: {said}"
+        fix = (["nvidia-smi hangs: the driver or a GPU is stuck (dmesg shows Xid errors); reboot, or raise --timeout "
+                "if it is only slow"] if timed_out else
+               ["load the module (sudo modprobe nvidia; dmesg says why it does not load), or reboot after a driver or "
+                "kernel update (the module is rebuilt for the new kernel by DKMS)"])
+    if host.platform.container and d.state == "broken":
+        fix.append(f"in a container ({host.platform.container}): start it with the GPUs (docker run --gpus all, "
+                   "the NVIDIA container toolkit)")
+    lines = [head]
+    if d.evidence:
+        lines.append("evidence: " + "; ".join(d.evidence[:6]) + ("; ..." if len(d.evidence) > 6 else ""))
+    lines += [f"to fix: {f}" for f in fix]
+    lines.append("or plan anyway: --gpu NAME --driver VER (this machine once its driver works), or --gpu none "
+                 "(vLLM's CPU backend); vresolve detect shows what was found")
+    raise DetectionError("\n  ".join(lines))
+
+
 def _this_machine(args: argparse.Namespace, m: Any, glibc: Any) -> tuple[Any, str]:
     """``--gpu auto``: the detected machine (the flags override what they name), and who said so."""
     from dataclasses import replace
@@ -465,8 +520,10 @@ def _this_machine(args: argparse.Namespace, m: Any, glibc: Any) -> tuple[Any, st
     from ..detect import Overrides, detect_host, fill_capabilities
     from .targets import parse_python
 
-    o = Overrides.from_env(driver=args.driver, python=args.python, platform=args.platform)
+    o = replace(Overrides.from_env(driver=args.driver, python=args.python, platform=args.platform),
+                smi_timeout=probe_timeout(args))
     host = fill_capabilities(detect_host(o, installed=args.keep_torch), m)
+    refuse_broken_driver(host)
     if args.python:
         host = replace(host, python=parse_python(args.python))
     if glibc is not None:

@@ -461,6 +461,8 @@ def _reinstall_lines(host: Any, m: Any) -> list[str]:
     from ..render.shell import shell_line
     from ..resolve import NoCompatibleStack, Request, resolve
 
+    if host.driver.broken:  # no plan until the driver works: never the CPU backend on a GPU machine
+        return []
     try:
         res = resolve(host, m, Request(cpu=not host.gpus))
     except NoCompatibleStack:
@@ -484,6 +486,14 @@ def _cmd_detect(args: argparse.Namespace) -> int:
         _print_json(envelope("detect", {"host": host.to_dict()}))
     else:
         _console().print(detect_human(host))
+    if args.require_gpu and host.driver.broken:
+        from ..render.shell import escape_controls
+
+        what = ("NVIDIA GPUs without a driver" if host.driver.state == "not-installed" else
+                "the NVIDIA driver is installed but not working")
+        print(f"vresolve: error: {what} (--require-gpu): {escape_controls(host.driver.failure or '', lines=True)}",
+              file=sys.stderr)
+        return EXIT_DETECTION
     if args.require_gpu and not host.gpus:
         print("vresolve: error: no NVIDIA GPU found (--require-gpu)", file=sys.stderr)
         return EXIT_DETECTION

@@ -29,6 +29,19 @@ def machine_text(text: str, limit: int = MACHINE_TEXT_LIMIT) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+_NVML_LIBRARY_RE = re.compile(r"NVML library version:\s*(\d+\.\d+(?:\.\d+)?)")
+
+
+def parse_nvml_library_version(text: str) -> str | None:
+    """The user-space library's version nvidia-smi names after a mismatch, or None.
+
+    >>> parse_nvml_library_version("Failed to initialize NVML: ...\\nNVML library version: 570.124")
+    '570.124'
+    """
+    m = _NVML_LIBRARY_RE.search(text)
+    return m[1] if m else None
+
+
 SMI_FIELDS = ("index", "name", "uuid", "compute_cap", "driver_version", "memory.total", "pci.bus_id")
 
 

@@ -35,6 +35,7 @@ from .parsers import (
     parse_l4t_core_version,
     parse_nv_tegra_release,
     parse_nvcc_version,
+    parse_nvml_library_version,
     parse_proc_driver_version,
     parse_proc_gpu_information,
     parse_smi_banner,
@@ -43,6 +44,8 @@ from .parsers import (
 )
 
 if TYPE_CHECKING:
+    import subprocess
+
     from ..matrix import Matrix
 
 
@@ -66,7 +69,7 @@ class Overrides:
     nvidia_smi: str = "nvidia-smi"
     smi_timeout: float = 10.0
     use_nvml: bool = True
-    root: str = "/"  # where /proc, /sys, /usr/local/cuda live (tests point it at a captured tree)
+    root: str = "/"  # where /proc, /sys, /dev, /usr/local/cuda live (tests point it at a captured tree)
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
     @classmethod
@@ -83,6 +86,7 @@ class Overrides:
             "platform": flags.get("platform") or env.get("VRESOLVE_PLATFORM") or None,
             "nvidia_smi": env.get("VRESOLVE_NVIDIA_SMI") or "nvidia-smi",
             "use_nvml": env.get("VRESOLVE_NO_NVML", "") in ("", "0"),
+            "root": env.get("VRESOLVE_PROBE_ROOT") or "/",
         }
         return cls(gpus=gpus, environ=env, **values)  # type: ignore[arg-type]
 
@@ -92,6 +96,10 @@ class _Found:
     driver: DriverInfo = field(default_factory=DriverInfo)
     gpus: list[HostGpu] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # a driver probe that failed or hung: the driver is broken
+    evidence: list[str] = field(default_factory=list)  # what shows an NVIDIA driver is installed
+    answered: bool = False  # NVML or nvidia-smi answered
+    library_version: str | None = None
 
 
 def _path(o: Overrides, p: str) -> Path:
@@ -120,10 +128,14 @@ def _probe_nvml(o: Overrides, found: _Found) -> bool:
             found.driver = replace(found.driver, nvml_library_mismatch=True)
             found.problems.append(f"NVML: {NVML_MISMATCH} (the loaded kernel module and the user-space "
                                   "library differ: reboot, or reload the nvidia module)")
+            found.failures.append(f"NVML: {NVML_MISMATCH}")
         elif isinstance(e, getattr(pynvml, "NVMLError_LibraryNotFound", ())):
             found.problems.append("NVML: libnvidia-ml.so.1 not found (no NVIDIA driver user-space library)")
-        else:
+            return False
+        else:  # Driver Not Loaded, Insufficient Permissions, ...: the library is there, the driver does not answer
             found.problems.append(f"NVML: {text}")
+            found.failures.append(f"NVML: {text}")
+        found.evidence.append("libnvidia-ml.so.1: loads (NVML)")
         return False
     try:
         version = driver_or_none(_text(pynvml.nvmlSystemGetDriverVersion()))
@@ -219,20 +231,48 @@ def _probe_libcuda(o: Overrides, found: _Found) -> None:
                                cuda_source="libcuda cuDriverGetVersion")
 
 
+_TIMED_OUT = "timed out after"
+
+
 def _run(o: Overrides, argv: list[str]) -> tuple[int, str] | str:
-    """Run a probe; (exit code, output) or a one-line reason it could not run."""
+    """Run a probe; (exit code, output) or a one-line reason it could not run.
+
+    The probe runs in a process group of its own; past ``o.smi_timeout`` the whole group is killed and not
+    waited for beyond a second (an nvidia-smi stuck in the driver may not die at once).
+    """
     import subprocess
 
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=o.smi_timeout, errors="replace",
-                           env={**o.environ, "LC_ALL": "C"})
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, errors="replace", env={**o.environ, "LC_ALL": "C"}, start_new_session=True)
     except FileNotFoundError:
         return f"{argv[0]}: not found on PATH"
-    except subprocess.TimeoutExpired:
-        return f"{argv[0]}: timed out after {o.smi_timeout:g} s"
     except OSError as e:
         return f"{argv[0]}: could not run ({e.strerror or e})"
-    return p.returncode, (p.stdout + p.stderr)
+    try:
+        out, err = p.communicate(timeout=o.smi_timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(p)
+        return f"{argv[0]}: {_TIMED_OUT} {o.smi_timeout:g} s"
+    return p.returncode, out + err
+
+
+def _kill_group(p: subprocess.Popen[str]) -> None:
+    """SIGKILL to the probe's process group; reaped when it dies within a second, else left (stuck in the kernel)."""
+    import signal
+    import subprocess
+
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        p.wait(timeout=1)
+    except subprocess.TimeoutExpired:
+        p.returncode = -signal.SIGKILL  # given up on: no ResourceWarning for a child we cannot reap
+    for pipe in (p.stdout, p.stderr):
+        if pipe is not None:
+            pipe.close()
 
 
 def _probe_smi(o: Overrides, found: _Found, need_gpus: bool) -> None:
@@ -274,16 +314,22 @@ def _smi_query(o: Overrides, found: _Found) -> list[dict[str, str]] | None:
         res = _run(o, [smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"])
     if isinstance(res, str):
         found.problems.append(res)
+        if _TIMED_OUT in res:  # a driver that hangs its tools: installed, not working
+            found.failures.append(res)
         return None
     code, out = res
     if NVML_MISMATCH in out:
         found.driver = replace(found.driver, nvml_library_mismatch=True)
         found.problems.append(f"nvidia-smi: {NVML_MISMATCH} (the loaded kernel module and the user-space "
                               "library differ: reboot, or reload the nvidia module)")
+        found.failures.append(f"nvidia-smi: {_said(out)}")
+        found.library_version = parse_nvml_library_version(out)
         return None
     if code != 0:
         found.problems.append(f"nvidia-smi: exit code {code}: {_first_line(out)}")
+        found.failures.append(f"nvidia-smi: exit code {code}: {_said(out)}")
         return None
+    found.answered = True
     try:
         return parse_smi_query(out, fields)
     except ValueError as e:
@@ -305,6 +351,12 @@ def _smi_gpu(row: dict[str, str]) -> HostGpu:
 
 def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "(no output)")[:200]
+
+
+def _said(text: str) -> str:
+    """A failing probe's words: its first two lines, as one ("... mismatch NVML library version: 570.124")."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()][:2]
+    return " ".join(lines)[:400] or "(no output)"
 
 
 def _probe_platform(o: Overrides, problems: list[str]) -> PlatformInfo:
@@ -523,8 +575,97 @@ def _probe_gpus(o: Overrides, found: _Found) -> None:
             _probe_smi(o, found, need_gpus)
             if not found.gpus:
                 found.gpus = proc_gpus
-    if found.driver.version is None and not found.gpus:
+    if found.driver.version is None and not found.gpus and not found.failures:
         found.problems.append("no NVIDIA driver found (no NVML, no /proc/driver/nvidia, no nvidia-smi)")
+    found.answered = found.answered or nvml_ok
+    _driver_state(o, found)
+
+
+def _driver_state(o: Overrides, found: _Found) -> None:
+    """Working, broken, not installed, or none at all: from what answered, what failed, and the evidence (module
+    files, device nodes, driver libraries, NVIDIA display devices on the PCI bus)."""
+    kernel = _kernel_evidence(o)
+    pci = _pci_gpus(o)
+    failure = "; ".join(found.failures) or None
+    probed = found.driver.version is not None and found.driver.source not in (None, "override")
+    if failure is None and (found.answered or found.gpus or (probed and not pci)):
+        state = "working"
+    elif failure is None and not pci:
+        state = "none"
+    else:
+        libs = _library_evidence(o)
+        if failure is None:  # GPUs on the bus that no probe lists
+            if not (kernel or libs or found.evidence):
+                state, failure = "not-installed", "no NVIDIA driver is installed for the NVIDIA GPUs on the PCI bus"
+            else:
+                state, failure = "broken", ("the NVIDIA driver is installed but no probe lists the GPUs on the PCI "
+                                            "bus (NVML and nvidia-smi gave no answer)")
+        else:
+            state = "broken"
+        found.evidence += libs
+    found.driver = replace(found.driver, state=state, failure=failure, library_version=found.library_version,
+                           evidence=tuple(dict.fromkeys([*kernel, *found.evidence, *pci])))
+
+
+def _kernel_evidence(o: Overrides) -> list[str]:
+    """The kernel side of an NVIDIA driver: its modules in /proc/modules, its /proc and /sys files, /dev nodes."""
+    out = []
+    loaded = [fields[0] for fields in (line.split() for line in (_read(o, "/proc/modules") or "").splitlines())
+              if fields and fields[0] in ("nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm")]
+    if loaded:
+        out.append(f"/proc/modules: {', '.join(loaded)}")
+    out += [f"{p}: present" for p in ("/proc/driver/nvidia", "/sys/module/nvidia") if _path(o, p).is_dir()]
+    try:
+        nodes = sorted(n.name for n in _path(o, "/dev").glob("nvidia*"))
+    except OSError:
+        nodes = []
+    if nodes:
+        out.append("/dev: " + ", ".join(nodes[:8]) + (", ..." if len(nodes) > 8 else ""))
+    return out
+
+
+def _library_evidence(o: Overrides) -> list[str]:
+    """The driver's user-space libraries, when they load here (not on a captured tree)."""
+    if o.root != "/":
+        return []
+    import ctypes
+
+    out = []
+    for lib in ("libcuda.so.1", "libnvidia-ml.so.1"):
+        try:
+            ctypes.CDLL(lib)
+        except OSError:
+            continue
+        out.append(f"{lib}: loads")
+    return out
+
+
+_PCI_DISPLAY = {"0x0300": "VGA controller", "0x0302": "3D controller"}
+
+
+def _pci_gpus(o: Overrides) -> list[str]:
+    """NVIDIA display devices (vendor 0x10de, PCI class 0x03) on the PCI bus, whether or not a driver is loaded;
+    devices bound to vfio-pci (given to virtual machines) are not this machine's."""
+    try:
+        devices = sorted(_path(o, "/sys/bus/pci/devices").iterdir())
+    except OSError:
+        return []
+    out = []
+    for d in devices:
+        try:
+            vendor, cls = ((d / f).read_text(errors="replace").strip().lower() for f in ("vendor", "class"))
+            device = (d / "device").read_text(errors="replace").strip().lower()
+        except OSError:
+            continue
+        try:
+            bound: str | None = os.path.basename(os.readlink(d / "driver"))
+        except OSError:  # no driver bound
+            bound = None
+        if vendor != "0x10de" or not cls.startswith("0x03") or bound == "vfio-pci":
+            continue
+        kind = _PCI_DISPLAY.get(cls[:6], "display controller")
+        out.append(f"PCI {d.name}: NVIDIA {kind} {device}, " + (f"kernel driver {bound}" if bound else "no kernel driver"))
+    return out[:16]
 
 
 def detect_host(o: Overrides | None = None, *, probe_gpus: bool = True, installed: bool = True) -> Host:
@@ -549,12 +690,18 @@ def detect_host(o: Overrides | None = None, *, probe_gpus: bool = True, installe
     python = _python(o)
     env = tuple((k, o.environ[k]) for k in ENV_VARS if k in o.environ)
     return Host(
-        driver=found.driver, gpus=tuple(_plain_gpu(g) for g in found.gpus), python=python,
+        driver=_plain_driver(found.driver), gpus=tuple(_plain_gpu(g) for g in found.gpus), python=python,
         python_executable=sys.executable, platform=plat, cpu_count=os.cpu_count(), memory_mib=_probe_memory(o),
         toolkits=_probe_toolkits(o, problems), installed=_probe_installed() if installed else (),
         env=env, tools=tuple((k, machine_text(v)) for k, v in _probe_tools(o)),
         problems=tuple(machine_text(p, 1024) for p in problems),
     )
+
+
+def _plain_driver(d: DriverInfo) -> DriverInfo:
+    """The driver's probe messages and evidence as plain lines (they hold what the machine printed)."""
+    return replace(d, failure=machine_text(d.failure, 1024) if d.failure is not None else None,
+                   evidence=tuple(machine_text(e, 300) for e in d.evidence))
 
 
 def _plain_gpu(g: HostGpu) -> HostGpu:

@@ -47,6 +47,8 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
                 k.explanation,
                 k.fix,
                 [p for p in host.problems if "mismatch" in p])
+    elif host.driver.broken:
+        _broken_driver(host, out)
     if env is not None:
         _environment(host, matrix, env, gpus, out.add, unknown)
     torch_cuda = env.torch.cuda if env is not None and env.torch is not None else None
@@ -80,6 +82,30 @@ class _Findings:
             fix += self.plan_text
         self.findings.append(Finding(cause=cause, severity=severity, title=title, explanation=explanation, fix=fix,
                                      evidence=tuple(evidence)))
+
+
+def _broken_driver(host: Host, out: _Findings) -> None:
+    """A driver installed but not working (module not loaded, nvidia-smi failing or hanging, NVML refusing), or
+    GPUs on the PCI bus without one: nothing CUDA runs here. ``library-not-found``: the driver, the library every
+    CUDA program loads first, is not usable (the vocabulary has no narrower code)."""
+    d = host.driver
+    evidence = [f"{d.failure}" if d.failure else "no driver probe answered", *d.evidence]
+    if d.state == "not-installed":
+        out.add("library-not-found", "error", "NVIDIA GPUs are present but no NVIDIA driver is installed",
+                "The PCI bus shows NVIDIA GPUs, but no NVIDIA kernel module, device node, driver library or "
+                "nvidia-smi is there: torch sees no GPU, and vLLM cannot run on them.",
+                "Install the NVIDIA driver (the distribution's driver package, or NVIDIA's), reboot, and check with "
+                "nvidia-smi.", evidence)
+        return
+    hung = "timed out after" in (d.failure or "")
+    out.add("library-not-found", "error", "The NVIDIA driver is installed but not working",
+            "The driver is installed (its module, device nodes or libraries are here) but "
+            + ("nvidia-smi hangs: the driver or a GPU is stuck. " if hung else "does not answer. ")
+            + "torch reports no GPU (or hangs), and an install planned on such a machine gets vLLM's CPU backend "
+            "(the failure behind \"No module named 'vllm._C'\" reports): plan once the driver works.",
+            ("Reboot; dmesg shows the GPU's Xid errors." if hung else
+             "Load the module (sudo modprobe nvidia; dmesg says why it does not load), or reboot after a driver or "
+             "kernel update; check with nvidia-smi."), evidence)
 
 
 def _shadows(shadows: Sequence[tuple[str, Sequence[str]]], torch_cuda: str | None, out: _Findings) -> None:

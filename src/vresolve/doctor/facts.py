@@ -133,6 +133,9 @@ def _machine_seen(host: Host, gpus: Sequence[HostGpu], unknown: frozenset[str]) 
                + (listed or ("GPUs not shown" if "gpus" in unknown else "no GPU"))]
     elif "driver" in unknown:
         out = ["NVIDIA driver not shown" + (f"; {listed}" if listed else "; GPUs not shown" if "gpus" in unknown else "")]
+    elif host.driver.broken:
+        out = ["NVIDIA GPUs without a driver" if host.driver.state == "not-installed"
+               else "NVIDIA driver installed, not working"]
     else:
         out = ["no NVIDIA driver or GPU"]
     if host.platform.l4t is not None:

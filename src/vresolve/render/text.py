@@ -117,9 +117,14 @@ def _driver_rows(h: Host) -> list[tuple[str, str, str]]:
                                                         else ""), d.source or ""))
         rows.append(("CUDA (driver)", str(d.cuda or "unknown"), d.cuda_source or ""))
     else:
-        rows.append(("NVIDIA driver", "none found", ""))
+        rows.append(("NVIDIA driver", "not answering" if d.state == "broken" else "none found", ""))
     if d.nvml_library_mismatch:
-        rows.append(("NVML", "driver/library version mismatch", ""))
+        rows.append(("NVML", "driver/library version mismatch"
+                     + (f" (library {d.library_version})" if d.library_version else ""), ""))
+    if d.broken:
+        rows.append(("driver state", ("GPUs without a driver" if d.state == "not-installed"
+                                      else "installed but not working") + f": {d.failure or 'no probe answered'}", ""))
+        rows += [("evidence", e, "") for e in d.evidence]
     if not h.gpus:
         rows.append(("GPUs", "none", ""))
     for g in h.gpus:
