@@ -133,6 +133,8 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
         "releases": [{
             "version": str(r.version), **({"cuda": str(r.cuda)} if r.cuda is not None else {}),
             **({"kernels": _kernels(r.kernels)} if r.kernels is not None else {}),
+            **({"kernel_modules": [{"module": k.module, "platforms": list(k.platforms), **_archlist(k.archs),
+                                    **_prov(k.provenance)} for k in r.kernel_modules]} if r.kernel_modules else {}),
             **({"build": _source_build(r.build)} if r.build is not None else {}),
             **({"variants": [{
                 "variant": v.variant, **({"cuda": str(v.cuda)} if v.cuda is not None else {}),

@@ -36,6 +36,7 @@ from .model import (
     JetPack,
     JetsonTorch,
     JetsonWheels,
+    KernelModule,
     Kernels,
     KnownIssue,
     Matrix,
@@ -573,7 +574,7 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
     index = _read_index(doc, r)
     releases = []
     for row, d in r.rows(doc, "releases", "version"):
-        r.known(d, row, ("version", "cuda", "kernels", "variants", "build", *_PROV))
+        r.known(d, row, ("version", "cuda", "kernels", "kernel_modules", "variants", "build", *_PROV))
         version = r.version(d, "version", row)
         if version is not None:
             r.once(("release", version), "release", row, "version")
@@ -587,12 +588,34 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
             variant = _read_vllm_variant(vd, row, f"variants[{i}]", r, version)
             if variant is not None:
                 variants.append(variant)
+        modules = _read_kernel_modules(d, row, r)
         prov = r.provenance(d, row)
         if version is not None and prov is not None:
             releases.append(VllmRelease(version=version, cuda=cuda, kernels=kernels,
                                         variants=tuple(variants), wheels=wheels.get(version, ()),
-                                        provenance=prov, build=build))
+                                        provenance=prov, build=build, kernel_modules=modules))
     return index, tuple(releases)
+
+
+def _read_kernel_modules(d: dict[str, Any], row: str, r: _Rows) -> tuple[KernelModule, ...]:
+    """A release's ``kernel_modules``: compiled extensions with arch lists of their own, per platform."""
+    out = []
+    for i, raw in enumerate(r.get(d, "kernel_modules", row, list, required=False) or ()):
+        fld = f"kernel_modules[{i}]"
+        md = r.mapping(raw, row, fld)
+        if md is None:
+            continue
+        r.known(md, row, ("module", "platforms", "sass", "ptx", *_PROV), prefix=fld + ".")
+        name = r.get(md, "module", row, str, fld=f"{fld}.module")
+        plats = r.strings(md, "platforms", row, fld=f"{fld}.platforms")
+        for p in plats or ():
+            if p not in PLATFORMS:
+                r.problem(row, f"{fld}.platforms", f"unknown platform {shown(p)}")
+        archs = _read_archlist({k: md[k] for k in ("sass", "ptx") if k in md}, fld, row, r)
+        prov = r.provenance(md, f"{row} {fld}")
+        if name is not None and plats is not None and archs is not None and prov is not None:
+            out.append(KernelModule(module=name, platforms=plats, archs=archs, provenance=prov))
+    return tuple(out)
 
 
 def _read_vllm_variant(raw: Any, row: str, fld: str, r: _Rows, version: Version | None) -> VllmVariant | None:

@@ -206,6 +206,18 @@ class Kernels:
 
 
 @dataclass(frozen=True, kw_only=True)
+class KernelModule:
+    """A compiled extension of a vLLM release whose arch list is its own (``vllm_flash_attn/_vllm_fa2_C``): it is
+    optional (a GPU it does not cover does not use it), but a GPU it covers only through PTX needs the PTX JIT,
+    and so the toolkit's own driver floor, as a build's kernels do."""
+
+    module: str
+    platforms: tuple[str, ...]  # the builds of the release on these platforms carry it so
+    archs: ArchList
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True)
 class SourceBuild:
     """How a vLLM release builds from source (its CMakeLists, setup.py and scripts at the tag)."""
 
@@ -263,6 +275,7 @@ class VllmRelease:
     wheels: tuple[Wheel, ...]  # PyPI's wheels (generated)
     provenance: Provenance
     build: SourceBuild | None = None
+    kernel_modules: tuple[KernelModule, ...] = ()  # extensions with arch lists of their own (FlashAttention-2)
 
     def wheels_for(self, platform: str) -> tuple[Wheel, ...]:
         """This platform's wheels, the highest build tag first (what installers pick)."""

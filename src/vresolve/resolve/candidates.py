@@ -237,6 +237,23 @@ def coverage(archs: ArchList, gpus: Sequence[HostGpu]) -> tuple[list[HostGpu], l
     return missing, ptx
 
 
+def module_ptx(v: VllmBuild, platform: str, gpus: Sequence[HostGpu]) -> tuple[list[HostGpu], list[str]]:
+    """(GPUs that some kernel module of this build reaches only through PTX, those modules' names). A module is
+    optional: a GPU it does not cover at all does not use it; one it covers only through PTX JIT-compiles it."""
+    if v.cuda is None:
+        return [], []
+    ptx: list[HostGpu] = []
+    names = []
+    for k in v.release.kernel_modules:
+        if platform not in k.platforms:
+            continue
+        only = coverage(k.archs, gpus)[1]
+        if only:
+            names.append(k.module)
+            ptx += [g for g in only if g not in ptx]
+    return ptx, names
+
+
 def vllm_builds(matrix: Matrix, platform: str) -> list[VllmBuild]:
     """Every vLLM build for the platform, in the resolver's order of preference.
 

@@ -36,6 +36,7 @@ from .candidates import (
     coverage,
     driver_floor_memo,
     memo,
+    module_ptx,
     served_memo,
     torch_builds,
     vllm_builds,
@@ -181,7 +182,7 @@ class _Checker:
             missing, ptx = coverage(k.archs, self.gpus)
             if missing:
                 return "gpu", f"{c.label}'s kernels ({k.archs}) do not run on {describe_gpus(missing)}"
-            return ("ptx" if ptx else "ok"), ""
+            return ("ptx" if ptx or module_ptx(c, self.platform, self.gpus)[0] else "ok"), ""
         missing, ptx = coverage(c.archs, self.gpus)
         if missing:
             return "gpu", f"{c.label} ({c.archs}) does not run on {describe_gpus(missing)}"
@@ -332,14 +333,16 @@ class Resolution:
 
 
 def _min_driver(matrix: Matrix, res_vllm: VllmBuild, res_torch: TorchBuild, gpus: Sequence[HostGpu],
-                policy: Policy) -> tuple[DriverVersion | None, list[HostGpu]]:
+                policy: Policy, platform: str | None = None) -> tuple[DriverVersion | None, list[HostGpu]]:
     floors: list[DriverVersion] = []
     ptx_all: list[HostGpu] = []
-    for cuda, archs in ((res_vllm.cuda, res_vllm.kernels.archs if res_vllm.kernels else None),
-                        (res_torch.cuda, res_torch.archs)):
+    modules = module_ptx(res_vllm, platform, gpus)[0] if platform is not None else []  # vLLM's own extensions
+    for cuda, archs, more in ((res_vllm.cuda, res_vllm.kernels.archs if res_vllm.kernels else None, modules),
+                              (res_torch.cuda, res_torch.archs, [])):
         if cuda is None:
             continue
         ptx = coverage(archs, gpus)[1] if archs is not None else []
+        ptx += [g for g in more if g not in ptx]
         ptx_all += [g for g in ptx if g not in ptx_all]
         f = driver_floor_memo(matrix, cuda, policy, bool(ptx))
         if f is not None:
@@ -391,7 +394,7 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
         raise ValueError(request.driver_policy)
     v, t, checker = _pick(host, matrix, request)
     gpus = checker.gpus
-    floor, ptx = _min_driver(matrix, v, t, gpus, request.driver_policy)
+    floor, ptx = _min_driver(matrix, v, t, gpus, request.driver_policy, host.platform.tag)
     cudas = [c for c in (v.cuda, t.cuda) if c is not None]
     cuda = max(cudas) if cudas else None
     reasons = _reasons(host, request, v, t, gpus, floor, cuda)
@@ -458,9 +461,11 @@ def _driver_warnings(host: Host, matrix: Matrix, request: Request, v: VllmBuild,
         warnings.append("the CPU backend runs models far slower than a GPU; on a machine with NVIDIA GPUs run "
                         "`vresolve plan --gpu auto` there, or plan for it here with --gpu NAME --driver VERSION")
     if ptx:
-        warnings.append(f"{describe_gpus(ptx)} run{'s' if len(ptx) == 1 else ''} part of the stack only through PTX: "
-                        "the first launch JIT-compiles kernels (slow once), and the driver must be at least the "
-                        "toolkit's own floor")
+        modules = module_ptx(v, host.platform.tag, ptx)[1]
+        which = f" (vLLM's {', '.join(modules)} has no SASS for it)" if modules else ""
+        warnings.append(f"{describe_gpus(ptx)} run{'s' if len(ptx) == 1 else ''} part of the stack only through PTX"
+                        f"{which}: the first launch JIT-compiles kernels (slow once), and the driver must be at least "
+                        "the toolkit's own floor")
     driver = host.driver.version
     if driver is not None and request.driver_policy == "minor-compat" and cuda is not None:
         own = driver_floor_memo(matrix, cuda, "toolkit", False)
