@@ -166,3 +166,39 @@ def test_kernel_modules_are_checked_when_the_matrix_is_read(tmp_path: Path) -> N
     text = str(e.value)
     assert "kernel_modules[0].platforms" in text and "unknown platform 'linux-ppc64'" in text
     assert "kernel_modules[0].sass" in text and "ascending" in text
+
+
+# ------------------------------------------------------------------ a known issue a plan can avoid (H20, cuBLAS 12.1)
+
+
+def test_an_h20_is_planned_a_torch_whose_cublas_runs_there(matrix: Matrix) -> None:
+    """torch's cu121 builds (cuBLAS 12.1.3.1) crash with SIGFPE on an H20 (known_issues.yaml
+    h20-cublas-12-1-sigfpe): a vLLM that pins torch 2.4.0 gets its cu124 build there, and says why; an H100
+    keeps PyPI's cu121; where nothing else fits (--pypi-only), the plan warns with the fix."""
+    request = Request(vllm=SpecifierSet("==0.6.3"))
+    h20 = resolve(_host(matrix, {"gpus": "H20", "driver": "550.144.03", "python": "3.10"}), matrix, request)
+    assert (str(h20.torch.version), h20.torch.variant.variant) == ("2.4.0", "cu124")
+    assert any("torch 2.4.0+cu121 is passed over on NVIDIA H20" in r for r in h20.reasons)
+    h100 = resolve(_host(matrix, {"gpus": "H100", "driver": "550.144.03", "python": "3.10"}), matrix, request)
+    assert h100.torch.variant.variant == "cu121" and not any("passed over" in r for r in h100.reasons)
+    pypi = Request(vllm=SpecifierSet("==0.6.3"), pypi_only=True)
+    forced = resolve(_host(matrix, {"gpus": "H20", "driver": "550.144.03", "python": "3.10"}), matrix, pypi)
+    assert forced.torch.variant.variant == "cu121"
+    (w,) = [w for w in forced.warnings if "h20-cublas-12-1-sigfpe" in w]
+    assert w.startswith("NVIDIA H20 with torch 2.4.0+cu121") and "12.4.5.8" in w
+
+
+def test_applies_to_names_gpus_of_the_matrix(tmp_path: Path) -> None:
+    import shutil
+
+    from vresolve.errors import MatrixError
+
+    root = tmp_path / "m"
+    shutil.copytree(SHIPPED, root)
+    p = root / "known_issues.yaml"
+    p.write_text(p.read_text().replace('applies_to: {gpus: ["NVIDIA H20"], torch_variants: ["cu121"]}',
+                                       'applies_to: {gpus: ["NVIDIA H21"], torch_variants: ["cuda121"]}', 1))
+    with pytest.raises(MatrixError) as e:
+        load_matrix(root)
+    assert "'NVIDIA H21' is not a GPU of gpus.yaml" in str(e.value)
+    assert "invalid variant 'cuda121'" in str(e.value)

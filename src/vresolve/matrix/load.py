@@ -722,7 +722,8 @@ def _read_source_build(b: Any, row: str, r: _Rows) -> SourceBuild | None:
 def _read_known_issues(doc: dict[str, Any], r: _Rows) -> tuple[KnownIssue, ...]:
     out = []
     for row, d in r.rows(doc, "issues", "id"):
-        r.known(d, row, ("id", "cause", "severity", "title", "signals", "signatures", "explanation", "fix", *_PROV))
+        r.known(d, row, ("id", "cause", "severity", "title", "signals", "signatures", "applies_to", "explanation", "fix",
+                         *_PROV))
         ident = r.get(d, "id", row, str)
         if ident is not None:
             r.once(("id", ident), "id", row, "id")
@@ -734,12 +735,31 @@ def _read_known_issues(doc: dict[str, Any], r: _Rows) -> tuple[KnownIssue, ...]:
         explanation = r.get(d, "explanation", row, str)
         fix = r.get(d, "fix", row, str)
         prov = r.provenance(d, row)
+        gpus, variants = _read_applies_to(d, row, r)
         if (ident is not None and cause is not None and severity is not None and title is not None and
             sigs is not None and signals is not None and explanation is not None and fix is not None
                 and prov is not None):
             out.append(KnownIssue(id=ident, cause=cause, severity=severity, title=title, signatures=sigs,
-                                  explanation=explanation, fix=fix, provenance=prov, signals=signals))
+                                  explanation=explanation, fix=fix, provenance=prov, signals=signals, gpus=gpus,
+                                  torch_variants=variants))
     return tuple(out)
+
+
+def _read_applies_to(d: dict[str, Any], row: str, r: _Rows) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A known issue's ``applies_to``: the GPUs (gpus.yaml names, checked with the other cross-references) and
+    torch variants on which a plan meets it."""
+    a = r.mapping(d["applies_to"], row, "applies_to") if d.get("applies_to") is not None else None
+    if a is None:
+        return (), ()
+    r.known(a, row, ("gpus", "torch_variants"), prefix="applies_to.")
+    gpus = r.strings(a, "gpus", row, fld="applies_to.gpus") or ()
+    variants = r.strings(a, "torch_variants", row, fld="applies_to.torch_variants") or ()
+    for v in variants:
+        try:
+            parse_variant(v)
+        except ValueError:
+            r.problem(row, "applies_to.torch_variants", f"invalid variant {shown(v)} (expected cuXYZ or cpu)")
+    return tuple(gpus), tuple(variants)
 
 
 def _read_wheels(doc: dict[str, Any], r: _Rows, package: str) -> dict[Version, tuple[Wheel, ...]]:

@@ -308,6 +308,13 @@ class KnownIssue:
     #: the typed error lines (doctor's evidence reader's signal codes, e.g. ``driver-too-old``) that show this
     #: issue by themselves, wherever they come from
     signals: tuple[str, ...] = ()
+    #: where a plan can avoid it (``applies_to``): torch builds of these variants on these GPUs (gpus.yaml names)
+    gpus: tuple[str, ...] = ()
+    torch_variants: tuple[str, ...] = ()
+
+    def applies(self, gpu: str, torch_variant: str) -> bool:
+        """Whether a plan of this torch variant on this GPU (its gpus.yaml name) meets this issue."""
+        return gpu in self.gpus and torch_variant in self.torch_variants
 
     def patterns(self) -> tuple[re.Pattern[str], ...]:
         return tuple(re.compile(s, re.MULTILINE) for s in self.signatures)  # re caches compiled patterns

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
@@ -39,6 +39,7 @@ from .candidates import (
     module_ptx,
     served_memo,
     torch_builds,
+    torch_issues,
     vllm_builds,
     where_text,
 )
@@ -237,6 +238,8 @@ class _Provider(AbstractProvider):
         self.torch = memo(("torch-builds", matrix.revision, checker.platform),
                            lambda: torch_builds(matrix, checker.platform))
         self.torch_versions = sorted(self.torch, reverse=True)
+        self.matrix = matrix
+        self.avoid = any(k.gpus for k in matrix.known_issues) and bool(checker.gpus)
 
     def identify(self, requirement_or_candidate: Any) -> str:
         return requirement_or_candidate.name
@@ -258,6 +261,10 @@ class _Provider(AbstractProvider):
             pins = {r.version for r in reqs if isinstance(r, TorchRequirement)}
             versions = [v for v in self.torch_versions if not pins or v in pins]
             pool = [e for v in versions for e in checker.pool(("torch", v), self.torch[v])]
+            if self.avoid:  # a build that meets a known issue on these GPUs comes after the others of its version
+                rank = {v: i for i, v in enumerate(versions)}
+                pool.sort(key=lambda e: (rank[e[0].version], isinstance(e[0], TorchBuild)
+                                         and bool(torch_issues(self.matrix, checker.gpus, e[0]))))
         seen: dict[int, bool] = {}
 
         def matches() -> Iterator[Candidate]:
@@ -397,14 +404,27 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
     floor, ptx = _min_driver(matrix, v, t, gpus, request.driver_policy, host.platform.tag)
     cudas = [c for c in (v.cuda, t.cuda) if c is not None]
     cuda = max(cudas) if cudas else None
-    reasons = _reasons(host, request, v, t, gpus, floor, cuda)
+    reasons = _reasons(host, request, v, t, gpus, floor, cuda) + _avoided(matrix, gpus, t)
     warnings = _stack_warnings(host, v, t) + _driver_warnings(host, matrix, request, v, ptx, floor, cuda)
+    warnings += [f"{g.name} with torch {t.version}+{t.variant.variant}: {k.title} (known issue {k.id}; no other "
+                 f"torch build fits this request): {k.fix}" for k, g in torch_issues(matrix, gpus, t)]
     glibc_floor = _glibc_floor(host, matrix, v, t, reasons, warnings)
     rejections = functools.cache(lambda: tuple(checker.rejections))
     return Resolution(host=host, request=request, vllm=v, torch=t,
                       companions={k: _exact_text(s) for k, s in v.pins.items() if k in COMPANIONS},
                       cuda=cuda, min_driver=floor, ptx_gpus=tuple(ptx), glibc_floor=glibc_floor,
                       reasons=tuple(reasons), warnings=tuple(warnings), turned_down=rejections)
+
+
+def _avoided(matrix: Matrix, gpus: Sequence[HostGpu], t: TorchBuild) -> list[str]:
+    """Why another build of this torch was passed over: a known issue it meets on these GPUs."""
+    out = []
+    for x in t.release.variants:
+        if x.variant == t.variant.variant:
+            continue
+        for k, g in torch_issues(matrix, gpus, replace(t, variant=x)):
+            out.append(f"torch {t.version}+{x.variant} is passed over on {g.name}: {k.title} (known issue {k.id})")
+    return out
 
 
 def _pick(host: Host, matrix: Matrix, request: Request) -> tuple[VllmBuild, TorchBuild, _Checker]:
