@@ -699,3 +699,95 @@ def test_a_fleet_of_jetsons_alone(fleet: dict[str, Path], capsys: pytest.Capture
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "every node is a Jetson" in err
     assert not (tmp_path / "lock").exists()
+
+
+# --------------------------------------------------------------------------- a Jetson named by its capability
+
+
+def _plan_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]:
+    rc = main(["plan", *argv, "--python", "3.10", "--json"])
+    return rc, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(("cap", "name", "flags"), [
+    ("sm_87", "Jetson AGX Orin", []),  # no JetPack: the module's JetPacks, the way of the newest, a warning
+    ("sm_87", "Jetson AGX Orin", ["--jetpack", "6.2"]),  # the refusal that asks for --jetson-index
+    ("8.7", "Jetson AGX Orin", ["--jetpack", "6.2", "--jetson-index", "https://jetson.example/"]),  # the index's wheels
+    ("sm_87", "Jetson AGX Orin", ["--jetpack", "5.1.2"]),  # JetPack 5: told to upgrade
+    ("sm_72", "Jetson AGX Xavier", []),  # JetPack 5 its last: no way
+    ("sm_53", "Jetson Nano", []),  # no JetPack in the matrix for it
+    ("sm_110", "Jetson AGX Thor", ["--jetpack", "7.0"]),  # the unified ARM wheels
+])
+def test_a_jetson_named_by_its_capability_is_planned_as_that_jetson(
+        capsys: pytest.CaptureFixture[str], cap: str, name: str, flags: list[str]) -> None:
+    """Only a Jetson module has sm_87 (Orin), sm_72 (Xavier), sm_53/sm_62 (Tegra X1/X2), sm_110 (Thor): on aarch64
+    the capability gets that Jetson's answer, the same JSON as its name, never the server-ARM (SBSA) plan."""
+    args = ["--platform", "linux-aarch64", *flags]
+    by_cap, by_name = _plan_json(capsys, "--gpu", cap, *args), _plan_json(capsys, "--gpu", name, *args)
+    assert by_cap == by_name
+    rc, p = by_cap
+    if rc == 0:  # the stack of a Thor (the unified ARM build of its JetPack) or of the Orin's index path
+        assert any("JetPack" in r for r in p["reasons"])
+    else:
+        assert rc == 1 and "Jetson" in p["error"]["message"]
+
+
+def test_the_capability_of_an_orin_plans_the_orin_not_the_server_arm_stack(capsys: pytest.CaptureFixture[str]) -> None:
+    """The case of the issue: sm_87 on aarch64 was planned as a server-ARM GPU (a generic aarch64 stack, exit 0)."""
+    rc = main(["plan", "--gpu", "sm_87", "--platform", "linux-aarch64", "--python", "3.10"])
+    out = capsys.readouterr()
+    assert rc == 1 and "this Jetson (Orin, sm_87)" in out.err and "vLLM stack for" not in out.out
+
+
+@pytest.mark.parametrize(("cap", "module"), [("sm_87", "Orin"), ("2xsm_72", "Xavier"), ("sm_62", "NVIDIA Tegra X2"),
+                                             ("sm_90,sm_87", "Orin")])
+def test_a_jetsons_capability_on_x86_64_is_no_gpu(capsys: pytest.CaptureFixture[str], cap: str, module: str) -> None:
+    """No x86_64 GPU has a Jetson's capability: a usage error (exit 2, one line) naming the module and the platform
+    that has it, not a plan for a GPU that does not exist."""
+    rc = main(["plan", "--gpu", cap, "--platform", "linux-x86_64", "--driver", "580.95.05"])
+    out = capsys.readouterr()
+    assert rc == 2 and out.out == "" and out.err.count("\n") == 1
+    assert out.err.startswith("vresolve: error: --gpu: no linux-x86_64 GPU has compute capability sm_")
+    assert f"only a Jetson module's ({module}:" in out.err and "--platform linux-aarch64" in out.err
+
+
+def test_without_platform_a_jetsons_capability_is_its_name(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --platform the capability names the board as its name does (a Jetson is aarch64 whatever this
+    machine is): the same answer as --gpu "Jetson AGX Orin"."""
+    assert _plan_json(capsys, "--gpu", "sm_87", "--jetpack", "6.2") == \
+        _plan_json(capsys, "--gpu", "Jetson AGX Orin", "--jetpack", "6.2")
+
+
+def test_sm90_on_aarch64_is_still_the_server_arm_stack(capsys: pytest.CaptureFixture[str]) -> None:
+    """sm_90 is not only a Jetson's (GH200, H100, ...): on aarch64 it keeps the generic (SBSA) stack of a GH200."""
+    args = ["--platform", "linux-aarch64", "--driver", "580.95.05", "--python", "3.12", "--json"]
+    rc = main(["plan", "--gpu", "sm_90", *args])
+    by_cap = json.loads(capsys.readouterr().out)
+    rc2 = main(["plan", "--gpu", "GH200", *args])
+    by_name = json.loads(capsys.readouterr().out)
+    assert rc == rc2 == 0 and by_cap["stack"] == by_name["stack"]
+    assert not any("Jetson" in r or "JetPack" in r for r in by_cap["reasons"])
+
+
+def test_a_fleet_node_given_only_a_capability(fleet: dict[str, Path], capsys: pytest.CaptureFixture[str],
+                                              tmp_path: Path) -> None:
+    """A node whose GPU the inventory gives only by its capability (a name the matrix does not know): on aarch64,
+    planned apart as that Jetson (the same answer as a node whose GPU is named Orin); on x86_64, a failed node
+    saying why."""
+    def node(name: str, gpu: str, machine: str = "aarch64") -> str:
+        f = tmp_path / f"{name}.json"
+        f.write_text(json.dumps({"schema": "vresolve.detect/1", "host": {
+            "gpus": [{"index": 0, "name": gpu, "compute_capability": "8.7"}], "driver": {"version": "540.4.0"},
+            "platform": {"os": "linux", "machine": machine}, "python": "3.10.12"}}))
+        return str(f)
+
+    rc, p = _fleet_plan(capsys, node("board", "sm_87"), str(fleet["h100"]))
+    rc2, q = _fleet_plan(capsys, node("board", "Orin"), str(fleet["h100"]))
+    assert rc == rc2 == 1 and p["apart"] == q["apart"] == ["board"] and not p["failed"]
+    (by_cap,) = [g for g in p["groups"] if g["apart"]]
+    (by_name,) = [g for g in q["groups"] if g["apart"]]
+    assert by_cap["why_not"] == by_name["why_not"] and "this Jetson (Orin, sm_87)" in by_cap["why_not"]
+    assert p["common"] == q["common"] and set(p["common"]["per_platform"]) == {"linux-x86_64"}
+    rc, p = _fleet_plan(capsys, node("x86", "sm_87", "x86_64"), str(fleet["h100"]))
+    assert rc == 0 and [f["host"] for f in p["failed"]] == ["x86"]
+    assert "only a Jetson module (Orin), an aarch64 board, has it" in p["failed"][0]["why"]

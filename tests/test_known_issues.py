@@ -97,3 +97,23 @@ def test_shipped_signatures_have_no_nested_lookaround(issues) -> None:  # type: 
     from vresolve.matrix.patterns import backtracking_problem
 
     assert [s for k in issues for s in k.signatures if backtracking_problem(s)] == []
+
+
+def test_h20_cublas_sigfpe_is_named_with_the_cublas_that_fixes_it(tmp_path: Path) -> None:
+    """vllm#2798's crash on an H20 (SIGFPE, first frame in cublasLt): the row names cuBLAS 12.1 (torch cu121) and
+    the newer cuBLAS that runs; a SIGFPE elsewhere, or a cublasLt frame under another signal, is not it."""
+    _, body = _header(DATA / "logs" / "cuda-variant-mismatch__h20-cublas-12.1-sigfpe-backtrace.txt")
+    log = tmp_path / "log.txt"
+    log.write_text(body, encoding="utf-8")
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        main(["doctor", "--no-env", "--log", str(log), "--json"])
+    (f,) = [f for f in json.loads(out.getvalue())["findings"] if "H20" in f["title"]]
+    assert f["cause"] == "cuda-variant-mismatch" and "12.4.5.8" in f["fix"] and "cu121" in f["title"]
+    assert any("Caught signal 8" in e for e in f["evidence"])
+    (row,) = [k for k in load_matrix(SHIPPED).known_issues if k.id == "h20-cublas-12-1-sigfpe"]
+    other = body.replace("cublasLt_for_cublas_ZZZ", "at::native::add_kernel")
+    assert not any(p.search(other) for p in row.patterns())
+    assert not any(p.search(body.replace("Caught signal 8 (Floating point exception: integer divide by zero)",
+                                         "Caught signal 11 (Segmentation fault: address not mapped)"))
+                   for p in row.patterns())

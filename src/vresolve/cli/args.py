@@ -418,9 +418,10 @@ def plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
     gpu = args.gpu.strip()
     if gpu.lower() == "auto":
         host, detected_by = _this_machine(args, m, glibc)
-        from ..resolve.jetson import with_board_gpu
+        from ..resolve.jetson import named_by_capability, with_board_gpu
 
         host = with_board_gpu(host, m)  # a Jetson without NVML: its module, named by the board
+        host = named_by_capability(host, m)  # a GPU of a capability only a Jetson has, by a name the matrix lacks
         if not host.gpus:
             request = replace(request, cpu=True)
         return m, host, request, detected_by

@@ -131,8 +131,29 @@ def target_host(matrix: Matrix, *, gpus: str, driver: str | None, python: str | 
     plat = base.platform
     if platform:
         plat = parse_platform(platform)
-    return Host(driver=drv, gpus=gpu_list, python=parse_python(python) if python else base.python,
+    host = Host(driver=drv, gpus=gpu_list, python=parse_python(python) if python else base.python,
                 platform=PlatformInfo(os=plat.os, machine=plat.machine, glibc=glibc))
+    return _jetson_by_capability(matrix, host, given=platform is not None)
+
+
+def _jetson_by_capability(matrix: Matrix, host: Host, *, given: bool) -> Host:
+    """``--gpu sm_87`` is a Jetson Orin, planned as ``--gpu "Jetson AGX Orin"`` is (likewise sm_72 Xavier,
+    sm_53/sm_62 the Tegra X1/X2 boards, sm_110 Thor): only a Jetson module has that capability. With
+    ``--platform linux-x86_64`` it is no GPU that exists: a usage error naming the module and its platform."""
+    from dataclasses import replace
+
+    from ..resolve.jetson import capability_only_jetson
+
+    gpus = []
+    for g in host.gpus:
+        row = capability_only_jetson(g, matrix)
+        if row is not None and given and host.platform.machine != "aarch64":
+            raise UsageError(f"--gpu: no {host.platform.tag} GPU has compute capability {g.name}: only a Jetson "
+                             f"module's ({row.name}: {', '.join(row.aliases[:3]) or row.name}), an aarch64 board "
+                             "(plan it with --platform linux-aarch64, or name the GPU)")
+        gpus.append(g if row is None else
+                    replace(g, name=row.name, compute_capability=row.compute_capability, cc_source="matrix"))
+    return replace(host, gpus=tuple(gpus))
 
 
 def parse_platform(text: str) -> PlatformInfo:

@@ -24,7 +24,14 @@ from packaging.version import Version
 
 from ..host import DriverInfo, Host, HostGpu, PlatformInfo, describe_gpus
 from ..resolve import NoCompatibleStack, Request, Resolution, Stack, resolve
-from ..resolve.jetson import JetsonWheelChoice, is_jetson, jetson_wheel_choice, with_board_gpu
+from ..resolve.jetson import (
+    JetsonWheelChoice,
+    capability_only_jetson,
+    is_jetson,
+    jetson_wheel_choice,
+    named_by_capability,
+    with_board_gpu,
+)
 from .inventory import Failed, FleetHost, Inventory
 
 if TYPE_CHECKING:
@@ -171,13 +178,20 @@ def plan_fleet(inv: Inventory, m: Matrix, request: Request, *, python: Version |
 
 
 def _usable(inv: Inventory, m: Matrix) -> tuple[list[FleetHost], tuple[Failed, ...]]:
-    """The hosts a plan can use (a Jetson that listed no GPU gets its board's); a GPU whose compute capability is
-    unknown makes its host a failure."""
+    """The hosts a plan can use (a Jetson that listed no GPU gets its board's; an aarch64 GPU known only by a
+    capability that only a Jetson module has is that module's); a GPU whose compute capability is unknown, or is
+    only a Jetson's on an x86_64 host, makes its host a failure."""
     usable, failed = [], list(inv.failed)
-    for fh in (replace(fh, host=with_board_gpu(fh.host, m)) for fh in inv.hosts):
+    for fh in (replace(fh, host=named_by_capability(with_board_gpu(fh.host, m), m)) for fh in inv.hosts):
         unknown = [g.name for g in fh.host.gpus if g.compute_capability is None]
+        jetson = [(g, row) for g in fh.host.gpus if (row := capability_only_jetson(g, m)) is not None]
         if unknown:
             failed.append(Failed(host=fh.name, why=f"compute capability of {', '.join(sorted(set(unknown)))} unknown"))
+        elif jetson:
+            g, row = jetson[0]
+            failed.append(Failed(host=fh.name, why=f"GPU {g.name!r} of compute capability {row.compute_capability.sm} on "
+                                                   f"{fh.host.platform.tag}: only a Jetson module ({row.name}), an "
+                                                   "aarch64 board, has it"))
         else:
             usable.append(fh)
     return usable, tuple(failed)

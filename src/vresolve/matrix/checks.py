@@ -108,6 +108,12 @@ def _check_issues(m: Matrix, docs: Docs, p: Report) -> None:
         if cause not in causes:
             p("known_issues.yaml", "issues", "cause", f"no row for cause {cause!r} (doctor explains every cause "
                                                       "from this table)")
+    names = {g.name for g in m.gpus}
+    for i, k in enumerate(m.known_issues):
+        for gpu in k.gpus:
+            if gpu not in names:
+                p("known_issues.yaml", f"issues[{i}] '{k.id}'", "applies_to.gpus",
+                  f"{gpu!r} is not a GPU of gpus.yaml (by its name)")
 
 
 def _check_cuda(m: Matrix, p: Report) -> None:

@@ -145,6 +145,8 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
         "releases": [{
             "version": str(r.version), **({"cuda": str(r.cuda)} if r.cuda is not None else {}),
             **({"kernels": _kernels(r.kernels)} if r.kernels is not None else {}),
+            **({"kernel_modules": [{"module": k.module, "platforms": list(k.platforms), **_archlist(k.archs),
+                                    **_prov(k.provenance)} for k in r.kernel_modules]} if r.kernel_modules else {}),
             **({"build": _source_build(r.build)} if r.build is not None else {}),
             **({"closure": [_glibc_fact(c) for c in r.closure]} if r.closure else {}),
             **({"variants": [{
@@ -160,7 +162,9 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
     issues = {"issues": [{
         "id": k.id, "cause": k.cause, "severity": k.severity, "title": k.title,
         **({"signals": list(k.signals)} if k.signals else {}),
-        **({"signatures": list(k.signatures)} if k.signatures else {}), "explanation": k.explanation, "fix": k.fix,
+        **({"signatures": list(k.signatures)} if k.signatures else {}),
+        **({"applies_to": {"gpus": list(k.gpus), "torch_variants": list(k.torch_variants)}}
+           if k.gpus or k.torch_variants else {}), "explanation": k.explanation, "fix": k.fix,
         **_prov(k.provenance)} for k in m.known_issues]}
     return {
         "cuda.yaml": cuda, "gpus.yaml": gpus, "torch.yaml": torch, "vllm.yaml": vllm,

@@ -38,6 +38,7 @@ from .model import (
     JetPack,
     JetsonTorch,
     JetsonWheels,
+    KernelModule,
     Kernels,
     KnownIssue,
     Matrix,
@@ -576,7 +577,8 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
     index = _read_index(doc, r)
     releases = []
     for row, d in r.rows(doc, "releases", "version"):
-        r.known(d, row, ("version", "cuda", "kernels", "variants", "build", "closure", "carried_from", *_PROV))
+        r.known(d, row, ("version", "cuda", "kernels", "kernel_modules", "variants", "build", "closure", "carried_from",
+                         *_PROV))
         version = r.version(d, "version", row)
         if version is not None:
             r.once(("release", version), "release", row, "version")
@@ -592,13 +594,14 @@ def _read_vllm(doc: dict[str, Any], r: _Rows, wheels: dict[Version, tuple[Wheel,
                 variants.append(variant)
         closure = [_read_glibc_fact(c, row, f"closure[{i}]", r, None)
                    for i, c in enumerate(r.get(d, "closure", row, list, required=False) or ())]
+        modules = _read_kernel_modules(d, row, r)
         prov = r.provenance(d, row)
         carried_from, carried = _read_carried(d, row, r, "vllm.yaml", prov)
         if version is not None and prov is not None:
             releases.append(VllmRelease(version=version, cuda=cuda, kernels=kernels,
                                         variants=tuple(variants), wheels=wheels.get(version, ()),
                                         provenance=prov, build=build, closure=tuple(c for c in closure if c),
-                                        carried_from=carried_from, carried=carried))
+                                        carried_from=carried_from, carried=carried, kernel_modules=modules))
     return index, tuple(releases)
 
 
@@ -622,6 +625,27 @@ def _read_carried(d: dict[str, Any], row: str, r: _Rows, file: str, prov: Proven
         r.problem(row, "carried_from", f"a row with carried facts is verified: unverified (it is {prov.verified}); "
                                        "remove carried_from once the row is reviewed")
     return version, tuple(f for f in fields if f in allowed)
+
+
+def _read_kernel_modules(d: dict[str, Any], row: str, r: _Rows) -> tuple[KernelModule, ...]:
+    """A release's ``kernel_modules``: compiled extensions with arch lists of their own, per platform."""
+    out = []
+    for i, raw in enumerate(r.get(d, "kernel_modules", row, list, required=False) or ()):
+        fld = f"kernel_modules[{i}]"
+        md = r.mapping(raw, row, fld)
+        if md is None:
+            continue
+        r.known(md, row, ("module", "platforms", "sass", "ptx", *_PROV), prefix=fld + ".")
+        name = r.get(md, "module", row, str, fld=f"{fld}.module")
+        plats = r.strings(md, "platforms", row, fld=f"{fld}.platforms")
+        for p in plats or ():
+            if p not in PLATFORMS:
+                r.problem(row, f"{fld}.platforms", f"unknown platform {shown(p)}")
+        archs = _read_archlist({k: md[k] for k in ("sass", "ptx") if k in md}, fld, row, r)
+        prov = r.provenance(md, f"{row} {fld}")
+        if name is not None and plats is not None and archs is not None and prov is not None:
+            out.append(KernelModule(module=name, platforms=plats, archs=archs, provenance=prov))
+    return tuple(out)
 
 
 def _read_vllm_variant(raw: Any, row: str, fld: str, r: _Rows, version: Version | None) -> VllmVariant | None:
@@ -769,7 +793,8 @@ def _read_source_build(b: Any, row: str, r: _Rows) -> SourceBuild | None:
 def _read_known_issues(doc: dict[str, Any], r: _Rows) -> tuple[KnownIssue, ...]:
     out = []
     for row, d in r.rows(doc, "issues", "id"):
-        r.known(d, row, ("id", "cause", "severity", "title", "signals", "signatures", "explanation", "fix", *_PROV))
+        r.known(d, row, ("id", "cause", "severity", "title", "signals", "signatures", "applies_to", "explanation", "fix",
+                         *_PROV))
         ident = r.get(d, "id", row, str)
         if ident is not None:
             r.once(("id", ident), "id", row, "id")
@@ -781,12 +806,31 @@ def _read_known_issues(doc: dict[str, Any], r: _Rows) -> tuple[KnownIssue, ...]:
         explanation = r.get(d, "explanation", row, str)
         fix = r.get(d, "fix", row, str)
         prov = r.provenance(d, row)
+        gpus, variants = _read_applies_to(d, row, r)
         if (ident is not None and cause is not None and severity is not None and title is not None and
             sigs is not None and signals is not None and explanation is not None and fix is not None
                 and prov is not None):
             out.append(KnownIssue(id=ident, cause=cause, severity=severity, title=title, signatures=sigs,
-                                  explanation=explanation, fix=fix, provenance=prov, signals=signals))
+                                  explanation=explanation, fix=fix, provenance=prov, signals=signals, gpus=gpus,
+                                  torch_variants=variants))
     return tuple(out)
+
+
+def _read_applies_to(d: dict[str, Any], row: str, r: _Rows) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A known issue's ``applies_to``: the GPUs (gpus.yaml names, checked with the other cross-references) and
+    torch variants on which a plan meets it."""
+    a = r.mapping(d["applies_to"], row, "applies_to") if d.get("applies_to") is not None else None
+    if a is None:
+        return (), ()
+    r.known(a, row, ("gpus", "torch_variants"), prefix="applies_to.")
+    gpus = r.strings(a, "gpus", row, fld="applies_to.gpus") or ()
+    variants = r.strings(a, "torch_variants", row, fld="applies_to.torch_variants") or ()
+    for v in variants:
+        try:
+            parse_variant(v)
+        except ValueError:
+            r.problem(row, "applies_to.torch_variants", f"invalid variant {shown(v)} (expected cuXYZ or cpu)")
+    return tuple(gpus), tuple(variants)
 
 
 def _read_wheels(doc: dict[str, Any], r: _Rows, package: str) -> dict[Version, tuple[Wheel, ...]]:

@@ -212,6 +212,18 @@ class Kernels:
 
 
 @dataclass(frozen=True, kw_only=True)
+class KernelModule:
+    """A compiled extension of a vLLM release whose arch list is its own (``vllm_flash_attn/_vllm_fa2_C``): it is
+    optional (a GPU it does not cover does not use it), but a GPU it covers only through PTX needs the PTX JIT,
+    and so the toolkit's own driver floor, as a build's kernels do."""
+
+    module: str
+    platforms: tuple[str, ...]  # the builds of the release on these platforms carry it so
+    archs: ArchList
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True)
 class SourceBuild:
     """How a vLLM release builds from source (its CMakeLists, setup.py and scripts at the tag)."""
 
@@ -287,6 +299,7 @@ class VllmRelease:
     closure: tuple[GlibcFact, ...] = ()  # dependencies (not pinned exactly) whose wheels need a newer glibc
     carried_from: Version | None = None  # a row written by refresh: the release its ``carried`` fields come from
     carried: tuple[str, ...] = ()
+    kernel_modules: tuple[KernelModule, ...] = ()  # extensions with arch lists of their own (FlashAttention-2)
 
     def wheels_for(self, platform: str) -> tuple[Wheel, ...]:
         """This platform's wheels, the highest build tag first (what installers pick)."""
@@ -319,6 +332,13 @@ class KnownIssue:
     #: the typed error lines (doctor's evidence reader's signal codes, e.g. ``driver-too-old``) that show this
     #: issue by themselves, wherever they come from
     signals: tuple[str, ...] = ()
+    #: where a plan can avoid it (``applies_to``): torch builds of these variants on these GPUs (gpus.yaml names)
+    gpus: tuple[str, ...] = ()
+    torch_variants: tuple[str, ...] = ()
+
+    def applies(self, gpu: str, torch_variant: str) -> bool:
+        """Whether a plan of this torch variant on this GPU (its gpus.yaml name) meets this issue."""
+        return gpu in self.gpus and torch_variant in self.torch_variants
 
     def patterns(self) -> tuple[re.Pattern[str], ...]:
         return tuple(re.compile(s, re.MULTILINE) for s in self.signatures)  # re caches compiled patterns

@@ -17,7 +17,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from ..host import HostGpu
-from ..matrix import Asset, Kernels, Matrix, Provenance, TorchRelease, TorchVariant, VllmRelease, Wheel
+from ..matrix import Asset, Kernels, KnownIssue, Matrix, Provenance, TorchRelease, TorchVariant, VllmRelease, Wheel
 from ..values import ArchList, DriverVersion, exact_pin, variant_for_cuda
 
 if TYPE_CHECKING:
@@ -245,6 +245,37 @@ def coverage(archs: ArchList, gpus: Sequence[HostGpu]) -> tuple[list[HostGpu], l
         else:
             missing.append(g)
     return missing, ptx
+
+
+def torch_issues(matrix: Matrix, gpus: Sequence[HostGpu], t: TorchBuild) -> list[tuple[KnownIssue, HostGpu]]:
+    """The known issues (``applies_to``) this torch build meets on these GPUs: a plan prefers another build."""
+    out = []
+    for k in matrix.known_issues:
+        if not k.gpus:
+            continue
+        for g in gpus:
+            row = matrix.find_gpu(g.name)
+            if row is not None and k.applies(row.name, t.variant.variant):
+                out.append((k, g))
+                break
+    return out
+
+
+def module_ptx(v: VllmBuild, platform: str, gpus: Sequence[HostGpu]) -> tuple[list[HostGpu], list[str]]:
+    """(GPUs that some kernel module of this build reaches only through PTX, those modules' names). A module is
+    optional: a GPU it does not cover at all does not use it; one it covers only through PTX JIT-compiles it."""
+    if v.cuda is None:
+        return [], []
+    ptx: list[HostGpu] = []
+    names = []
+    for k in v.release.kernel_modules:
+        if platform not in k.platforms:
+            continue
+        only = coverage(k.archs, gpus)[1]
+        if only:
+            names.append(k.module)
+            ptx += [g for g in only if g not in ptx]
+    return ptx, names
 
 
 def vllm_builds(matrix: Matrix, platform: str) -> list[VllmBuild]:

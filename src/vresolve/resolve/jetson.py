@@ -29,7 +29,8 @@ from .explain import Cause, NoCompatibleStack
 from .provider import Resolution, Stack, resolve
 
 __all__ = ["Jetson", "jetson_of", "resolve_jetson", "find_jetpack", "with_board_gpu", "effective_jetpack",
-           "runs_unified_arm", "JetsonWheelChoice", "jetson_wheel_choice", "index_wheels", "is_jetson"]
+           "runs_unified_arm", "JetsonWheelChoice", "jetson_wheel_choice", "index_wheels", "is_jetson",
+           "jetson_by_capability", "capability_only_jetson", "named_by_capability"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -84,6 +85,34 @@ def with_board_gpu(host: Host, matrix: Matrix) -> Host:
     row = found[0]
     return replace(host, gpus=(HostGpu(index=0, name=row.name, compute_capability=row.compute_capability,
                                        source="device tree model", cc_source="matrix"),))
+
+
+def jetson_by_capability(matrix: Matrix, cc: Capability) -> Gpu | None:
+    """The Jetson module whose GPU alone has this compute capability (8.7: Orin, 7.2: Xavier, 5.3/6.2: the Tegra
+    X1/X2 boards), or None: a capability that some other GPU of gpus.yaml has too (9.0: GH200 and the Hopper
+    cards), or none has, names no Jetson."""
+    rows = [g for g in matrix.gpus if (g.compute_capability.major, g.compute_capability.minor) == (cc.major, cc.minor)]
+    return rows[0] if len(rows) == 1 and rows[0].segment == "jetson" else None
+
+
+def capability_only_jetson(g: HostGpu, matrix: Matrix) -> Gpu | None:
+    """The Jetson module a GPU known only by its capability is (``--gpu sm_87``, an inventory's GPU whose name
+    the matrix does not know), or None (a GPU the matrix knows by name, or a capability not only a Jetson's)."""
+    if g.compute_capability is None or matrix.find_gpu(g.name) is not None:
+        return None
+    return jetson_by_capability(matrix, g.compute_capability)
+
+
+def named_by_capability(host: Host, matrix: Matrix) -> Host:
+    """An aarch64 host's GPUs known only by a capability that only a Jetson module has, renamed as that module's
+    GPU (as ``--gpu "Jetson AGX Orin"`` names it), so that the host is planned as that Jetson and not with the
+    server-ARM (SBSA) wheels. Other hosts are returned as they are: on x86_64 no GPU has such a capability, which
+    is the caller's to refuse."""
+    if host.platform.machine != "aarch64":
+        return host
+    gpus = tuple(replace(g, name=row.name, compute_capability=row.compute_capability, cc_source="matrix") if (row := capability_only_jetson(g, matrix)) else g
+                 for g in host.gpus)
+    return replace(host, gpus=gpus) if gpus != host.gpus else host
 
 
 def _from_l4t(matrix: Matrix, l4t: Version, module: Gpu | None) -> tuple[JetPack | None, tuple[str, ...]]:

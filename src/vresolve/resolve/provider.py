@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
@@ -37,8 +37,10 @@ from .candidates import (
     coverage,
     driver_floor_memo,
     memo,
+    module_ptx,
     served_memo,
     torch_builds,
+    torch_issues,
     vllm_builds,
     where_text,
 )
@@ -186,7 +188,7 @@ class _Checker:
             missing, ptx = coverage(k.archs, self.gpus)
             if missing:
                 return "gpu", f"{c.label}'s kernels ({k.archs}) do not run on {describe_gpus(missing)}"
-            return ("ptx" if ptx else "ok"), ""
+            return ("ptx" if ptx or module_ptx(c, self.platform, self.gpus)[0] else "ok"), ""
         missing, ptx = coverage(c.archs, self.gpus)
         if missing:
             return "gpu", f"{c.label} ({c.archs}) does not run on {describe_gpus(missing)}"
@@ -246,6 +248,8 @@ class _Provider(AbstractProvider):
         self.torch = memo(("torch-builds", matrix.revision, checker.platform),
                            lambda: torch_builds(matrix, checker.platform))
         self.torch_versions = sorted(self.torch, reverse=True)
+        self.matrix = matrix
+        self.avoid = any(k.gpus for k in matrix.known_issues) and bool(checker.gpus)
 
     def identify(self, requirement_or_candidate: Any) -> str:
         return requirement_or_candidate.name
@@ -267,6 +271,10 @@ class _Provider(AbstractProvider):
             pins = {r.version for r in reqs if isinstance(r, TorchRequirement)}
             versions = [v for v in self.torch_versions if not pins or v in pins]
             pool = [e for v in versions for e in checker.pool(("torch", v), self.torch[v])]
+            if self.avoid:  # a build that meets a known issue on these GPUs comes after the others of its version
+                rank = {v: i for i, v in enumerate(versions)}
+                pool.sort(key=lambda e: (rank[e[0].version], isinstance(e[0], TorchBuild)
+                                         and bool(torch_issues(self.matrix, checker.gpus, e[0]))))
         seen: dict[int, bool] = {}
 
         def matches() -> Iterator[Candidate]:
@@ -343,14 +351,16 @@ class Resolution:
 
 
 def _min_driver(matrix: Matrix, res_vllm: VllmBuild, res_torch: TorchBuild, gpus: Sequence[HostGpu],
-                policy: Policy) -> tuple[DriverVersion | None, list[HostGpu]]:
+                policy: Policy, platform: str | None = None) -> tuple[DriverVersion | None, list[HostGpu]]:
     floors: list[DriverVersion] = []
     ptx_all: list[HostGpu] = []
-    for cuda, archs in ((res_vllm.cuda, res_vllm.kernels.archs if res_vllm.kernels else None),
-                        (res_torch.cuda, res_torch.archs)):
+    modules = module_ptx(res_vllm, platform, gpus)[0] if platform is not None else []  # vLLM's own extensions
+    for cuda, archs, more in ((res_vllm.cuda, res_vllm.kernels.archs if res_vllm.kernels else None, modules),
+                              (res_torch.cuda, res_torch.archs, [])):
         if cuda is None:
             continue
         ptx = coverage(archs, gpus)[1] if archs is not None else []
+        ptx += [g for g in more if g not in ptx]
         ptx_all += [g for g in ptx if g not in ptx_all]
         f = driver_floor_memo(matrix, cuda, policy, bool(ptx))
         if f is not None:
@@ -402,11 +412,13 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
         raise ValueError(request.driver_policy)
     v, t, checker = _pick(host, matrix, request)
     gpus = checker.gpus
-    floor, ptx = _min_driver(matrix, v, t, gpus, request.driver_policy)
+    floor, ptx = _min_driver(matrix, v, t, gpus, request.driver_policy, host.platform.tag)
     cudas = [c for c in (v.cuda, t.cuda) if c is not None]
     cuda = max(cudas) if cudas else None
-    reasons = _reasons(host, request, v, t, gpus, floor, cuda)
+    reasons = _reasons(host, request, v, t, gpus, floor, cuda) + _avoided(matrix, gpus, t)
     warnings = _stack_warnings(host, v, t) + _driver_warnings(host, matrix, request, v, ptx, floor, cuda)
+    warnings += [f"{g.name} with torch {t.version}+{t.variant.variant}: {k.title} (known issue {k.id}; no other "
+                 f"torch build fits this request): {k.fix}" for k, g in torch_issues(matrix, gpus, t)]
     glibc_floor, glibc_by = _glibc_floor(host, matrix, v, t, reasons, warnings)
     if checker.unknown_glibc and not request.allow_unknown_glibc:
         warnings += _set_aside(host, matrix, request, v)
@@ -415,6 +427,17 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
                       companions={k: _exact_text(s) for k, s in v.pins.items() if k in COMPANIONS},
                       cuda=cuda, min_driver=floor, ptx_gpus=tuple(ptx), glibc_floor=glibc_floor, glibc_by=glibc_by,
                       reasons=tuple(reasons), warnings=tuple(warnings), turned_down=rejections)
+
+
+def _avoided(matrix: Matrix, gpus: Sequence[HostGpu], t: TorchBuild) -> list[str]:
+    """Why another build of this torch was passed over: a known issue it meets on these GPUs."""
+    out = []
+    for x in t.release.variants:
+        if x.variant == t.variant.variant:
+            continue
+        for k, g in torch_issues(matrix, gpus, replace(t, variant=x)):
+            out.append(f"torch {t.version}+{x.variant} is passed over on {g.name}: {k.title} (known issue {k.id})")
+    return out
 
 
 def _pick(host: Host, matrix: Matrix, request: Request) -> tuple[VllmBuild, TorchBuild, _Checker]:
@@ -471,9 +494,11 @@ def _driver_warnings(host: Host, matrix: Matrix, request: Request, v: VllmBuild,
         warnings.append("the CPU backend runs models far slower than a GPU; on a machine with NVIDIA GPUs run "
                         "`vresolve plan --gpu auto` there, or plan for it here with --gpu NAME --driver VERSION")
     if ptx:
-        warnings.append(f"{describe_gpus(ptx)} run{'s' if len(ptx) == 1 else ''} part of the stack only through PTX: "
-                        "the first launch JIT-compiles kernels (slow once), and the driver must be at least the "
-                        "toolkit's own floor")
+        modules = module_ptx(v, host.platform.tag, ptx)[1]
+        which = f" (vLLM's {', '.join(modules)} has no SASS for it)" if modules else ""
+        warnings.append(f"{describe_gpus(ptx)} run{'s' if len(ptx) == 1 else ''} part of the stack only through PTX"
+                        f"{which}: the first launch JIT-compiles kernels (slow once), and the driver must be at least "
+                        "the toolkit's own floor")
     driver = host.driver.version
     if driver is not None and request.driver_policy == "minor-compat" and cuda is not None:
         own = driver_floor_memo(matrix, cuda, "toolkit", False)
