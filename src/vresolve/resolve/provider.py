@@ -42,6 +42,7 @@ from .candidates import (
     where_text,
 )
 from .explain import NoCompatibleStack, explain
+from .gpudriver import refuse_unsupported_driver
 
 if TYPE_CHECKING:
     from typing import Literal
@@ -389,13 +390,14 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
                 return res
     if request.driver_policy not in POLICIES:
         raise ValueError(request.driver_policy)
+    gpu_driver = [] if request.cpu else refuse_unsupported_driver(host, matrix)  # no stack on a driver too old
     v, t, checker = _pick(host, matrix, request)
     gpus = checker.gpus
     floor, ptx = _min_driver(matrix, v, t, gpus, request.driver_policy)
     cudas = [c for c in (v.cuda, t.cuda) if c is not None]
     cuda = max(cudas) if cudas else None
     reasons = _reasons(host, request, v, t, gpus, floor, cuda)
-    warnings = _stack_warnings(host, v, t) + _driver_warnings(host, matrix, request, v, ptx, floor, cuda)
+    warnings = gpu_driver + _stack_warnings(host, v, t) + _driver_warnings(host, matrix, request, v, ptx, floor, cuda)
     glibc_floor = _glibc_floor(host, matrix, v, t, reasons, warnings)
     rejections = functools.cache(lambda: tuple(checker.rejections))
     return Resolution(host=host, request=request, vllm=v, torch=t,
