@@ -41,6 +41,7 @@ class Request:
     jetpack: str | None = None  # --jetpack: the JetPack of a Jetson named on the command line (else from its L4T)
     jetson_index: str | None = None  # --jetson-index: the index of NVIDIA's JetPack wheels (written into hints)
     generic: bool = False  # the host's facts as given, without the Jetson rules (the Jetson planner's own call)
+    gpu_driver: bool = True  # refuse a driver that cannot drive a GPU (False: a fleet's composite host, judged per node)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

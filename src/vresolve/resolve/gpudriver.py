@@ -48,14 +48,19 @@ class DriverGap:
         return f"R{self.support.last_branch}"
 
     @property
-    def text(self) -> str:
-        """``NVIDIA H100 80GB HBM3 (Hopper) needs driver >= 520.56.06 (R520); this machine has 470.57.02``."""
+    def need(self) -> str:
+        """``NVIDIA H100 80GB HBM3 (Hopper) needs driver >= 520.56.06 (R520), the first branch that supports it``."""
         what = f"{self.gpu.name} ({_FAMILY_NAMES.get(self.row.family, self.row.family.capitalize())})"
         if self.kind == "too-old":
-            return (f"{what} needs driver >= {self.support.first} ({self.branch}), the first branch that supports "
-                    f"it; this machine has {self.driver}: install {self.branch} or newer")
-        return (f"{what} is supported up to driver branch {self.branch} only; this machine has {self.driver}: "
-                f"install an {self.branch} driver ({self.support.last_branch}.x)")
+            return f"{what} needs driver >= {self.support.first} ({self.branch}), the first branch that supports it"
+        return f"{what} is supported up to driver branch {self.branch} only"
+
+    @property
+    def text(self) -> str:
+        """The need, this machine's driver and the branch to install."""
+        if self.kind == "too-old":
+            return f"{self.need}; this machine has {self.driver}: install {self.branch} or newer"
+        return f"{self.need}; this machine has {self.driver}: install an {self.branch} driver ({self.support.last_branch}.x)"
 
     @property
     def fix(self) -> str:

@@ -390,7 +390,7 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
                 return res
     if request.driver_policy not in POLICIES:
         raise ValueError(request.driver_policy)
-    gpu_driver = [] if request.cpu else refuse_unsupported_driver(host, matrix)  # no stack on a driver too old
+    gpu_driver = refuse_unsupported_driver(host, matrix) if request.gpu_driver and not request.cpu else []
     v, t, checker = _pick(host, matrix, request)
     gpus = checker.gpus
     floor, ptx = _min_driver(matrix, v, t, gpus, request.driver_policy)
