@@ -409,7 +409,7 @@ def _read_gpus(doc: dict[str, Any], r: _Rows) -> tuple[tuple[Architecture, ...],
         ccs = r.caps(d, "compute_capabilities", row)
         prov = r.provenance(d, row)
         drv = _read_driver_support(d, row, r)
-        if family is not None and ccs is not None and prov is not None and drv is not False:
+        if family is not None and ccs is not None and prov is not None:  # a bad driver: the row without it
             archs.append(Architecture(family=family, compute_capabilities=ccs, provenance=prov, driver=drv or None))
     gpus = []
     for row, d in r.rows(doc, "gpus", "name"):
@@ -427,7 +427,7 @@ def _read_gpus(doc: dict[str, Any], r: _Rows) -> tuple[tuple[Architecture, ...],
         prov = r.provenance(d, row)
         drv = _read_driver_support(d, row, r)
         if (name is not None and names is not None and aliases is not None and cc is not None and
-            family is not None and segment is not None and prov is not None and drv is not False):
+            family is not None and segment is not None and prov is not None):
             gpus.append(Gpu(name=name, names=names, aliases=aliases, compute_capability=cc,
                             family=family, segment=segment, memory_gib=memory, provenance=prov, driver=drv or None))
     return tuple(archs), tuple(gpus)
