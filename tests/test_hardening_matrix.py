@@ -270,7 +270,7 @@ def test_huge_values_are_cut_short_in_problems(tiny_copy: Callable[..., Path]) -
     unknown, cc, segment, row = found
     assert unknown.startswith("gpus.yaml: gpus[0] 'NVIDIA H200': yyyyyyyy") and "yyy...yyy" in unknown and unknown.endswith(
         "yyy: unknown field (expected one of: name, names, aliases, compute_capability, family, segment, "
-        "memory_gib, source, verified, note)")
+        "memory_gib, driver, source, verified, note)")
     assert cc.startswith("gpus.yaml: gpus[0] 'NVIDIA H200': compute_capability: expected str, got list "
                          "[['9.0', '9.0', '9.0', '9.0', '9.0', '9.0', ...], ")
     assert segment.startswith("gpus.yaml: gpus[0] 'NVIDIA H200': segment: invalid value 'xxxxxx")

@@ -96,7 +96,7 @@ BROKEN = [
                   "of the hopper family (9.0)"], id="family-mismatch"),
     pytest.param({"gpus.yaml": _set("gpus.1.sorce", "x")},
                  ["gpus.yaml: gpus[1] 'NVIDIA A100-SXM4-80GB': sorce: unknown field (expected one of: name, "
-                  "names, aliases, compute_capability, family, segment, memory_gib, source, verified, note)"],
+                  "names, aliases, compute_capability, family, segment, memory_gib, driver, source, verified, note)"],
                  id="unknown-field"),
     pytest.param({"cuda.yaml": _set("toolkits.1.min_driver.linux", "580.x")},
                  ["cuda.yaml: toolkits[1] '13.0': min_driver.linux: invalid driver version '580.x' "

@@ -83,8 +83,10 @@ def rows(m: Any, platform: str, families: Sequence[str] | None = None) -> tuple[
         for cc in arch.compute_capabilities:
             names = tuple(g.name for g in m.gpus if g.compute_capability == cc
                           and (platform == "linux-aarch64" or g.segment != "jetson"))
-            # the GPU planned for: one whose name --gpu takes as one name (no comma)
-            plannable = [n for n in names if "," not in n]
+            # the GPU planned for: one whose name --gpu takes as one name (no comma); one the family's first driver
+            # covers before a later part with its own (an L4 or an RTX PRO 6000 is not the first of its family)
+            own = {g.name for g in m.gpus if g.driver is not None}
+            plannable = sorted((n for n in names if "," not in n), key=lambda n: n in own)
             if plannable:
                 out.append(Row(arch.family, str(cc), (plannable[0], *[n for n in names if n != plannable[0]]),
                                _jetson_index_jetpack(m, plannable[0])))

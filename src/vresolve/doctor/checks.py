@@ -49,6 +49,8 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
                 [p for p in host.problems if "mismatch" in p])
     elif host.driver.broken:
         _broken_driver(host, out)
+    if not {"driver", "gpus"} & unknown:
+        _driver_cannot_drive(host, matrix, out.add)
     if env is not None:
         _environment(host, matrix, env, gpus, out.add, unknown)
     torch_cuda = env.torch.cuda if env is not None and env.torch is not None else None
@@ -67,6 +69,34 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
     if log:
         _log(matrix, log, torch_cuda, out)
     return dedupe(out.findings)
+
+
+def _driver_cannot_drive(host: Host, matrix: Matrix, emit: Callable[..., None]) -> None:
+    """A GPU the driver branch cannot drive at all: older than the GPU (driver-too-old), or past a legacy GPU's
+    last branch. No CUDA build runs there, whatever minor-version compatibility allows."""
+    from ..resolve.gpudriver import driver_gaps
+
+    seen: set[str] = set()
+    for gap in driver_gaps(host, matrix):
+        if gap.gpu.name in seen:
+            continue
+        seen.add(gap.gpu.name)
+        same = [g for g in host.gpus if g.name == gap.gpu.name]
+        evidence = (f"driver {gap.driver}", *(f"GPU {g.index}: {g.label}" for g in same))
+        unsure = "" if gap.trusted else " (the matrix's fact is unverified: check NVIDIA's supported-products list)"
+        if gap.kind == "too-old":
+            emit("driver-too-old", "error" if gap.trusted else "warning",
+                 f"driver {gap.driver} is older than the {gap.gpu.name}",
+                 f"{gap.text}.{unsure} A driver branch cannot drive a GPU released after it, and CUDA minor-version "
+                 "compatibility does not change that: nothing that uses CUDA runs on this GPU with this driver.",
+                 f"{gap.fix[0].upper()}{gap.fix[1:]}, then reboot (or reload the nvidia kernel modules); "
+                 f"then plan again for the new driver.",
+                 evidence)
+        else:
+            emit("gpu-too-old-for-feature", "error" if gap.trusted else "warning",
+                 f"driver {gap.driver} no longer supports the {gap.gpu.name}",
+                 f"{gap.text}.{unsure} Later driver branches dropped this GPU: it is not driven at all.",
+                 f"{gap.fix[0].upper()}{gap.fix[1:]}, or run on a supported GPU.", evidence)
 
 
 class _Findings:

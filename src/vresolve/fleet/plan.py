@@ -24,6 +24,7 @@ from packaging.version import Version
 
 from ..host import DriverInfo, Host, HostGpu, PlatformInfo, describe_gpus
 from ..resolve import NoCompatibleStack, Request, Resolution, Stack, resolve
+from ..resolve.gpudriver import DriverGap, driver_gaps
 from ..resolve.jetson import (
     JetsonWheelChoice,
     capability_only_jetson,
@@ -167,14 +168,44 @@ def plan_fleet(inv: Inventory, m: Matrix, request: Request, *, python: Version |
     for fh in usable:
         if fh.name not in apart:
             by_tag.setdefault(fh.host.platform.tag, []).append(fh)
-    combined = {tag: _combined([fh.host for fh in fhs], py, tag) for tag, fhs in sorted(by_tag.items())}
+    # a driver that cannot drive a node's own GPU is that node's fact, judged per node: the composite host
+    # (the oldest driver beside every GPU kind) is not judged for it, and those nodes' drivers do not count
+    stuck = {fh.name: gaps for fhs in by_tag.values() for fh in fhs
+             if (gaps := [g for g in driver_gaps(fh.host, m) if g.trusted])}
+    request = replace(request, gpu_driver=False)
+    combined = {tag: _combined([replace(fh.host, driver=DriverInfo()) if fh.name in stuck else fh.host
+                                for fh in fhs], py, tag) for tag, fhs in sorted(by_tag.items())}
     common, error = _common(combined, m, request) if combined else ({}, "every node is a Jetson: each group's "
                                                                              "stack is its JetPack's")
     blocking: list[Blocker] = []
-    if common:
+    if stuck:
+        blocking = _driver_blockers(stuck, common)
+        error = (f"no stack runs on {', '.join(stuck)}: the driver there cannot drive the GPU "
+                 f"({'; '.join(dict.fromkeys(f'{g.need}, not {g.driver}' for gs in stuck.values() for g in gs))})")
+        common = {}
+    elif common:
         blocking = _blockers(by_tag, combined, common, m, request)
     return FleetPlan(hosts=len(inv.hosts), groups=tuple(groups), common=common, combined=combined,
                      common_error=error, blocking=tuple(blocking), failed=failed, python=py)
+
+
+def _driver_blockers(stuck: dict[str, list[DriverGap]], common: dict[str, Resolution]) -> list[Blocker]:
+    """Nodes whose driver cannot drive their GPUs: no stack runs there; the driver upgrade each needs, and the
+    common stack the whole fleet gets once they have it (the other nodes' facts)."""
+    if not common:
+        return []
+    unlocks = min(r.vllm.version for r in common.values())
+    by_gap: dict[str, list[DriverGap]] = {}
+    nodes: dict[str, list[str]] = {}
+    for name, gaps in stuck.items():
+        for g in gaps:
+            by_gap.setdefault(g.need, []).append(g)
+            nodes.setdefault(g.need, []).append(name)
+    return [Blocker(hosts=tuple(dict.fromkeys(nodes[need])), unlocks=unlocks,
+                    why=f"{need}; these nodes have driver {', '.join(dict.fromkeys(str(g.driver) for g in gs))}",
+                    upgrade=(f"driver {gs[0].branch} or newer (>= {gs[0].support.first})" if gs[0].kind == "too-old"
+                             else f"the {gs[0].branch} legacy driver ({gs[0].support.last_branch}.x)"))
+            for need, gs in by_gap.items()]
 
 
 def _usable(inv: Inventory, m: Matrix) -> tuple[list[FleetHost], tuple[Failed, ...]]:

@@ -22,6 +22,7 @@ from .model import (
     CudaMajor,
     CudaToolkit,
     DriverFloor,
+    DriverSupport,
     Gpu,
     Kernels,
     KnownIssue,
@@ -36,7 +37,7 @@ from .model import (
     wheel_platform,
 )
 
-__all__ = ["CAUSE_CODES", "FILES", "Provenance", "DriverFloor", "CudaMajor", "CudaToolkit", "Architecture", "Gpu",
+__all__ = ["CAUSE_CODES", "FILES", "Provenance", "DriverFloor", "DriverSupport", "CudaMajor", "CudaToolkit", "Architecture", "Gpu",
            "TorchVariant", "TorchRelease", "Kernels", "Asset", "VllmVariant", "Wheel", "SourceBuild", "VllmRelease",
            "KnownIssue", "Matrix", "default_matrix_path", "wheel_platform", "dump_yaml", "load_matrix",
            "matrix_to_dicts"]

@@ -18,7 +18,9 @@ from ..errors import MatrixProblem
 from ..values import Capability, exact_pin
 from .model import (
     CAUSE_CODES,
+    Architecture,
     CudaToolkit,
+    Gpu,
     JetPack,
     JetsonWheels,
     Matrix,
@@ -162,12 +164,27 @@ def _check_gpus(m: Matrix, p: Report) -> None:
         if m.toolkits and not can_target(g.compute_capability):
             p("gpus.yaml", row, "compute_capability",
               f"no CUDA toolkit in cuda.yaml can target {g.compute_capability}")
+        _check_gpu_driver(m, row, g, fam, p)
         for label in (g.name, *g.names, *g.aliases):
             key = gpu_key(label)
             if key in seen_names and seen_names[key] != g.name:
                 p("gpus.yaml", row, "aliases" if label in g.aliases else "names",
                   f"{shown(label)} also names {shown(seen_names[key])}")
             seen_names[key] = g.name
+
+
+def _check_gpu_driver(m: Matrix, row: str, g: Gpu, fam: Architecture | None, p: Report) -> None:
+    """A GPU's own first driver is not older than its family's (a later part comes later); its last branch
+    (its own or its family's) is not older than its first driver."""
+    own, eff = g.driver, m.driver_support(g)
+    fam_first = fam.driver.first if fam is not None and fam.driver is not None else None
+    if own is not None and own.first is not None and fam_first is not None and own.first < fam_first:
+        p("gpus.yaml", row, "driver.first", f"{own.first} is older than the {g.family} family's first driver "
+                                            f"{fam_first}")
+    if eff is not None and eff.first is not None and eff.last_branch is not None \
+            and eff.last_branch < eff.first.key[0]:
+        p("gpus.yaml", row, "driver.last_branch", f"branch {eff.last_branch} is older than the first driver "
+                                                  f"{eff.first}")
 
 
 def _check_torch_release(m: Matrix, row: str, t: TorchRelease, p: Report,

@@ -9,7 +9,7 @@ from typing import Any
 from packaging.version import Version
 
 from ..values import ArchList, Capability
-from .model import CudaToolkit, DriverFloor, GlibcFact, Kernels, Matrix, Provenance, SourceBuild, Wheel
+from .model import CudaToolkit, DriverFloor, DriverSupport, GlibcFact, Kernels, Matrix, Provenance, SourceBuild, Wheel
 
 
 def _glibc_fact(g: GlibcFact) -> dict[str, Any]:
@@ -40,6 +40,15 @@ def _floor(f: DriverFloor) -> dict[str, str | None]:
 
 def _caps(caps: tuple[Capability, ...]) -> list[str]:
     return [str(c) for c in caps]
+
+
+def _driver_support(d: DriverSupport | None) -> dict[str, Any]:
+    """A row's ``driver:`` (gpus.yaml), or nothing."""
+    if d is None:
+        return {}
+    return {"driver": {**({"first": str(d.first)} if d.first is not None else {}),
+                       **({"last_branch": str(d.last_branch)} if d.last_branch is not None else {}),
+                       **_prov(d.provenance)}}
 
 
 def _archlist(a: ArchList) -> dict[str, Any]:
@@ -120,13 +129,13 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
     }
     gpus = {
         "architectures": [{"family": a.family, "compute_capabilities": _caps(a.compute_capabilities),
-                           **_prov(a.provenance)} for a in m.architectures],
+                           **_prov(a.provenance), **_driver_support(a.driver)} for a in m.architectures],
         "gpus": [{
             "name": g.name, **({"names": list(g.names)} if g.names else {}),
             **({"aliases": list(g.aliases)} if g.aliases else {}),
             "compute_capability": str(g.compute_capability), "family": g.family, "segment": g.segment,
             **({"memory_gib": g.memory_gib} if g.memory_gib is not None else {}),
-            **_prov(g.provenance)} for g in m.gpus],
+            **_prov(g.provenance), **_driver_support(g.driver)} for g in m.gpus],
     }
     torch = {
         "index": {"url": m.torch_index, **_prov(m.torch_index_provenance)},

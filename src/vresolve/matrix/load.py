@@ -10,7 +10,7 @@ import datetime as _dt
 import re
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
@@ -33,6 +33,7 @@ from .model import (
     CudaMajor,
     CudaToolkit,
     DriverFloor,
+    DriverSupport,
     GlibcFact,
     Gpu,
     JetPack,
@@ -404,18 +405,19 @@ def _read_toolkit_host(d: dict[str, Any], row: str, r: _Rows) -> dict[str, Any]:
 def _read_gpus(doc: dict[str, Any], r: _Rows) -> tuple[tuple[Architecture, ...], tuple[Gpu, ...]]:
     archs = []
     for row, d in r.rows(doc, "architectures", "family"):
-        r.known(d, row, ("family", "compute_capabilities", *_PROV))
+        r.known(d, row, ("family", "compute_capabilities", "driver", *_PROV))
         family = r.get(d, "family", row, str)
         if family is not None:
             r.once(("family", family), "family", row, "family")
         ccs = r.caps(d, "compute_capabilities", row)
         prov = r.provenance(d, row)
-        if family is not None and ccs is not None and prov is not None:
-            archs.append(Architecture(family=family, compute_capabilities=ccs, provenance=prov))
+        drv = _read_driver_support(d, row, r)
+        if family is not None and ccs is not None and prov is not None:  # a bad driver: the row without it
+            archs.append(Architecture(family=family, compute_capabilities=ccs, provenance=prov, driver=drv or None))
     gpus = []
     for row, d in r.rows(doc, "gpus", "name"):
         r.known(d, row, ("name", "names", "aliases", "compute_capability", "family", "segment",
-                         "memory_gib", *_PROV))
+                         "memory_gib", "driver", *_PROV))
         name = r.get(d, "name", row, str)
         if name is not None:
             r.once(("gpu", gpu_key(name)), "GPU", row, "name")
@@ -426,11 +428,44 @@ def _read_gpus(doc: dict[str, Any], r: _Rows) -> tuple[tuple[Architecture, ...],
         segment = r.choice(d, "segment", row, SEGMENTS)
         memory = r.get(d, "memory_gib", row, (int, float), required=False)
         prov = r.provenance(d, row)
+        drv = _read_driver_support(d, row, r)
         if (name is not None and names is not None and aliases is not None and cc is not None and
             family is not None and segment is not None and prov is not None):
             gpus.append(Gpu(name=name, names=names, aliases=aliases, compute_capability=cc,
-                            family=family, segment=segment, memory_gib=memory, provenance=prov))
+                            family=family, segment=segment, memory_gib=memory, provenance=prov, driver=drv or None))
     return tuple(archs), tuple(gpus)
+
+
+def _branch(text: str) -> int:
+    """A driver branch: its major number, ``"470"`` (an ``R`` before it is allowed: ``"R470"``)."""
+    digits = text[1:] if text[:1] in "Rr" else text
+    if not digits.isdigit() or not 0 < int(digits) < 10000:
+        raise ValueError(text)
+    return int(digits)
+
+
+def _read_driver_support(d: dict[str, Any], row: str, r: _Rows) -> DriverSupport | None | Literal[False]:
+    """A row's optional ``driver:`` (first driver, last branch, their own provenance); False after a problem."""
+    if d.get("driver") is None:
+        return None
+    m = r.mapping(d["driver"], row, "driver")
+    if m is None:
+        return False
+    r.known(m, row, ("first", "last_branch", *_PROV), prefix="driver.")
+    first = r.driver(m, "first", row, required=False, fld="driver.first")
+    last = r._parsed(m, "last_branch", row, _branch, "driver branch", "a branch such as '470'",
+                     required=False, fld="driver.last_branch")
+    prov = r.provenance(m, row)
+    if (m.get("first") is not None and first is None) or (m.get("last_branch") is not None and last is None) \
+            or prov is None:
+        return False
+    if first is None and last is None:
+        r.problem(row, "driver", "expected 'first' or 'last_branch' (or both)")
+        return False
+    if first is not None and last is not None and last < first.key[0]:
+        r.problem(row, "driver.last_branch", f"branch {last} is older than the first driver {first}")
+        return False
+    return DriverSupport(first=first, last_branch=last, provenance=prov)
 
 
 def _read_index(doc: dict[str, Any], r: _Rows) -> tuple[str, Provenance] | None:

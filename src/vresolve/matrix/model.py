@@ -139,10 +139,30 @@ class CudaToolkit:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DriverSupport:
+    """Which NVIDIA driver branches run a GPU (gpus.yaml ``driver:``): the first driver that supports it
+    and, for a legacy GPU, the last branch that still does. Minor-version compatibility never lets an older
+    driver run a newer GPU: a driver below ``first`` cannot drive it at all."""
+
+    first: DriverVersion | None  # the lowest Linux driver that supports it (None: older than any that matters)
+    last_branch: int | None  # the last branch (driver major, 470) that supports it; None: still supported
+    provenance: Provenance
+
+    def refuses(self, driver: DriverVersion) -> str | None:
+        """``"too-old"`` below the first driver, ``"too-new"`` past the last branch, else None."""
+        if self.first is not None and driver < self.first:
+            return "too-old"
+        if self.last_branch is not None and driver.key[0] > self.last_branch:
+            return "too-new"
+        return None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Architecture:
     family: str
     compute_capabilities: tuple[Capability, ...]
     provenance: Provenance
+    driver: DriverSupport | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,6 +175,7 @@ class Gpu:
     segment: str
     memory_gib: float | None
     provenance: Provenance
+    driver: DriverSupport | None = None  # a later part of its family: its own first driver (or last branch)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -438,6 +459,16 @@ class Matrix:
     def jetson_wheels_for(self, jetpack: Version, module: str | None = None) -> tuple[JetsonWheels, ...]:
         """The Jetson index's wheel sets for a JetPack (and a module), newest vLLM first."""
         return tuple(w for w in self.jetson_wheels if jetpack in w.jetpacks and (module is None or module in w.modules))
+
+    def driver_support(self, gpu: Gpu) -> DriverSupport | None:
+        """The drivers that run ``gpu``: its own row's facts where it has them, else its family's."""
+        fam = next((a.driver for a in self.architectures if a.family == gpu.family), None)
+        own = gpu.driver
+        if own is None or fam is None:
+            return own or fam
+        return DriverSupport(first=own.first if own.first is not None else fam.first,
+                             last_branch=own.last_branch if own.last_branch is not None else fam.last_branch,
+                             provenance=own.provenance)
 
     def find_gpu(self, text: str) -> Gpu | None:
         """A GPU by its reported name, another reported name or an alias (case-insensitive)."""

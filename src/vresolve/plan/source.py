@@ -164,6 +164,10 @@ def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torc
                                        "or leave out --keep-torch: the plan then installs the torch the release pins"])
     if kept is None and not request.cpu:
         _jetson_torch_first(host, matrix, request)
+    if not request.cpu:
+        from ..resolve.gpudriver import refuse_unsupported_driver
+
+        refuse_unsupported_driver(host, matrix)  # no build runs on a GPU the driver cannot drive
     if precompiled and keep_torch:
         raise NoCompatibleStack("--precompiled reuses a release's compiled kernels, which are built for the torch "
                                 "that release pins: it cannot keep another torch",

@@ -42,6 +42,7 @@ class Request:
     jetson_index: str | None = None  # --jetson-index: the index of NVIDIA's JetPack wheels (written into hints)
     generic: bool = False  # the host's facts as given, without the Jetson rules (the Jetson planner's own call)
     allow_unknown_glibc: bool = False  # a known glibc: use builds whose glibc floor is not recorded, as first choice
+    gpu_driver: bool = True  # refuse a driver that cannot drive a GPU (False: a fleet's composite host, judged per node)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -45,6 +45,7 @@ from .candidates import (
     where_text,
 )
 from .explain import NoCompatibleStack, explain
+from .gpudriver import refuse_unsupported_driver
 
 if TYPE_CHECKING:
     from typing import Literal
@@ -410,13 +411,14 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
                 return res
     if request.driver_policy not in POLICIES:
         raise ValueError(request.driver_policy)
+    gpu_driver = refuse_unsupported_driver(host, matrix) if request.gpu_driver and not request.cpu else []
     v, t, checker = _pick(host, matrix, request)
     gpus = checker.gpus
     floor, ptx = _min_driver(matrix, v, t, gpus, request.driver_policy, host.platform.tag)
     cudas = [c for c in (v.cuda, t.cuda) if c is not None]
     cuda = max(cudas) if cudas else None
     reasons = _reasons(host, request, v, t, gpus, floor, cuda) + _avoided(matrix, gpus, t)
-    warnings = _stack_warnings(host, v, t) + _driver_warnings(host, matrix, request, v, ptx, floor, cuda)
+    warnings = gpu_driver + _stack_warnings(host, v, t) + _driver_warnings(host, matrix, request, v, ptx, floor, cuda)
     warnings += [f"{g.name} with torch {t.version}+{t.variant.variant}: {k.title} (known issue {k.id}; no other "
                  f"torch build fits this request): {k.fix}" for k, g in torch_issues(matrix, gpus, t)]
     glibc_floor, glibc_by = _glibc_floor(host, matrix, v, t, reasons, warnings)

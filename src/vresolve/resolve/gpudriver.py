@@ -1,0 +1,110 @@
+"""Whether the machine's driver branch can drive its GPUs at all (gpus.yaml ``driver:``). Pure.
+
+A driver branch cannot drive a GPU released after it, and CUDA minor-version compatibility never changes
+that: an H100 on driver 470 runs nothing, whatever CUDA a build needs. A legacy GPU is likewise dropped
+after its last branch (Kepler after R470). Such a host gets no stack, whatever the builds say; a fact
+marked ``unverified`` only warns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..host import Host, HostGpu
+
+if TYPE_CHECKING:
+    from ..matrix import Matrix
+    from ..matrix.model import DriverSupport, Gpu
+    from ..values import DriverVersion
+
+__all__ = ["DriverGap", "driver_gaps", "refuse_unsupported_driver"]
+
+_FAMILY_NAMES = {"ada": "Ada Lovelace"}
+
+
+@dataclass(frozen=True, slots=True)
+class DriverGap:
+    """One GPU the driver cannot drive: ``kind`` is ``too-old`` (below its first driver) or ``too-new``
+    (past its last branch)."""
+
+    gpu: HostGpu
+    row: Gpu
+    support: DriverSupport
+    kind: str
+    driver: DriverVersion
+
+    @property
+    def trusted(self) -> bool:
+        return self.support.provenance.trusted
+
+    @property
+    def branch(self) -> str:
+        """The branch to install: ``R520`` (the first one) or ``R470`` (the last one)."""
+        if self.kind == "too-old":
+            assert self.support.first is not None
+            return f"R{self.support.first.key[0]}"
+        return f"R{self.support.last_branch}"
+
+    @property
+    def need(self) -> str:
+        """``NVIDIA H100 80GB HBM3 (Hopper) needs driver >= 520.56.06 (R520), the first branch that supports it``."""
+        what = f"{self.gpu.name} ({_FAMILY_NAMES.get(self.row.family, self.row.family.capitalize())})"
+        if self.kind == "too-old":
+            return f"{what} needs driver >= {self.support.first} ({self.branch}), the first branch that supports it"
+        return f"{what} is supported up to driver branch {self.branch} only"
+
+    @property
+    def text(self) -> str:
+        """The need, this machine's driver and the branch to install."""
+        if self.kind == "too-old":
+            return f"{self.need}; this machine has {self.driver}: install {self.branch} or newer"
+        return f"{self.need}; this machine has {self.driver}: install an {self.branch} driver ({self.support.last_branch}.x)"
+
+    @property
+    def fix(self) -> str:
+        if self.kind == "too-old":
+            return f"install NVIDIA driver {self.branch} or newer (>= {self.support.first}) for {self.gpu.name}"
+        return f"install the {self.branch} legacy driver ({self.support.last_branch}.x) for {self.gpu.name}"
+
+
+def driver_gaps(host: Host, matrix: Matrix, gpus: Sequence[HostGpu] | None = None) -> list[DriverGap]:
+    """The GPUs (default: the host's) that the host's driver cannot drive, by the matrix's facts. A Jetson's
+    driver is L4T's, not a desktop branch: never judged here. No driver known: nothing to judge."""
+    driver = host.driver.version
+    if driver is None:
+        return []
+    out = []
+    for g in host.gpus if gpus is None else gpus:
+        row = matrix.find_gpu(g.name)
+        if row is None or row.segment == "jetson":
+            continue
+        support = matrix.driver_support(row)
+        kind = support.refuses(driver) if support is not None else None
+        if support is not None and kind is not None:
+            out.append(DriverGap(gpu=g, row=row, support=support, kind=kind, driver=driver))
+    return out
+
+
+def refuse_unsupported_driver(host: Host, matrix: Matrix) -> list[str]:
+    """Raise NoCompatibleStack when the driver cannot drive a GPU by a trusted fact; the warnings for the
+    gaps that rest on unverified facts (planned, with a warning)."""
+    from .explain import Cause, NoCompatibleStack
+
+    gaps = driver_gaps(host, matrix)
+    sure = _unique([g for g in gaps if g.trusted])
+    if sure:
+        names = ", ".join(dict.fromkeys(g.gpu.name for g in sure))
+        raise NoCompatibleStack(
+            f"driver {host.driver.version} cannot drive {names}: no vLLM stack runs on this machine",
+            causes=[Cause("driver", g.text) for g in sure],
+            hints=list(dict.fromkeys(g.fix for g in sure)))
+    return [f"{g.text} (the matrix's fact is unverified"
+            f"{': ' + g.support.provenance.note if g.support.provenance.note else ''}; planned anyway)"
+            for g in _unique([g for g in gaps if not g.trusted])]
+
+
+def _unique(gaps: Sequence[DriverGap]) -> list[DriverGap]:
+    """One gap per GPU model (eight H100s say it once)."""
+    return list({g.gpu.name: g for g in gaps}.values())
