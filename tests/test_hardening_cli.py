@@ -257,7 +257,7 @@ def test_full_disk_writes_no_file_of_the_lock(index: _Server, tmp_path: Path) ->
     out = tmp_path / "out"
     out.mkdir()
     for f in ALL:
-        (out / FILE_NAMES[f]).write_text(f"old {f}\n")
+        (out / FILE_NAMES[f]).write_text(f"# vresolve-lock: {{}}\nold {f}\n")  # an earlier lock: may be replaced
     before = _tree(out)
     limit = max(sizes.values()) - 1
     assert sum(s <= limit for s in sizes.values()) == 3  # three of the four would fit
