@@ -202,7 +202,8 @@ def _apply_command(ap: argparse.ArgumentParser, common: _Parser) -> None:
                     help="do not ask before changing anything (without it, apply asks on a terminal and fails "
                          "elsewhere)")
     ap.add_argument("--force", action="store_true",
-                    help="replace an existing environment at --venv (it is put back if the new one fails)")
+                    help="replace an existing environment at --venv that vresolve made (its .vresolve-env marker; "
+                         "it is put back if the new one fails); nothing else is ever replaced")
     ap.add_argument("--keep-failed", action="store_true",
                     help="keep the new environment when a step or a check fails (default: removed)")
     ap.add_argument("--lock-dir", metavar="DIR", type=path,
