@@ -237,3 +237,72 @@ def test_apply_never_writes_its_lock_over_a_file_it_did_not_write(tmp_path: Path
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
     assert f"the lock would replace '{tmp_path / 'env.lock' / 'requirements.txt'}'" in p.stderr
     assert _left(tmp_path) == ["env.lock"] and (tmp_path / "env.lock" / "requirements.txt").read_text() == "mine\n"
+
+
+def test_a_source_builds_clone_dir_is_replaced_by_the_same_rule(tmp_path: Path) -> None:
+    clone = tmp_path / "vllm-src"
+    (clone / ".git").mkdir(parents=True)
+    (clone / "my-patch.diff").write_text("mine")
+    p = subprocess.run([sys.executable, "-m", "vresolve", "apply", *H200, "--source-build", "always", "--yes",
+                        "--force", "--venv", "env", "--src-dir", "vllm-src"], cwd=tmp_path,
+                       env=_env(tmp_path, _dead_url()), capture_output=True, text=True, timeout=120,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    assert f"'{clone}' exists and it holds no .vresolve-env marker: vresolve did not make it" in p.stderr
+    assert (clone / "my-patch.diff").read_text() == "mine" and _left(tmp_path) == ["vllm-src"]
+
+
+def test_the_marker_goes_into_every_directory_a_job_makes_and_proves_it(tmp_path: Path) -> None:
+    """A clone (``.git``) and an environment (``pyvenv.cfg``) made under a claim: each gets the marker, and then
+    --force may replace them; the same directories without it may not be."""
+    from vresolve.apply import claim
+    from vresolve.apply.guard import read_marker, refusal
+
+    env, clone = tmp_path / "env", tmp_path / "src"
+    c = claim([env, clone], force=False, what="vLLM from source", kind="source")
+    (clone / ".git").mkdir(parents=True)
+    env.mkdir()
+    (env / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    assert refusal(env) == refusal(clone) == "it holds no .vresolve-env marker: vresolve did not make it"
+    c.mark()
+    assert [read_marker(d)["role"] for d in (env, clone)] == ["environment", "source"]  # type: ignore[index]
+    assert {read_marker(d)["state"] for d in (env, clone)} == {"installing"}  # type: ignore[index]
+    assert refusal(env) is None and refusal(clone) is None
+    c.succeed()
+    assert read_marker(env)["state"] == "ready" and read_marker(env)["pid"] == os.getpid()  # type: ignore[index]
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / MARKER).write_text(json.dumps({"vresolve": "0.1.0"}))
+    assert refusal(tmp_path / "plain") == ("it holds a .vresolve-env marker but is not a virtual or conda environment "
+                                           "nor a source clone")
+
+
+def test_a_terminal_that_hangs_up_stops_the_install_and_puts_the_previous_environment_back(
+        index: _Server, tmp_path: Path) -> None:
+    """The ssh connection drops for real: apply runs on a terminal (a pty it controls, the live progress drawn on
+    it), the terminal goes away (the kernel sends SIGHUP; writing to it fails from then on)."""
+    import pty
+    import select
+
+    _made_by_vresolve(tmp_path / "env")
+    index.delay[TORCH] = [60.0]
+    env = _env(tmp_path, index.url + "/simple/")
+    argv = [sys.executable, "-m", "vresolve", "--matrix", str(TINY), "apply", *H200, "--yes", "--venv", "env",
+            "--force"]
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: a new session whose controlling terminal is the pty
+        os.chdir(tmp_path)
+        os.execve(sys.executable, argv, env)
+    try:
+        deadline = time.monotonic() + 90
+        while TORCH not in index.requests:
+            assert time.monotonic() < deadline
+            if select.select([fd], [], [], 0.1)[0]:
+                os.read(fd, 65536)  # the live progress, drawn on the terminal
+        assert (tmp_path / f".env.vresolve-previous-{pid}" / "mine").exists()
+    finally:
+        os.close(fd)  # the terminal hangs up
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 129
+    assert (tmp_path / "env" / "mine").read_text() == "keep me" and not (tmp_path / "env" / "bin").exists()
+    assert _left(tmp_path) == ["env"]
+    _gone(tmp_path)
