@@ -306,3 +306,44 @@ def test_a_terminal_that_hangs_up_stops_the_install_and_puts_the_previous_enviro
     assert (tmp_path / "env" / "mine").read_text() == "keep me" and not (tmp_path / "env" / "bin").exists()
     assert _left(tmp_path) == ["env"]
     _gone(tmp_path)
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+@pytest.mark.parametrize(("state", "after", "line"), [
+    ("ready", "new", "removed the previous {env}, which apply {pid} replaced and did not finish removing"),
+    ("installing", "previous", "put back the previous {env}, which apply {pid} had put aside and did not finish"),
+    (None, "previous", "put back the previous {env}, which apply {pid} had put aside and did not finish"),
+])
+def test_recover_after_a_killed_force_follows_the_markers(state: str | None, after: str, line: str,
+                                                           tmp_path: Path) -> None:
+    """Killed after the new environment was ready (only the removal of the previous one was cut short), while it
+    was installing, or before it was made: the new one is kept, removed, or was never there."""
+    pid, env = _dead_pid(), tmp_path / "env"
+    aside = tmp_path / f".env.vresolve-previous-{pid}"
+    _made_by_vresolve(aside)
+    if state is not None:
+        env.mkdir()
+        (env / "pyvenv.cfg").write_text("new\n")
+        write_marker(env, what="the new one", kind="wheel", state=state, pid=pid)
+    assert recover([env]) == [line.format(env=env, pid=pid)]
+    assert _left(tmp_path) == ["env"]
+    assert (env / ("pyvenv.cfg" if after == "new" else "mine")).exists()
+    assert (env / "mine").exists() == (after == "previous")
+
+
+def test_recover_finishes_a_removal_only_with_the_marker(tmp_path: Path) -> None:
+    pid, env = _dead_pid(), tmp_path / "env"
+    half = tmp_path / f".env.vresolve-removing-{pid}"
+    half.mkdir()
+    (half / MARKER).write_text(json.dumps({"vresolve": "0.1.0", "pid": pid}))
+    assert recover([env]) == [f"removed {half}, which apply {pid} was removing when it stopped"]
+    assert _left(tmp_path) == []
+    half.mkdir()
+    (half / "data").write_text("x")  # no marker: not proven
+    assert recover([env]) == [f"{half} is what apply {pid} was removing when it stopped; to remove it: rm -rf {half}"]
+    assert (half / "data").exists()
