@@ -1,8 +1,10 @@
 """``vresolve apply``: the plan (or ``--lock FILE``) shown, confirmed, run into a new environment, verified,
 doctored, and locked.
 
-Order: the job (from the plan flags, or the lock after ``doctor --lock`` passed on this machine); the paths it
-makes claimed (an existing one is refused, or with ``--force`` put aside); its steps; its checks (those that
+Order: the job (from the plan flags, or the lock after ``doctor --lock`` passed on this machine); its paths
+locked (one apply per path, :class:`vresolve.apply.Guard`) and what a killed apply left there put right; the
+paths it makes claimed (an existing one is refused, or with ``--force``, when vresolve's marker proves it made
+it, put aside); its steps (each directory it makes marked); its checks (those that
 need a GPU skipped on a machine without one); ``doctor`` on the environment; then, when ready, the lock of
 what was installed next to the environment and the activation file in it. A failed step, a failed check or
 an error from doctor removes the new environment (``--keep-failed`` keeps it); an interrupt always does.
