@@ -402,7 +402,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)])
 def test_signal_stops_uv_and_removes_the_temporary_directory(sig: int, code: int, index: _Server,
                                                              tmp_path: Path) -> None:
     """uv waits on an index that answers slowly; a signal sent to vresolve alone stops both, and cleans up."""
