@@ -206,12 +206,16 @@ def test_install_runs_the_plans_steps_then_its_checks(index: _Server, tmp_path: 
 
 
 def test_an_existing_environment_is_never_replaced_without_force(index: _Server, tmp_path: Path) -> None:
+    from vresolve.apply.guard import write_marker
+
     (tmp_path / "env").mkdir()
+    (tmp_path / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (tmp_path / "env" / "mine").write_text("keep me")
+    write_marker(tmp_path / "env", what="an earlier apply", kind="wheel", state="ready", pid=1)
     p = _apply([*H200, "--yes", "--venv", "env"], tmp_path, index.url + "/simple/")
     assert p.returncode == 2 and "exists; apply never replaces it" in p.stderr and "--force" in p.stderr
     assert p.stdout == "" and index.requests == []
-    # --force: the new one fails, the previous one is put back as it was
+    # --force (an environment vresolve made): the new one fails, the previous one is put back as it was
     q = _apply([*H200, "--yes", "--venv", "env", "--force"], tmp_path, _dead_url())
     assert q.returncode == 1 and f"put back the previous {tmp_path / 'env'}" in q.stderr
     assert (tmp_path / "env" / "mine").read_text() == "keep me" and _left(tmp_path) == ["env"]
@@ -434,6 +438,11 @@ def test_a_ready_environment_is_locked_and_its_lock_reinstalls_it(stack_index: _
         f"ready: vLLM 0.33.0 + torch 2.14.0+cu130 in {env}: checks 2 passed{gpu}; doctor: no problems; use it: "
         f"source {activate}")
     assert f"vresolve: lock of what was installed: {env}.lock (4 files)" in p.stderr
+    marker = json.loads((env / ".vresolve-env").read_text())  # the proof that vresolve made it (--force needs it)
+    assert {k: marker[k] for k in ("kind", "path", "role", "state", "what")} == {
+        "kind": "wheel", "path": str(env), "role": "environment", "state": "ready",
+        "what": "vLLM 0.33.0 + torch 2.14.0+cu130"}
+    assert marker["vresolve"] and marker["created"].endswith("Z") and isinstance(marker["pid"], int)
     assert sorted(f.name for f in (tmp_path / "env.lock").iterdir()) == ["env.sh", "environment.yml", "pylock.toml",
                                                                         "requirements.txt"]
     q = subprocess.run(["bash", "-c", f"source {activate} && echo $TORCH_CUDA_ARCH_LIST $VIRTUAL_ENV"],

@@ -257,7 +257,7 @@ def test_full_disk_writes_no_file_of_the_lock(index: _Server, tmp_path: Path) ->
     out = tmp_path / "out"
     out.mkdir()
     for f in ALL:
-        (out / FILE_NAMES[f]).write_text(f"old {f}\n")
+        (out / FILE_NAMES[f]).write_text(f"# vresolve-lock: {{}}\nold {f}\n")  # an earlier lock: may be replaced
     before = _tree(out)
     limit = max(sizes.values()) - 1
     assert sum(s <= limit for s in sizes.values()) == 3  # three of the four would fit
@@ -402,7 +402,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)])
 def test_signal_stops_uv_and_removes_the_temporary_directory(sig: int, code: int, index: _Server,
                                                              tmp_path: Path) -> None:
     """uv waits on an index that answers slowly; a signal sent to vresolve alone stops both, and cleans up."""

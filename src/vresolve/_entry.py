@@ -30,11 +30,25 @@ class Terminated(KeyboardInterrupt):
     (temporary directories, a running uv) as for Ctrl-C; the process then exits 143 (128 + SIGTERM)."""
 
 
+class HungUp(Terminated):
+    """SIGHUP (the terminal or the ssh connection went away): cleaned up as for SIGTERM, then exit 129."""
+
+
 def _on_sigterm(signum: int, frame: object) -> None:
     import _signal  # type: ignore[import-not-found]  # built in: ``signal`` would import enum (ms)
 
-    _signal.signal(_signal.SIGTERM, _signal.SIG_IGN)  # once: the cleanup itself is not interrupted again
-    raise Terminated
+    for sig in (_signal.SIGTERM, _signal.SIGHUP):  # once: the cleanup itself is not interrupted again
+        _signal.signal(sig, _signal.SIG_IGN)
+    raise HungUp if signum == _signal.SIGHUP else Terminated
+
+
+def _say(text: str) -> None:
+    """The last line on stderr, when there still is one to write to (after SIGHUP the terminal is gone)."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _quiet_stdout() -> None:
@@ -50,27 +64,34 @@ def _quiet_stdout() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``vresolve ARGV``; exit 130 on SIGINT, 143 on SIGTERM, after cleaning up."""
+    """``vresolve ARGV``; exit 130 on SIGINT, 143 on SIGTERM, 129 on SIGHUP, after cleaning up."""
     import _signal  # type: ignore[import-not-found]
 
+    previous: dict[int, object] = {}
     try:
-        previous = _signal.signal(_signal.SIGTERM, _on_sigterm)
+        for sig in (_signal.SIGTERM, _signal.SIGHUP):
+            if sig == _signal.SIGHUP and _signal.getsignal(sig) == _signal.SIG_IGN:
+                continue  # nohup: hangups stay ignored
+            previous[sig] = _signal.signal(sig, _on_sigterm)
     except ValueError:  # not the main thread (vresolve called as a library): no handler
-        previous = None
+        pass
     try:
         return _main(argv)
     except BrokenPipeError:  # `vresolve ... | head`: the reader left; say nothing more, as a killed writer would
         _quiet_stdout()
         return 141  # 128 + SIGPIPE, what a shell reports for a writer the pipe ended
+    except HungUp:
+        _say("vresolve: hung up\n")
+        return 129
     except Terminated:
-        sys.stderr.write("vresolve: terminated\n")
+        _say("vresolve: terminated\n")
         return 143
     except KeyboardInterrupt:
-        sys.stderr.write("vresolve: interrupted\n")
+        _say("vresolve: interrupted\n")
         return 130
     finally:
-        if previous is not None:
-            _signal.signal(_signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            _signal.signal(sig, handler)
 
 
 def _main(argv: list[str] | None) -> int:

@@ -45,7 +45,7 @@ from .plan import InstallPlan
 from .render.json import stack_view
 from .render.lockfiles import HEADER_KEY, env_sh, environment_yml, header_text, requirements_text
 
-__all__ = ["FORMATS", "LockFiles", "OutputError", "compile_lock", "lock_header", "read_lock_header", "write_lock",
+__all__ = ["FORMATS", "LockFiles", "OutputError", "compile_lock", "lock_header", "read_lock_header", "write_lock", "foreign_files", "foreign_message",
            "check_lock"]
 
 FORMATS = ("requirements", "pylock", "conda", "env")
@@ -382,14 +382,46 @@ def _derive(plan: InstallPlan, matrix: Matrix, uv_pylock: str, seconds: float, a
     return LockFiles(files=files, header=header, uv_seconds=seconds, uv_argv=argv, packages=len(lock.packages))
 
 
-def write_lock(lock: LockFiles, out_dir: Path, formats: Sequence[str]) -> list[Path]:
+def foreign_files(out_dir: Path, formats: Sequence[str]) -> list[Path]:
+    """The files of ``formats`` in ``out_dir`` that vresolve did not write (no ``# vresolve-lock:`` header in their
+    first 64 KiB; a link, a directory or an unreadable file counts as foreign too)."""
+    import stat
+
+    out = []
+    for fmt in formats:
+        path = out_dir / FILE_NAMES[fmt]
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            out.append(path)
+            continue
+        if not stat.S_ISREG(st.st_mode) or not _has_header(path):
+            out.append(path)
+    return out
+
+
+def _has_header(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64 << 10).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return read_lock_header(head) is not None
+
+
+def write_lock(lock: LockFiles, out_dir: Path, formats: Sequence[str], *, force: bool = False) -> list[Path]:
     """Write the chosen formats into ``out_dir``: all of them, or none (:func:`write_files_atomic`).
 
-    OutputError (exit 2) when they cannot be written; then every old file is as it was, and a directory
-    made for them is removed again.
+    OutputError (exit 2) when they cannot be written, or when one would replace a file vresolve did not write
+    (without ``force``); then every old file is as it was, and a directory made for them is removed again.
     """
     made = not out_dir.is_dir()
     paths = [out_dir / FILE_NAMES[fmt] for fmt in formats]
+    foreign = [] if force else foreign_files(out_dir, formats)
+    if foreign:
+        raise OutputError(foreign_message(foreign))
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         write_files_atomic([(p, lock.files[fmt].encode("utf-8")) for p, fmt in zip(paths, formats, strict=True)])
@@ -402,6 +434,13 @@ def write_lock(lock: LockFiles, out_dir: Path, formats: Sequence[str]) -> list[P
         raise OutputError(f"cannot write the lock into '{out_dir}' ({e.strerror or e}): no file was changed") \
             from None
     return paths
+
+
+def foreign_message(found: Sequence[Path]) -> str:
+    """One line: the files a lock would replace that vresolve did not write."""
+    names = ", ".join(f"'{f}'" for f in found)
+    return (f"would replace {names}, which vresolve did not write (no '# {HEADER_KEY}' header): pass --force to "
+            "replace them, or choose another -o DIR; nothing was written")
 
 
 def check_lock(lock: LockFiles, out_dir: Path, formats: Sequence[str]) -> list[str]:

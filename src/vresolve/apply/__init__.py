@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .guard import MARKER, Guard, recover
 from .job import (
     ACTIVATE,
     CheckOutcome,
@@ -23,6 +24,7 @@ from .job import (
     Reporter,
     StepOutcome,
     check_targets,
+    check_unsafe,
     claim,
     environ,
     installed_versions,
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
     from ..host import Host
     from ..matrix import Matrix
 
-__all__ = ["ACTIVATE", "CheckOutcome", "Claim", "Downloads", "Job", "Ran", "Reporter", "StepOutcome", "check_targets", "claim",
+__all__ = ["ACTIVATE", "MARKER", "Guard", "recover", "CheckOutcome", "Claim", "Downloads", "Job", "Ran", "Reporter", "StepOutcome", "check_targets", "check_unsafe", "claim",
            "environ", "failure_causes", "installed_versions", "lock_differences", "lock_job", "run_checks", "run_command",
            "run_steps", "source_job", "wheel_job", "jetson_job"]
 

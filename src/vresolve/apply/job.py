@@ -7,7 +7,6 @@ No printing: progress goes to a :class:`Reporter` that the CLI gives (the render
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 from .._proc import uv_bin
 from ..errors import UsageError
 from ..plan.steps import Check, Expand, Step, install_lock
+from .guard import read_marker, refusal, remove_tree, unsafe, write_marker
 from .run import Ran, run_command
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..plan.jetson import JetsonPlan
 
 __all__ = ["Job", "Claim", "Reporter", "StepOutcome", "CheckOutcome", "wheel_job", "source_job", "lock_job", "jetson_job",
-           "check_targets", "claim", "run_steps", "run_checks", "installed_versions", "ACTIVATE"]
+           "check_targets", "check_unsafe", "claim", "run_steps", "run_checks", "installed_versions", "ACTIVATE"]
 
 ACTIVATE = "vresolve-env.sh"  # the activation file apply writes into the environment
 
@@ -104,10 +104,23 @@ def source_job(sp: SourcePlan, cwd: Path, parallelism: Sequence[tuple[str, str]]
 @dataclass(kw_only=True, slots=True)
 class Claim:
     """The paths a job makes, claimed before it runs: ``moved`` holds the existing ones put aside (``--force``),
-    (where it was, where it is now)."""
+    (where it was, where it is now). Each directory the job makes gets vresolve's marker (:meth:`mark`)."""
 
     creates: tuple[Path, ...]
     moved: list[tuple[Path, Path]]
+    what: str = ""
+    kind: str = ""
+
+    def mark(self, state: str = "installing") -> None:
+        """vresolve's marker in each directory of the job that exists now (see :mod:`.guard`)."""
+        for p in self.creates:
+            if p.is_dir() and not p.is_symlink():
+                m = read_marker(p)
+                if m is None or m.get("state") != state or m.get("pid") != os.getpid():
+                    try:
+                        write_marker(p, what=self.what, kind=self.kind, state=state)
+                    except OSError:
+                        pass
 
     def fail(self) -> list[str]:
         """Remove what the job made and put back what was there; what was done, one line each."""
@@ -121,12 +134,14 @@ class Claim:
 
     def succeed(self) -> list[str]:
         """Remove what was put aside for the new environment (``--force``); the job's paths are its own now."""
-        done = [f"removed the previous {old}" for old, aside in self.moved if _remove(aside)]
+        self.mark("ready")  # first: killed during the removal below, a rerun sees the new one was ready
+        done = [f"removed the previous {old}" for old, aside in self.moved if _remove(aside, rename=False)]
         self.creates, self.moved = (), []
         return done
 
     def keep(self) -> list[str]:
         """Keep what a failed job made (``--keep-failed``), and what was put aside where it is; one line each."""
+        self.mark("kept-failed")
         done = [f"kept {p} (--keep-failed)" for p in self.creates if p.exists()]
         done += [f"the previous {old} is at {aside}" for old, aside in self.moved]
         self.creates, self.moved = (), []
@@ -134,9 +149,14 @@ class Claim:
 
 
 def check_targets(paths: Sequence[Path], *, force: bool) -> None:
-    """UsageError when one of ``paths`` exists (without ``force``) or cannot be made (a read-only directory)."""
+    """UsageError when one of ``paths`` exists (without ``force``; with it, when vresolve did not make it: see
+    :func:`.guard.refusal`) or cannot be made (a read-only directory). Nothing is touched."""
     for p in paths:
         if p.exists() or p.is_symlink():
+            why = refusal(p)
+            if why is not None:
+                raise UsageError(f"apply: {str(p)!r} exists and {why}; apply replaces only an environment it made "
+                                 "(with --force): choose another path (--venv, --src-dir); nothing changed")
             if not force:
                 raise UsageError(f"apply: {str(p)!r} exists; apply never replaces it: choose another path (--venv, "
                                  "--src-dir) or pass --force to replace it (put back if the new one fails)")
@@ -144,9 +164,19 @@ def check_targets(paths: Sequence[Path], *, force: bool) -> None:
             raise UsageError(f"apply: {str(p)!r} cannot be made: {str(_existing(p.parent))!r} is not writable")
 
 
-def claim(paths: Sequence[Path], *, force: bool) -> Claim:
-    """Claim ``paths`` for a job (checked by :func:`check_targets`): an existing one (``force``) is moved aside
-    in its directory, to be removed when the job succeeds and put back when it fails."""
+def check_unsafe(paths: Sequence[Path]) -> None:
+    """UsageError for a path apply may never replace, whatever it holds (see :func:`.guard.unsafe`): checked before
+    anything is made or locked beside it."""
+    for p in paths:
+        why = unsafe(p)
+        if why is not None:
+            raise UsageError(f"apply: {str(p)!r} {why[3:] if why.startswith('it ') else why}; apply never replaces "
+                             "it (--force neither): choose another path (--venv, --src-dir); nothing changed")
+
+
+def claim(paths: Sequence[Path], *, force: bool, what: str = "", kind: str = "") -> Claim:
+    """Claim ``paths`` for a job (checked by :func:`check_targets`): an existing one (``force``, made by vresolve)
+    is moved aside in its directory, to be removed when the job succeeds and put back when it fails."""
     check_targets(paths, force=force)
     moved: list[tuple[Path, Path]] = []
     try:
@@ -161,7 +191,7 @@ def claim(paths: Sequence[Path], *, force: bool) -> Claim:
         if isinstance(e, OSError):
             raise UsageError(f"--force: {str(p)!r} cannot be put aside ({e.strerror or e}); nothing changed") from None
         raise
-    return Claim(creates=tuple(paths), moved=moved)
+    return Claim(creates=tuple(paths), moved=moved, what=what, kind=kind)
 
 
 def _existing(p: Path) -> Path:
@@ -170,14 +200,17 @@ def _existing(p: Path) -> Path:
     return p
 
 
-def _remove(p: Path) -> bool:
-    """Remove a path the job made: renamed out of the way first (so the name is free at once), then deleted."""
+def _remove(p: Path, *, rename: bool = True) -> bool:
+    """Remove a path the job made: renamed out of the way first (so the name is free at once), then deleted, its
+    marker last."""
     if not (p.exists() or p.is_symlink()):
         return False
     if p.is_dir() and not p.is_symlink():
-        gone = p.with_name(f".{p.name}.vresolve-removing-{os.getpid()}")
-        os.replace(p, gone)
-        shutil.rmtree(gone, ignore_errors=True)
+        gone = p
+        if rename:
+            gone = p.with_name(f".{p.name}.vresolve-removing-{os.getpid()}")
+            os.replace(p, gone)
+        remove_tree(gone)
     else:
         p.unlink()
     return True
@@ -257,8 +290,10 @@ def _argv(step_argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> list[s
     return argv
 
 
-def run_steps(job: Job, reporter: Reporter, *, cwd: Path, has_gpu: bool) -> list[StepOutcome]:
-    """Run the job's steps in order, to the first that fails (its outcome last, status "failed")."""
+def run_steps(job: Job, reporter: Reporter, *, cwd: Path, has_gpu: bool, claimed: Claim | None = None
+              ) -> list[StepOutcome]:
+    """Run the job's steps in order, to the first that fails (its outcome last, status "failed"); after each,
+    the marker in every directory of ``claimed`` that exists by then."""
     out: list[StepOutcome] = []
     env = environ((), cwd)
     for i, step in enumerate(job.steps, 1):
@@ -277,6 +312,8 @@ def run_steps(job: Job, reporter: Reporter, *, cwd: Path, has_gpu: bool) -> list
                               on_line=reporter.line, log=job.log)
             o = StepOutcome(index=i, step=step, status="ok" if ran.ok else "failed", ran=ran,
                             why="" if ran.ok else ran.error or f"exit code {ran.returncode}")
+        if claimed is not None:
+            claimed.mark()
         out.append(o)
         reporter.step_finished(o)
         if o.status == "failed":

@@ -1,8 +1,10 @@
 """``vresolve apply``: the plan (or ``--lock FILE``) shown, confirmed, run into a new environment, verified,
 doctored, and locked.
 
-Order: the job (from the plan flags, or the lock after ``doctor --lock`` passed on this machine); the paths it
-makes claimed (an existing one is refused, or with ``--force`` put aside); its steps; its checks (those that
+Order: the job (from the plan flags, or the lock after ``doctor --lock`` passed on this machine); its paths
+locked (one apply per path, :class:`vresolve.apply.Guard`) and what a killed apply left there put right; the
+paths it makes claimed (an existing one is refused, or with ``--force``, when vresolve's marker proves it made
+it, put aside); its steps (each directory it makes marked); its checks (those that
 need a GPU skipped on a machine without one); ``doctor`` on the environment; then, when ready, the lock of
 what was installed next to the environment and the activation file in it. A failed step, a failed check or
 an error from doctor removes the new environment (``--keep-failed`` keeps it); an interrupt always does.
@@ -23,7 +25,7 @@ EXIT_NOT_READY = 1
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    from ..apply import check_targets, claim
+    from ..apply import Guard, check_unsafe
 
     _refuse(args)
     m = _load(args)
@@ -31,9 +33,23 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if not args.apply_lock and args.gpu.strip().lower() == "auto":
         refuse_broken_driver(this)  # before anything is planned, shown, asked or changed
     job, plan, head, lock_check = _lock_job(args, m, this) if args.apply_lock else (*_plan_job(args, m, this), [])
-    check_targets(job.creates, force=args.force)  # refused before anything is shown or asked
+    check_unsafe(job.creates)  # a home, the root, a file, a link, a mount point: refused before anything is made
+    _refuse_foreign_lock(args, job, plan)
     if not args.yes and (_opt(args, "json") or not sys.stdin.isatty()):
         raise UsageError("apply: asks before changing anything, and there is no terminal to ask on: pass --yes")
+    with Guard(job.creates) as guard:  # one apply per path; the parents it makes go again unless it succeeds
+        return _guarded(args, m, this, job, plan, head, lock_check, guard)
+
+
+def _guarded(args: argparse.Namespace, m: Any, this: Any, job: Any, plan: Any, head: list[Any],
+             lock_check: list[Any], guard: Any) -> int:
+    """Under the lock: what an apply that did not finish left put right (or reported), the paths checked (refused
+    before anything is shown or asked), the plan shown, the question, the claim, the run."""
+    from ..apply import check_targets, claim, recover
+
+    for line in recover(job.creates):
+        _say(line)
+    check_targets(job.creates, force=args.force)
     if not _opt(args, "json") and not _opt(args, "quiet"):
         from ..render.apply import job_human
 
@@ -41,8 +57,34 @@ def cmd_apply(args: argparse.Namespace) -> int:
         for item in job_human(job, head):
             console.print(item)
     _confirm(args, job)
-    c = claim(job.creates, force=args.force)
-    return _run(args, m, this, job, plan, c, lock_check)
+    c = claim(job.creates, force=args.force, what=job.what, kind=job.kind)
+    code = _run(args, m, this, job, plan, c, lock_check)
+    if not c.creates:  # it succeeded, or kept what it made (--keep-failed): the parents it made stay
+        guard.keep()
+    return code
+
+
+def _say(line: str) -> None:
+    """A line on stderr that never fails (after SIGHUP the terminal is gone; the cleanup must go on)."""
+    try:
+        print(f"vresolve: {line}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _refuse_foreign_lock(args: argparse.Namespace, job: Any, plan: Any) -> None:
+    """The lock apply writes next to the environment replaces only files vresolve wrote (their header)."""
+    from ..lock import FORMATS, foreign_files
+
+    if job.kind != "lock" and plan is None:
+        return  # a source build, a Jetson's wheels: no lock written
+    names = ["requirements"] if job.kind == "lock" else list(FORMATS)
+    lock_dir = Path(args.lock_dir).resolve() if args.lock_dir else job.env_dir.with_name(job.env_dir.name + ".lock")
+    found = foreign_files(lock_dir, names)
+    if found:
+        raise UsageError(f"apply: the lock would replace {', '.join(repr(str(f)) for f in found)}, which vresolve did "
+                         f"not write (no '# vresolve-lock:' header): move {'them' if len(found) > 1 else 'it'} "
+                         "away, or choose another --lock-dir; nothing changed")
 
 
 def _refuse(args: argparse.Namespace) -> None:
@@ -261,16 +303,17 @@ class _Declined(UsageError):
 
 
 def _run(args: argparse.Namespace, m: Any, this: Any, job: Any, plan: Any, c: Any, lock_check: list[Any]) -> int:
-    """Run the job to its verdict; interrupted anywhere before it (Ctrl-C, SIGTERM), the installer is stopped and
-    what the run made is removed: the environment, the files of its lock."""
+    """Run the job to its verdict; interrupted anywhere before it (Ctrl-C, SIGTERM, SIGHUP), the installer is stopped
+    and what the run made is removed: the environment, the files of its lock."""
     written: list[Path] = []
     try:
         return _apply(args, m, this, job, plan, c, lock_check, written)
     except BaseException:
-        for line in c.fail():
-            print(f"vresolve: {line}", file=sys.stderr)
+        done = c.fail()
         for p in written:
             p.unlink(missing_ok=True)
+        for line in done:
+            _say(line)
         raise
 
 
@@ -283,7 +326,7 @@ def _apply(args: argparse.Namespace, m: Any, this: Any, job: Any, plan: Any, c: 
     checks: list[Any] = []
     with ApplyProgress(_console(stderr=True), verbose=bool(_opt(args, "verbose")),
                        quiet=bool(_opt(args, "quiet"))) as progress:
-        steps = run_steps(job, progress, cwd=cwd, has_gpu=has_gpu)
+        steps = run_steps(job, progress, cwd=cwd, has_gpu=has_gpu, claimed=c)
         if steps and steps[-1].status == "failed":
             return _failed_step(args, m, this, job, steps, c)
         checks = run_checks(job.verify, progress, cwd=cwd, env=environ(job.exports, cwd), has_gpu=has_gpu,

@@ -58,6 +58,20 @@ def path(text: str) -> str:
     return text
 
 
+def dir_path(text: str) -> str:
+    """``--venv``, ``--src-dir``: a path (see :func:`path`) that no command reads as an option (no leading '-') and
+    that is not the root directory."""
+    import os
+
+    text = path(text)
+    if text.startswith("-"):
+        raise argparse.ArgumentTypeError(f"{shown(text)} begins with '-', which uv and git would read as an option: "
+                                         f"write {shown('./' + text)}")
+    if os.path.normpath(os.path.abspath(text)) == os.path.abspath(os.sep):
+        raise argparse.ArgumentTypeError(f"{shown(text)} is the root directory: expected a directory of its own")
+    return text
+
+
 def workers(text: str) -> int:
     """``--workers``: 1 to 64 parallel requests."""
     try:
@@ -170,6 +184,9 @@ def _lock_command(lk: argparse.ArgumentParser, common: _Parser) -> None:
     lk.add_argument("--format", default=",".join(("requirements", "pylock", "conda", "env")),
                     help="requirements,pylock,conda,env (default: all four)")
     lk.add_argument("--check", action="store_true", help="exit 1 when the lock in DIR is out of date; write nothing")
+    lk.add_argument("--force", action="store_true",
+                    help="replace files in DIR that vresolve did not write (without it, lock replaces only its own "
+                         "files, those with its '# vresolve-lock:' header, and refuses the rest, exit 2)")
     lk.add_argument("--index-url", type=index_url,
                     help="the index to resolve from (default: your pip/uv configuration)")
     lk.add_argument("--offline", action="store_true", help="only what uv's cache holds")
@@ -191,7 +208,8 @@ def _apply_command(ap: argparse.ArgumentParser, common: _Parser) -> None:
                     help="do not ask before changing anything (without it, apply asks on a terminal and fails "
                          "elsewhere)")
     ap.add_argument("--force", action="store_true",
-                    help="replace an existing environment at --venv (it is put back if the new one fails)")
+                    help="replace an existing environment at --venv that vresolve made (its .vresolve-env marker; "
+                         "it is put back if the new one fails); nothing else is ever replaced")
     ap.add_argument("--keep-failed", action="store_true",
                     help="keep the new environment when a step or a check fails (default: removed)")
     ap.add_argument("--lock-dir", metavar="DIR", type=path,
@@ -361,12 +379,12 @@ def _add_plan_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep-torch", action="store_true",
                    help="keep the torch installed in this environment: a vLLM wheel that pins exactly that torch "
                         "(same CUDA major) when one does, else a source build against it")
-    p.add_argument("--src-dir", default="vllm-src", metavar="DIR", type=path, help="where a source build clones vLLM")
+    p.add_argument("--src-dir", default="vllm-src", metavar="DIR", type=dir_path, help="where a source build clones vLLM")
     p.add_argument("--precompiled", action="store_true",
                    help="a checkout for changing vLLM's Python code only: VLLM_USE_PRECOMPILED=1, editable install")
     p.add_argument("--pypi-only", action="store_true",
                    help="only wheels from your configured index (when PyTorch's and vLLM's own indexes are out of reach)")
-    p.add_argument("--venv", metavar="DIR", type=path, help="the environment to create (default: .venv-vllm; conda: vllm-VERSION)")
+    p.add_argument("--venv", metavar="DIR", type=dir_path, help="the environment to create (default: .venv-vllm; conda: vllm-VERSION)")
     # Jetson (resolve/jetson.py): the JetPack of a board named with --gpu, and the index of NVIDIA's JetPack wheels
     p.add_argument("--jetpack", metavar="X.Y", help="a Jetson's JetPack (default: from its L4T release, detected)")
     p.add_argument("--jetson-index", metavar="URL",

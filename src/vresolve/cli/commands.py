@@ -209,6 +209,7 @@ def _cmd_lock(args: argparse.Namespace) -> int:
     jobs = _lock_jobs(args)
     for _, _, dir_ in jobs:
         _check_output(dir_, writing=not args.check)
+    _refuse_foreign(args, jobs, formats)
     report = [_lock_one(args, name, a, dir_, formats) for name, a, dir_ in jobs]
     stale_all = [s for item in report for s in item.get("stale", ())]
     if _opt(args, "json"):
@@ -222,6 +223,18 @@ def _cmd_lock(args: argparse.Namespace) -> int:
                   f"+{stack['variant']}: {item['packages']} packages ({item['uv_seconds']} s in uv) -> "
                   f"{item['dir']}: {what}")
     return 1 if stale_all else EXIT_OK
+
+
+def _refuse_foreign(args: argparse.Namespace, jobs: list[tuple[str, argparse.Namespace, Path]],
+                    formats: list[str]) -> None:
+    """``lock`` never replaces a file it did not write (without ``--force``): checked before uv runs."""
+    from ..lock import foreign_files, foreign_message
+
+    if args.check or args.force:
+        return
+    found = [f for _, _, dir_ in jobs for f in foreign_files(dir_, formats)]
+    if found:
+        raise UsageError(f"lock: {foreign_message(found)}")
 
 
 _PROFILE_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"  # a directory name: no separator, no '..', no leading '.'
@@ -318,7 +331,7 @@ def _lock_one(args: argparse.Namespace, name: str, a: argparse.Namespace, dir_: 
     if args.check:
         entry["stale"] = check_lock(lock, dir_, formats)
     else:
-        entry["files"] = [str(p) for p in write_lock(lock, dir_, formats)]
+        entry["files"] = [str(p) for p in write_lock(lock, dir_, formats, force=args.force)]
     return entry
 
 
@@ -798,8 +811,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(f"vresolve: error: {escape_controls(str(e), lines=True)}", file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt as e:  # SIGINT; SIGTERM too, under the entry point (vresolve._entry)
-        from .._entry import Terminated
+    except KeyboardInterrupt as e:  # SIGINT; SIGTERM and SIGHUP too, under the entry point (vresolve._entry)
+        from .._entry import HungUp, Terminated
 
-        print(f"vresolve: {'terminated' if isinstance(e, Terminated) else 'interrupted'}", file=sys.stderr)
-        return 143 if isinstance(e, Terminated) else 130
+        word, code = ("hung up", 129) if isinstance(e, HungUp) else ("terminated", 143) if isinstance(
+            e, Terminated) else ("interrupted", 130)
+        try:  # after SIGHUP the terminal is gone: nothing to say it on
+            print(f"vresolve: {word}", file=sys.stderr)
+        except (OSError, ValueError):
+            pass
+        return code

@@ -56,7 +56,10 @@ class ApplyProgress:
 
     def __exit__(self, *exc: object) -> None:
         if self.progress is not None:
-            self.progress.__exit__(*exc)
+            try:
+                self.progress.__exit__(*exc)
+            except OSError:  # the terminal hung up (SIGHUP): nothing to draw on, and the cleanup must go on
+                pass
 
     def _print(self, text: str, style: str = "") -> None:
         from rich.text import Text
