@@ -33,7 +33,7 @@ def test_plan_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
                                        "cuda", "python", "install_kind")} == {
         "vllm": "0.33.0", "torch": "2.14.0", "torchvision": "0.29.0", "torchaudio": "2.11.0", "variant": "cu130",
         "vllm_variant": "cu130", "cuda": "13.0", "python": "3.12", "install_kind": "wheel"}
-    assert d["requires"] == {"min_driver": "580.65.06", "driver_policy": "minor-compat", "glibc": "2.28"}
+    assert d["requires"] == {"min_driver": "580.65.06", "driver_policy": "minor-compat", "glibc": "2.31"}  # llguidance, in the closure
     # FlashInfer asks for cuda-python>=12.0 only: held on CUDA 13 (an old all-in-one release overwrites cuda-bindings)
     assert d["steps"][-2]["argv"] == ["uv", "pip", "install", "--python", ".venv-vllm/bin/python", "vllm==0.33.0",
                                       "torch==2.14.0", "torchvision==0.29.0", "torchaudio==2.11.0",
