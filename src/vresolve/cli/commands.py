@@ -333,6 +333,7 @@ def _env_python(flag: str | None) -> str:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
+    from .._bounded import InputLimit
     from ..detect import Overrides, detect_host, fill_capabilities, library_shadows, probe_environment
     from ..doctor import check_against_lock, diagnose, worst_exit_code
 
@@ -346,6 +347,8 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
             evidence = read_evidence(kept)  # the whole log, line by line, in bounded memory
     except OSError as e:
         raise UsageError(f"--log: cannot read {args.log!r} ({e.strerror or e})") from None
+    except InputLimit as e:
+        raise UsageError(f"--log: {args.log!r}: {e}") from None
     finally:
         if kept is not None:
             kept.close()

@@ -15,6 +15,8 @@ from .args import _load, shown
 from .commands import _console, _print_json
 
 _EXTRAS = {"ray": "ray", "kubernetes": "k8s"}
+JSON_LIMIT = 256 << 20  # an inventory or a node list: ~150,000 hosts' detect answers, past any cluster
+STREAM_TIMEOUT = 300.0  # a pipe or a device named as an input must end within this many seconds
 
 
 def _need(module: str) -> Any:
@@ -29,16 +31,15 @@ def _need(module: str) -> Any:
 
 
 def _read_json(path: str, what: str) -> Any:
+    from .._bounded import InputLimit, read_path_bounded
+
     where = shown(path, 200)
     try:
-        if path == "-":
-            text = sys.stdin.read()
-        else:
-            with open(path, "rb") as fh:
-                text = fh.read().decode("utf-8")
-        return json.loads(text)
+        return json.loads(read_path_bounded(path, JSON_LIMIT, STREAM_TIMEOUT).decode("utf-8"))
     except OSError as e:
         raise UsageError(f"{what}: cannot read {where} ({e.strerror or e})") from None
+    except InputLimit as e:
+        raise UsageError(f"{what}: {where}: {e}") from None
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise UsageError(f"{what}: {where} is not JSON ({' '.join(str(e).split())[:120]})") from None
 

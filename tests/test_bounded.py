@@ -1,0 +1,107 @@
+"""Every reader bounded in bytes (and in time for streams), every per-host check linear, and ``fleet detect --k8s``
+writing only inventories that ``fleet plan`` reads back (issue 26: unbounded reads and hangs)."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from vresolve._bounded import InputLimit, read_bounded
+from vresolve.cli import main
+
+CLI = [sys.executable, "-m", "vresolve"]
+ENV = {**os.environ, "VRESOLVE_NO_NVML": "1"}
+
+
+def run(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def cli(argv: list[str], stdin: object = subprocess.DEVNULL) -> subprocess.CompletedProcess[str]:
+    """A whole vresolve process, with a generous timeout: a hang fails the test instead of stalling the suite."""
+    return subprocess.run([*CLI, *argv], stdin=stdin, capture_output=True, text=True, env=ENV, timeout=120,
+                          check=False)
+
+
+def one_line_error(p: subprocess.CompletedProcess[str] | tuple[int, str, str], *words: str) -> str:
+    code, err = (p.returncode, p.stderr) if isinstance(p, subprocess.CompletedProcess) else (p[0], p[2])
+    assert code == 2, err
+    assert "Traceback" not in err
+    line = err.strip()
+    assert "\n" not in line, err
+    for w in words:
+        assert w in line, line
+    return line
+
+
+# --- doctor --log --------------------------------------------------------------------------------------------------
+
+def test_doctor_log_dev_zero_ends_with_one_line() -> None:
+    p = cli(["doctor", "--no-env", "--log", "/dev/zero"])
+    one_line_error(p, "--log", "/dev/zero", "binary")
+
+
+def test_doctor_log_endless_text_stream_stops_at_the_cap() -> None:
+    """An endless stream of text (no NUL byte) stops at the byte cap, with a one-line error naming the limit."""
+    gen = subprocess.Popen([sys.executable, "-c", "import sys\nb = (b'x' * 65535 + b'\\n') * 16\n"
+                            "w = sys.stdout.buffer.write\ntry:\n    while True: w(b)\nexcept BrokenPipeError: pass"],
+                           stdout=subprocess.PIPE)
+    try:
+        p = cli(["doctor", "--no-env", "--log", "-"], stdin=gen.stdout)
+    finally:
+        assert gen.stdout is not None
+        gen.stdout.close()
+        gen.kill()
+        gen.wait()
+    one_line_error(p, "--log", "'-'", "1024 MiB")
+
+
+def test_doctor_log_with_some_nul_bytes_is_still_read(tmp_path: Path) -> None:
+    """A real log with a few NUL bytes (a truncated write) is still a log: only mostly-NUL input is refused."""
+    log = tmp_path / "x.log"
+    line = b"RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    log.write_bytes(b"\0" * 100 + line * 2000)
+    p = cli(["doctor", "--no-env", "--log", str(log)])
+    assert p.returncode != 2, p.stderr
+    assert "binary" not in p.stderr
+
+
+# --- fleet inputs --------------------------------------------------------------------------------------------------
+
+def test_fleet_plan_dev_zero_is_refused_at_the_cap() -> None:
+    one_line_error(cli(["fleet", "plan", "/dev/zero"]), "INVENTORY", "/dev/zero", "256 MiB")
+
+
+def test_fleet_detect_k8s_stdin_is_bounded() -> None:
+    with open("/dev/zero", "rb") as zero:
+        p = cli(["fleet", "detect", "--k8s", "-", "--python", "3.12"], stdin=zero)
+    one_line_error(p, "--k8s", "'-'", "256 MiB")
+
+
+def test_a_stream_that_never_ends_is_bounded_in_time() -> None:
+    """A pipe whose writer neither writes nor closes: the read gives up after its timeout."""
+    r, w = os.pipe()
+    try:
+        with os.fdopen(r, "rb", closefd=False) as fh, pytest.raises(InputLimit, match="no end after 0.5 s"):
+            read_bounded(fh, 1 << 20, 0.5)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_a_fifo_without_a_writer_is_bounded_in_time(tmp_path: Path) -> None:
+    from vresolve._bounded import read_path_bounded
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(InputLimit, match="no end"):
+        read_path_bounded(str(fifo), 1 << 20, 0.5)
