@@ -4,6 +4,7 @@ writing only inventories that ``fleet plan`` reads back (issue 26: unbounded rea
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -105,3 +106,32 @@ def test_a_fifo_without_a_writer_is_bounded_in_time(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(InputLimit, match="no end"):
         read_path_bounded(str(fifo), 1 << 20, 0.5)
+
+
+def _detect_answer(monkeypatch: pytest.MonkeyPatch) -> dict:
+    for k, v in {"VRESOLVE_GPUS": "H100", "VRESOLVE_DRIVER": "580.65.06", "VRESOLVE_PLATFORM": "linux-x86_64",
+                 "VRESOLVE_PYTHON": "3.12", "VRESOLVE_NO_NVML": "1"}.items():
+        monkeypatch.setenv(k, v)
+    code, out, _ = run(["detect", "--json"])
+    assert code == 0
+    for k in ("VRESOLVE_GPUS", "VRESOLVE_DRIVER", "VRESOLVE_PLATFORM"):
+        monkeypatch.delenv(k)
+    return json.loads(out)["host"]
+
+
+def test_a_name_twice_in_a_large_inventory_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """30,000 hosts with the last name repeated: the check names it (one pass over the names)."""
+    host = _detect_answer(monkeypatch)
+    items = [{"name": f"node-{i:05d}", "host": host, "source": "file"} for i in range(30_000)]
+    items.append({"name": "node-29999", "host": host, "source": "file"})
+    inv = tmp_path / "inv.json"
+    inv.write_text(json.dumps({"schema": "vresolve.fleet/1", "inventory": items, "failed": []}))
+    one_line_error(run(["fleet", "plan", str(inv)]), "'node-29999' is named twice")
+
+
+def test_twice_named() -> None:
+    from vresolve.cli.fleet import twice_named
+
+    assert twice_named(["a", "b", "c"]) is None
+    assert twice_named(["a", "b", "a", "b"]) == "a"
+    assert twice_named(iter(())) is None

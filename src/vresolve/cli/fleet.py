@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from ..errors import EXIT_OK, UsageError
@@ -44,6 +45,16 @@ def _read_json(path: str, what: str) -> Any:
         raise UsageError(f"{what}: {where} is not JSON ({' '.join(str(e).split())[:120]})") from None
 
 
+def twice_named(names: Iterable[str]) -> str | None:
+    """The first name seen a second time, or None: one pass over the names."""
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            return n
+        seen.add(n)
+    return None
+
+
 def read_inventory(paths: list[str], m: Any) -> Any:
     """Inventories and detect files, merged, each checked; GPUs named only get the matrix's capability."""
     from dataclasses import replace
@@ -58,9 +69,8 @@ def read_inventory(paths: list[str], m: Any) -> Any:
             inv = inv.merged(inventory_from_json(_read_json(p, "INVENTORY"), shown(p, 200), default_name=stem))
         except InventoryError as e:
             raise UsageError(f"INVENTORY: {e}") from None
-    names = [h.name for h in inv.hosts]
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
+    dup = twice_named(h.name for h in inv.hosts)
+    if dup is not None:
         raise UsageError(f"INVENTORY: host {dup!r} is named twice (names must be unique across the files)")
     hosts = tuple(replace(h, host=fill_capabilities(h.host, m)) for h in inv.hosts)
     return replace(inv, hosts=hosts)
