@@ -135,3 +135,48 @@ def test_twice_named() -> None:
     assert twice_named(["a", "b", "c"]) is None
     assert twice_named(["a", "b", "a", "b"]) == "a"
     assert twice_named(iter(())) is None
+
+
+# --- fleet detect --k8s agrees with fleet plan ---------------------------------------------------------------------
+
+def _node(name: str, **labels: str) -> dict:
+    base = {"kubernetes.io/arch": "amd64", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+            "nvidia.com/gpu.count": "8", "nvidia.com/cuda.driver-version.full": "580.65.06"}
+    return {"kind": "Node", "metadata": {"name": name, "labels": {**base, **labels}}}
+
+
+def _detect_k8s(tmp_path: Path, nodes: list[dict]) -> tuple[dict, Path]:
+    src, out = tmp_path / "nodes.json", tmp_path / "inv.json"
+    src.write_text(json.dumps({"items": nodes}))
+    code, _, err = run(["fleet", "detect", "--k8s", str(src), "--python", "3.12", "-o", str(out)])
+    assert code == 0, err
+    return json.loads(out.read_text()), out
+
+
+def test_k8s_hostile_gpu_count_does_not_blow_up_the_inventory(tmp_path: Path) -> None:
+    """1024 GPUs claimed per node: each such node fails (named), so a few KB of labels stay a few KB."""
+    nodes = [_node(f"n{i}", **{"nvidia.com/gpu.count": "1024"}) for i in range(50)] + [_node("good")]
+    doc, out = _detect_k8s(tmp_path, nodes)
+    assert [h["name"] for h in doc["inventory"]] == ["good"]
+    assert len(doc["failed"]) == 50 and "1 to 128" in doc["failed"][0]["why"]
+    assert out.stat().st_size < 20_000
+    assert run(["fleet", "plan", str(out)])[0] in (0, 1)
+
+
+def test_k8s_capability_minor_10_fails_that_node_and_plan_reads_the_rest(tmp_path: Path) -> None:
+    nodes = [_node("bad", **{"nvidia.com/gpu.compute.major": "9", "nvidia.com/gpu.compute.minor": "10"}),
+             _node("good", **{"nvidia.com/gpu.compute.major": "9", "nvidia.com/gpu.compute.minor": "0"})]
+    doc, out = _detect_k8s(tmp_path, nodes)
+    assert [h["name"] for h in doc["inventory"]] == ["good"]
+    assert doc["failed"][0]["host"] == "bad" and "9.10 is not a compute capability" in doc["failed"][0]["why"]
+    code, _, err = run(["fleet", "plan", str(out)])
+    assert code in (0, 1), err
+
+
+def test_k8s_duplicate_node_names_keep_the_first(tmp_path: Path) -> None:
+    doc, out = _detect_k8s(tmp_path, [_node("a"), _node("a", **{"nvidia.com/gpu.count": "4"}), _node("b")])
+    assert [h["name"] for h in doc["inventory"]] == ["a", "b"]
+    assert len(doc["inventory"][0]["host"]["gpus"]) == 8
+    assert doc["failed"][0]["host"] == "a" and "second node" in doc["failed"][0]["why"]
+    code, _, err = run(["fleet", "plan", str(out)])
+    assert code in (0, 1), err

@@ -110,6 +110,14 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     else:
         inv = read_inventory(args.from_files, m)
     doc_out = inv.to_dict()
+    from ..render import to_json
+
+    text = to_json(doc_out)
+    if len(text.encode("utf-8")) > JSON_LIMIT:  # fleet plan could not read it back
+        from .._bounded import mib
+
+        raise UsageError(f"fleet detect: the inventory of {len(inv.hosts)} hosts would be {mib(len(text))}, more "
+                         f"than the {mib(JSON_LIMIT)} fleet plan reads")
     if args.output:
         _write(args.output, doc_out)
     if getattr(args, "json", None):
