@@ -752,6 +752,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                "detect": _cmd_detect, "fleet": _cmd_fleet, "site": _cmd_site,
                "completion": _cmd_completion}.get(args.command)
         if run is not None:
+            if args.command != "completion":  # the machine's overrides, checked as their flags are
+                from .targets import check_env_overrides
+
+                check_env_overrides(os.environ)
             return run(args)
         if args.command == "matrix":
             action = {"validate": _cmd_matrix_validate, "show": _cmd_matrix_show,

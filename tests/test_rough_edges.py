@@ -1,0 +1,56 @@
+"""Rough edges of issue 26: each a one-line error naming the input (exit 2), or the right behaviour."""
+
+from __future__ import annotations
+
+import io
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+
+from vresolve.cli import main
+
+
+def run(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def one_line_error(got: tuple[int, str, str], *words: str) -> str:
+    code, _, err = got
+    assert code == 2, err
+    line = err.strip()
+    assert "\n" not in line and "Traceback" not in line, err
+    for w in words:
+        assert w in line, line
+    return line
+
+
+@pytest.mark.parametrize(("var", "value", "words"), [
+    ("VRESOLVE_DRIVER", "garbage", ("invalid driver version", "'garbage'")),
+    ("VRESOLVE_DRIVER", "9" * 5000, ("invalid driver version", "at most 32 characters")),
+    ("VRESOLVE_PLATFORM", "windows-arm", ("invalid platform", "linux-x86_64 or linux-aarch64")),
+    ("VRESOLVE_PYTHON", "2.7", ("invalid Python version", "'2.7'")),
+    ("VRESOLVE_CUDA_DRIVER", "abc", ("invalid CUDA version", "'abc'")),
+    ("VRESOLVE_GPUS", "H100,\x1b[31mred", ("GPU name", "is not one")),
+    ("VRESOLVE_GPUS", ",".join(["H100"] * 1100), ("more than 1024 GPUs",)),
+])
+@pytest.mark.parametrize("argv", [["plan", "--gpu", "auto"], ["detect", "--json"], ["plan", "--gpu", "H100"]])
+def test_env_overrides_are_checked_like_their_flags(monkeypatch: pytest.MonkeyPatch, var: str, value: str,
+                                                    words: tuple[str, ...], argv: list[str]) -> None:
+    monkeypatch.setenv("VRESOLVE_NO_NVML", "1")
+    monkeypatch.setenv(var, value)
+    code, out, err = run(argv)
+    if "--json" in argv:  # the error as JSON on stdout, as for a bad flag
+        assert code == 2 and var in out and "Traceback" not in out + err
+        return
+    assert one_line_error((code, out, err), f"{var}:", *words).startswith(f"vresolve: error: {var}:")
+
+
+def test_good_env_overrides_still_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in {"VRESOLVE_NO_NVML": "1", "VRESOLVE_GPUS": "NVIDIA H100 80GB HBM3", "VRESOLVE_DRIVER": "580.65.06",
+                 "VRESOLVE_CUDA_DRIVER": "13.0", "VRESOLVE_PYTHON": "3.12", "VRESOLVE_PLATFORM": "linux-x86_64"}.items():
+        monkeypatch.setenv(k, v)
+    code, out, err = run(["plan", "--gpu", "auto"])
+    assert code == 0, err
