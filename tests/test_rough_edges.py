@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
 
 import pytest
 
@@ -54,3 +55,21 @@ def test_good_env_overrides_still_plan(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(k, v)
     code, out, err = run(["plan", "--gpu", "auto"])
     assert code == 0, err
+
+
+@pytest.mark.parametrize("epoch", ["99999999999999999", "253402300800", "abc", "-5", "1e9", "１２３"])
+def test_site_malformed_source_date_epoch_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      epoch: str) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
+    one_line_error(run(["site", "-o", str(tmp_path / "site"), "--python", "3.12"]), "SOURCE_DATE_EPOCH:",
+                   "invalid time")
+    assert not (tmp_path / "site").exists()
+
+
+def test_source_date_epoch_in_range_is_the_build_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vresolve.cli.grid import _built
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "253402300799")  # the last second of the year 9999
+    assert _built() == "9999-12-31 23:59 UTC"
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    assert _built() == "1970-01-01 00:00 UTC"

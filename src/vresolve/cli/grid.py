@@ -281,8 +281,20 @@ def _built() -> str:
     import time
 
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
-    t = int(epoch) if epoch.isdigit() else int(time.time())
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t))
+    if not epoch:
+        return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(int(time.time())))
+    try:  # malformed: an error, as the reproducible-builds specification asks
+        if not (epoch.isascii() and epoch.isdigit()) or len(epoch) > 12:
+            raise ValueError
+        built = time.gmtime(int(epoch))
+        if built.tm_year > 9999:
+            raise ValueError
+    except (ValueError, OverflowError, OSError):
+        from .args import shown
+
+        raise UsageError(f"SOURCE_DATE_EPOCH: invalid time {shown(epoch)} (expected seconds since 1970-01-01 UTC, "
+                         "a whole number up to the year 9999)") from None
+    return time.strftime("%Y-%m-%d %H:%M UTC", built)
 
 
 def cmd_grid(args: Any) -> int:
