@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -73,3 +74,21 @@ def test_source_date_epoch_in_range_is_the_build_time(monkeypatch: pytest.Monkey
     assert _built() == "9999-12-31 23:59 UTC"
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
     assert _built() == "1970-01-01 00:00 UTC"
+
+
+@pytest.mark.parametrize("where", ["file/site", "/proc/vresolve-site/x", "ro/site"])
+def test_site_output_unwritable_fails_before_planning(tmp_path: Path, where: str) -> None:
+    """-o into a place that cannot be written: refused at once (one line on stderr: no plan's progress before it)."""
+    (tmp_path / "file").write_text("x")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if where.startswith("ro"):
+        if os.geteuid() == 0:
+            pytest.skip("root writes into a read-only mode directory")
+        ro.chmod(0o500)
+    out = where if where.startswith("/") else str(tmp_path / where)
+    try:
+        one_line_error(run(["site", "-o", out, "--python", "3.12"]), f"-o '{out}': cannot write there")
+    finally:
+        ro.chmod(0o700)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "ro"] and not list(ro.iterdir())

@@ -297,6 +297,27 @@ def _built() -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", built)
 
 
+def _check_writable(out: Any, flag: str) -> None:
+    """UsageError, before any work, when ``out`` (a directory to write into, made if missing) cannot be written:
+    its nearest existing folder is not one, or a file cannot be made there (tried, not guessed from modes)."""
+    import tempfile
+    from pathlib import Path
+
+    from .args import shown
+
+    at = Path(out).absolute()
+    while not at.exists() and at != at.parent:
+        at = at.parent
+    if not at.is_dir():
+        raise UsageError(f"{flag} {shown(str(out), 200)}: cannot write there ({shown(str(at), 200)} is not a directory)")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".vresolve-probe-", dir=at)
+    except OSError as e:
+        raise UsageError(f"{flag} {shown(str(out), 200)}: cannot write there ({e.strerror or e})") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
 def cmd_grid(args: Any) -> int:
     """``vresolve matrix grid``: the grid as PNG/SVG (matplotlib), HTML, a terminal table or JSON."""
     from ..render import envelope, to_json
@@ -475,6 +496,7 @@ def cmd_site(args: Any) -> int:
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         raise UsageError(f"-o {args.output}: not a directory")
+    _check_writable(out, "-o")  # before every plan is computed, not after
     built = _built()
     data = site_data(m, pys=pys, installers=installers, platform=args.platform, policy=args.driver_policy,
                      matrix=_opt(args, "matrix"), workers=args.workers, built=built,
