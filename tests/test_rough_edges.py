@@ -92,3 +92,18 @@ def test_site_output_unwritable_fails_before_planning(tmp_path: Path, where: str
     finally:
         ro.chmod(0o700)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "ro"] and not list(ro.iterdir())
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("a: " + "[" * 50_000 + "]" * 50_000 + "\n", ("nested too deeply",)),
+    ("a: " + "{x: " * 20_000 + "1" + "}" * 20_000 + "\n", ("nested too deeply",)),
+    (None, ("more than 1 MiB",)),
+])
+def test_lock_profiles_hostile_yaml_is_one_line(tmp_path: Path, text: str | None, words: tuple[str, ...]) -> None:
+    """A profiles file nested thousands deep (YAML's reader recursed into a traceback), or an endless one."""
+    path = "/dev/zero"
+    if text is not None:
+        (tmp_path / "profiles.yaml").write_text(text)
+        path = str(tmp_path / "profiles.yaml")
+    one_line_error(run(["lock", "--profiles", path, "-o", str(tmp_path / "out")]), "--profiles:", *words)
+    assert not (tmp_path / "out").exists()

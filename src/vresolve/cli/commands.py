@@ -242,11 +242,15 @@ def _lock_jobs(args: argparse.Namespace) -> list[tuple[str, argparse.Namespace, 
 
     import yaml
 
+    from .._bounded import InputLimit, read_path_bounded
+
     where = f"--profiles: {shown(args.profiles, 200)}"
-    try:
-        profiles = yaml.safe_load(Path(args.profiles).read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+    try:  # a few lines of profiles: 1 MiB is far past any, and a stream must end within a minute
+        profiles = yaml.safe_load(read_path_bounded(args.profiles, 1 << 20, 60.0).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, InputLimit) as e:
         raise UsageError(f"{where}: cannot read it ({' '.join(str(e).split())[:200]})") from None
+    except RecursionError:  # YAML's reader recurses once per level: a hostile file nests thousands deep
+        raise UsageError(f"{where}: nested too deeply (expected a mapping of profile name to plan flags)") from None
     if not isinstance(profiles, dict) or not profiles or not all(isinstance(v, str) for v in profiles.values()):
         raise UsageError(f"{where}: expected a mapping of profile name to plan flags")
     parser = build_parser("lock", profile=True)
