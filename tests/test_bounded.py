@@ -180,3 +180,14 @@ def test_k8s_duplicate_node_names_keep_the_first(tmp_path: Path) -> None:
     assert doc["failed"][0]["host"] == "a" and "second node" in doc["failed"][0]["why"]
     code, _, err = run(["fleet", "plan", str(out)])
     assert code in (0, 1), err
+
+
+def test_ray_node_names_share_a_host_name_in_one_pass() -> None:
+    """Nodes of one host name get their node id's start; 30,000 nodes are named (a count per node was quadratic)."""
+    from vresolve.fleet.ray import _names
+
+    nodes = [{"NodeManagerHostname": "box", "NodeID": "abcdef0123"}, {"NodeManagerHostname": "box", "NodeID": "99887766"},
+             {"NodeManagerHostname": "solo", "NodeID": "x"}]
+    assert _names(nodes) == ["box-abcdef01", "box-99887766", "solo"]
+    many = [{"NodeManagerHostname": f"n{i}", "NodeID": str(i)} for i in range(30_000)]
+    assert _names(many)[-1] == "n29999"
