@@ -192,7 +192,7 @@ def test_a_recipe_names_the_uv_that_exists_and_ends_with_the_apply_line(tmp_path
     argv = [*H200, "--source-build", "always"]
     p = _vresolve(argv, path=str(tmp_path))
     lines = p.stdout.splitlines()
-    assert lines[-1] == f"Next: vresolve apply {' '.join(argv[1:])} runs the recipe, then its checks"
+    assert lines[-1] == f"# Next: vresolve apply {' '.join(argv[1:])} runs the recipe, then its checks"
     venv_line = next(x for x in lines if "venv --python" in x)
     assert venv_line.split()[0] != "uv" and os.access(venv_line.split()[0], os.X_OK)
     assert "silu_and_mul" in p.stdout  # the kernel check, inline

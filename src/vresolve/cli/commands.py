@@ -255,11 +255,15 @@ def _lock_jobs(args: argparse.Namespace) -> list[tuple[str, argparse.Namespace, 
 
     import yaml
 
+    from .._bounded import InputLimit, read_path_bounded
+
     where = f"--profiles: {shown(args.profiles, 200)}"
-    try:
-        profiles = yaml.safe_load(Path(args.profiles).read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+    try:  # a few lines of profiles: 1 MiB is far past any, and a stream must end within a minute
+        profiles = yaml.safe_load(read_path_bounded(args.profiles, 1 << 20, 60.0).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, InputLimit) as e:
         raise UsageError(f"{where}: cannot read it ({' '.join(str(e).split())[:200]})") from None
+    except RecursionError:  # YAML's reader recurses once per level: a hostile file nests thousands deep
+        raise UsageError(f"{where}: nested too deeply (expected a mapping of profile name to plan flags)") from None
     if not isinstance(profiles, dict) or not profiles or not all(isinstance(v, str) for v in profiles.values()):
         raise UsageError(f"{where}: expected a mapping of profile name to plan flags")
     parser = build_parser("lock", profile=True)
@@ -346,6 +350,7 @@ def _env_python(flag: str | None) -> str:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
+    from .._bounded import InputLimit
     from ..detect import Overrides, detect_host, fill_capabilities, library_shadows, probe_environment
     from ..doctor import check_against_lock, diagnose, worst_exit_code
 
@@ -359,6 +364,8 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
             evidence = read_evidence(kept)  # the whole log, line by line, in bounded memory
     except OSError as e:
         raise UsageError(f"--log: cannot read {args.log!r} ({e.strerror or e})") from None
+    except InputLimit as e:
+        raise UsageError(f"--log: {args.log!r}: {e}") from None
     finally:
         if kept is not None:
             kept.close()
@@ -792,6 +799,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                "detect": _cmd_detect, "fleet": _cmd_fleet, "site": _cmd_site,
                "completion": _cmd_completion}.get(args.command)
         if run is not None:
+            if args.command != "completion":  # the machine's overrides, checked as their flags are
+                from .targets import check_env_overrides
+
+                check_env_overrides(os.environ)
             return run(args)
         if args.command == "matrix":
             action = {"validate": _cmd_matrix_validate, "show": _cmd_matrix_show,

@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from ..errors import EXIT_OK, UsageError
@@ -15,6 +16,8 @@ from .args import _load, shown
 from .commands import _console, _print_json
 
 _EXTRAS = {"ray": "ray", "kubernetes": "k8s"}
+JSON_LIMIT = 256 << 20  # an inventory or a node list: ~150,000 hosts' detect answers, past any cluster
+STREAM_TIMEOUT = 300.0  # a pipe or a device named as an input must end within this many seconds
 
 
 def _need(module: str) -> Any:
@@ -29,18 +32,27 @@ def _need(module: str) -> Any:
 
 
 def _read_json(path: str, what: str) -> Any:
+    from .._bounded import InputLimit, read_path_bounded
+
     where = shown(path, 200)
     try:
-        if path == "-":
-            text = sys.stdin.read()
-        else:
-            with open(path, "rb") as fh:
-                text = fh.read().decode("utf-8")
-        return json.loads(text)
+        return json.loads(read_path_bounded(path, JSON_LIMIT, STREAM_TIMEOUT).decode("utf-8"))
     except OSError as e:
         raise UsageError(f"{what}: cannot read {where} ({e.strerror or e})") from None
+    except InputLimit as e:
+        raise UsageError(f"{what}: {where}: {e}") from None
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise UsageError(f"{what}: {where} is not JSON ({' '.join(str(e).split())[:120]})") from None
+
+
+def twice_named(names: Iterable[str]) -> str | None:
+    """The first name seen a second time, or None: one pass over the names."""
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            return n
+        seen.add(n)
+    return None
 
 
 def read_inventory(paths: list[str], m: Any) -> Any:
@@ -57,9 +69,8 @@ def read_inventory(paths: list[str], m: Any) -> Any:
             inv = inv.merged(inventory_from_json(_read_json(p, "INVENTORY"), shown(p, 200), default_name=stem))
         except InventoryError as e:
             raise UsageError(f"INVENTORY: {e}") from None
-    names = [h.name for h in inv.hosts]
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
+    dup = twice_named(h.name for h in inv.hosts)
+    if dup is not None:
         raise UsageError(f"INVENTORY: host {dup!r} is named twice (names must be unique across the files)")
     hosts = tuple(replace(h, host=fill_capabilities(h.host, m)) for h in inv.hosts)
     return replace(inv, hosts=hosts)
@@ -99,6 +110,14 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     else:
         inv = read_inventory(args.from_files, m)
     doc_out = inv.to_dict()
+    from ..render import to_json
+
+    text = to_json(doc_out)
+    if len(text.encode("utf-8")) > JSON_LIMIT:  # fleet plan could not read it back
+        from .._bounded import mib
+
+        raise UsageError(f"fleet detect: the inventory of {len(inv.hosts)} hosts would be {mib(len(text))}, more "
+                         f"than the {mib(JSON_LIMIT)} fleet plan reads")
     if args.output:
         _write(args.output, doc_out)
     if getattr(args, "json", None):

@@ -283,8 +283,41 @@ def _built() -> str:
     import time
 
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
-    t = int(epoch) if epoch.isdigit() else int(time.time())
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t))
+    if not epoch:
+        return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(int(time.time())))
+    try:  # malformed: an error, as the reproducible-builds specification asks
+        if not (epoch.isascii() and epoch.isdigit()) or len(epoch) > 12:
+            raise ValueError
+        built = time.gmtime(int(epoch))
+        if built.tm_year > 9999:
+            raise ValueError
+    except (ValueError, OverflowError, OSError):
+        from .args import shown
+
+        raise UsageError(f"SOURCE_DATE_EPOCH: invalid time {shown(epoch)} (expected seconds since 1970-01-01 UTC, "
+                         "a whole number up to the year 9999)") from None
+    return time.strftime("%Y-%m-%d %H:%M UTC", built)
+
+
+def _check_writable(out: Any, flag: str) -> None:
+    """UsageError, before any work, when ``out`` (a directory to write into, made if missing) cannot be written:
+    its nearest existing folder is not one, or a file cannot be made there (tried, not guessed from modes)."""
+    import tempfile
+    from pathlib import Path
+
+    from .args import shown
+
+    at = Path(out).absolute()
+    while not at.exists() and at != at.parent:
+        at = at.parent
+    if not at.is_dir():
+        raise UsageError(f"{flag} {shown(str(out), 200)}: cannot write there ({shown(str(at), 200)} is not a directory)")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".vresolve-probe-", dir=at)
+    except OSError as e:
+        raise UsageError(f"{flag} {shown(str(out), 200)}: cannot write there ({e.strerror or e})") from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def cmd_grid(args: Any) -> int:
@@ -465,6 +498,7 @@ def cmd_site(args: Any) -> int:
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         raise UsageError(f"-o {args.output}: not a directory")
+    _check_writable(out, "-o")  # before every plan is computed, not after
     built = _built()
     data = site_data(m, pys=pys, installers=installers, platform=args.platform, policy=args.driver_policy,
                      matrix=_opt(args, "matrix"), workers=args.workers, built=built,

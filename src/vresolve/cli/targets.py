@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 from packaging.version import InvalidVersion, Version
 
 from ..errors import UsageError
@@ -87,12 +89,12 @@ def _bounded(flag: str, text: str, what: str, example: str) -> None:
         raise UsageError(f"{flag}: invalid {what} {shown(text)} (expected {example}, at most {MAX_VERSION} characters)")
 
 
-def parse_driver(text: str) -> DriverVersion:
-    _bounded("--driver", text, "driver version", "a version such as '580.65.06'")
+def parse_driver(text: str, flag: str = "--driver") -> DriverVersion:
+    _bounded(flag, text, "driver version", "a version such as '580.65.06'")
     try:
         return DriverVersion.parse(text)
     except ValueError:
-        raise UsageError(f"--driver: invalid driver version {shown(text)} (expected a version such as '580.65.06')") \
+        raise UsageError(f"{flag}: invalid driver version {shown(text)} (expected a version such as '580.65.06')") \
             from None
 
 
@@ -103,11 +105,11 @@ def _version(text: str) -> Version | None:
         return None
 
 
-def parse_python(text: str) -> Version:
-    _bounded("--python", text, "Python version", "X.Y such as '3.12'")
+def parse_python(text: str, flag: str = "--python") -> Version:
+    _bounded(flag, text, "Python version", "X.Y such as '3.12'")
     v = _version(text)
     if v is None or len(v.release) < 2 or v.major != 3:
-        raise UsageError(f"--python: invalid Python version {shown(text)} (expected X.Y such as '3.12')")
+        raise UsageError(f"{flag}: invalid Python version {shown(text)} (expected X.Y such as '3.12')")
     return v
 
 
@@ -156,7 +158,36 @@ def _jetson_by_capability(matrix: Matrix, host: Host, *, given: bool) -> Host:
     return replace(host, gpus=tuple(gpus))
 
 
-def parse_platform(text: str) -> PlatformInfo:
+def parse_platform(text: str, flag: str = "--platform") -> PlatformInfo:
     if text not in ("linux-x86_64", "linux-aarch64"):
-        raise UsageError(f"--platform: invalid platform {shown(text)} (expected linux-x86_64 or linux-aarch64)")
+        raise UsageError(f"{flag}: invalid platform {shown(text)} (expected linux-x86_64 or linux-aarch64)")
     return PlatformInfo(os="linux", machine=text.split("-", 1)[1])
+
+
+def check_env_overrides(environ: Mapping[str, str]) -> None:
+    """The ``VRESOLVE_*`` overrides of the machine's facts, each checked as its flag is (a one-line UsageError
+    naming the variable): ``VRESOLVE_DRIVER``, ``VRESOLVE_CUDA_DRIVER``, ``VRESOLVE_PYTHON``, ``VRESOLVE_PLATFORM``
+    and ``VRESOLVE_GPUS`` (detected names: any name, as a probe may report, but plain lines, bounded in number)."""
+    checks: tuple[tuple[str, Callable[[str, str], object]], ...] = (
+        ("VRESOLVE_DRIVER", parse_driver), ("VRESOLVE_CUDA_DRIVER", _parse_cuda), ("VRESOLVE_PYTHON", parse_python),
+        ("VRESOLVE_PLATFORM", parse_platform))
+    for var, parse in checks:
+        if environ.get(var):
+            parse(environ[var], var)
+    gpus = environ.get("VRESOLVE_GPUS") or ""
+    names = [g.strip() for g in gpus.split(",", MAX_GPUS) if g.strip()]
+    if len(names) > MAX_GPUS:
+        raise UsageError(f"VRESOLVE_GPUS: more than {MAX_GPUS} GPUs in {shown(gpus)} (a machine's GPUs)")
+    for g in names:
+        if len(g) > MAX_NAME or not g.isprintable():
+            raise UsageError(f"VRESOLVE_GPUS: GPU name {shown(g)} is not one (a plain name of at most {MAX_NAME} "
+                             "characters)")
+
+
+def _parse_cuda(text: str, flag: str) -> Version:
+    """The CUDA version a driver serves: ``X.Y`` such as ``12.8``."""
+    _bounded(flag, text, "CUDA version", "X.Y such as '12.8'")
+    v = _version(text)
+    if v is None or len(v.release) != 2 or v.pre or v.post or v.dev or v.local:
+        raise UsageError(f"{flag}: invalid CUDA version {shown(text)} (expected X.Y such as '12.8')")
+    return v

@@ -71,6 +71,10 @@ def issue_for(matrix: Matrix, cause: str) -> KnownIssue:
 #: first, the error last); the evidence reader reads the whole log, line by line, in bounded memory
 LOG_HEAD = 4 << 20
 LOG_TAIL = 12 << 20
+#: the most of a log doctor reads (five times the 200 MB logs it is measured on); past it, the read stops
+LOG_LIMIT = 1 << 30
+#: the first bytes looked at for binary input (``/dev/zero``, a core dump): mostly NUL bytes is not a log
+BINARY_PROBE = 64 << 10
 
 
 class KeptLog:
@@ -92,12 +96,29 @@ class KeptLog:
         if isinstance(data, str):  # a text stream (a test's standard input): read on as UTF-8 bytes
             data = data.encode("utf-8", "surrogateescape")
         self.size += len(data)
+        if self.size > LOG_LIMIT:
+            from .._bounded import InputLimit, mib
+
+            raise InputLimit(f"more than {mib(LOG_LIMIT)} (the most doctor reads of a log; "
+                             "give the part around the error, e.g. with tail -c 100M)")
+        if len(self._head) < BINARY_PROBE <= len(self._head) + len(data) or (not data and self._head and
+                                                                              len(self._head) < BINARY_PROBE):
+            self._probe_binary(bytes(self._head) + data)
         room = max(0, LOG_HEAD - len(self._head))
         self._head += data[:room]
         self._tail += data[room:]
         if len(self._tail) > 2 * LOG_TAIL:  # trimmed now and then, not on every read
             self._trim()
         return data
+
+    @staticmethod
+    def _probe_binary(start: bytes) -> None:
+        """InputLimit when the log's first bytes are mostly NUL bytes (``/dev/zero``, a core dump, an image)."""
+        probe = start[:BINARY_PROBE]
+        if probe.count(0) * 10 > len(probe) * 9:
+            from .._bounded import InputLimit
+
+            raise InputLimit(f"binary input, not a log (its first {len(probe)} bytes are NUL bytes)")
 
     def _trim(self) -> None:
         cut = len(self._tail) - LOG_TAIL

@@ -39,7 +39,10 @@ __all__ = ["hosts_from_nodes", "gfd_product"]
 
 _ARCH = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
 _INT = re.compile(r"[0-9]{1,6}")
-MAX_GPUS_PER_NODE = 1024
+# the most GPUs one node's labels may claim: 16 GPUs (the largest NVLink boards) x 7 MIG instances, which GFD
+# counts one by one under MIG's single strategy, is 112; a larger count is a hostile or broken label (each GPU
+# becomes an entry of the inventory: 1024 of them per node turned 185 KB of labels into a 159 MB inventory)
+MAX_GPUS_PER_NODE = 128
 
 
 def _label(labels: dict[str, Any], *names: str) -> str | None:
@@ -105,11 +108,15 @@ def _gpus(labels: dict[str, Any], m: Matrix) -> tuple[tuple[HostGpu, ...], str |
     if product is None and count_text is None:
         return (), None
     if count_text is None or not _INT.fullmatch(count_text) or not 0 < int(count_text) <= MAX_GPUS_PER_NODE:
-        return (), f"nvidia.com/gpu.count {str(count_text)[:20]!r} is not a count of GPUs"
+        return (), (f"nvidia.com/gpu.count {str(count_text)[:20]!r} is not a count of GPUs (1 to "
+                    f"{MAX_GPUS_PER_NODE} on one node)")
     major, minor = _label(labels, "nvidia.com/gpu.compute.major"), _label(labels, "nvidia.com/gpu.compute.minor")
     cc = None
     if major and minor and _INT.fullmatch(major) and _INT.fullmatch(minor):
-        cc = Capability(int(major), int(minor))
+        try:  # as fleet plan reads it back: a minor of 10 or more is no compute capability
+            cc = Capability.parse(f"{int(major)}.{int(minor)}")
+        except ValueError:
+            return (), f"nvidia.com/gpu.compute.major/minor {major}.{minor} is not a compute capability"
     name = machine_text(product or "NVIDIA GPU", 128)
     # GFD's name is NVML's with blanks made '-': the matrix knows NVML's names
     plain = re.sub(r"-(MIG-.*|SHARED)$", "", name)
@@ -161,10 +168,15 @@ def hosts_from_nodes(doc: object, m: Matrix, python: Version) -> Inventory:
         raise InventoryError("expected kubectl get nodes -o json output (an object with 'items')")
     hosts: list[FleetHost] = []
     failed: list[Failed] = []
+    names: set[str] = set()
     for i, item in enumerate(doc["items"]):
         got = _node(item, i, m, python)
+        if isinstance(got, FleetHost) and got.name in names:  # fleet plan needs each name once
+            got = Failed(host=got.name, why=f"items[{i}]: a second node of this name (a cluster's node names are "
+                                            "unique): the first one is kept")
         if isinstance(got, FleetHost):
             hosts.append(got)
+            names.add(got.name)
         else:
             failed.append(got)
     return Inventory(hosts=tuple(hosts), failed=tuple(failed))

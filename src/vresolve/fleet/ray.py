@@ -45,7 +45,10 @@ def _names(nodes: list[dict[str, Any]]) -> list[str]:
     """Each node's host name; with the node id's start where several nodes share one (a local cluster)."""
     hostnames = [machine_text(str(n.get("NodeManagerHostname") or n.get("NodeManagerAddress") or "node"), 200)
                  for n in nodes]
-    return [h if hostnames.count(h) == 1 else f"{h}-{str(n['NodeID'])[:8]}" for h, n in zip(hostnames, nodes, strict=True)]
+    from collections import Counter
+
+    seen = Counter(hostnames)  # one pass (a count per node was quadratic in the nodes)
+    return [h if seen[h] == 1 else f"{h}-{str(n['NodeID'])[:8]}" for h, n in zip(hostnames, nodes, strict=True)]
 
 
 _ADDRESS = re.compile(r"(ray://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]{1,253}):([0-9]{1,5})")

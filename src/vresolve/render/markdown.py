@@ -3,7 +3,8 @@ bug report (the facts read, each cause with its evidence and fix).
 
 Every text from the machine or a paste is inert in Markdown: evidence sits in code blocks fenced
 longer than any run of backticks it holds, and prose has its Markdown characters escaped, so a
-log line cannot add a link, an image, a heading or HTML to the comment.
+log line cannot add a link, an image, a heading or HTML to the comment; a word of prose that GitHub would make
+live (a URL, a www. name, an e-mail address, an @mention, a #123 reference, a commit hash) becomes a code span.
 """
 
 from __future__ import annotations
@@ -20,10 +21,25 @@ _SPECIAL_RE = re.compile(r"([\\`*_\[\]<>|~!&])")
 _LEADING_RE = re.compile(r"^([#>+=-]|\d+[.)])")
 
 
+# what GitHub turns into a link, a ping or a reference in prose: URLs (any scheme), www. names, e-mail addresses and
+# @mentions (an @ anywhere), #123 / GH-123 / owner/repo#123 references, commit hashes (7 to 40 hex digits)
+_LIVE_RE = re.compile(r"://|www\.|@|#[0-9]|\bGH-[0-9]|(?<![0-9A-Za-z])(?=[0-9a-f]{0,39}[a-f])(?=[0-9a-f]{0,39}[0-9])"
+                      r"[0-9a-f]{7,40}(?![0-9A-Za-z])", re.IGNORECASE)
+
+
+def _code_span(word: str) -> str:
+    """``word`` as an inline code span: shown as it is, never a link, a mention or a reference."""
+    ticks = "`" * (max((len(m) for m in re.findall(r"`+", word)), default=0) + 1)
+    pad = " " if word.startswith("`") or word.endswith("`") else ""
+    return f"{ticks}{pad}{word}{pad}{ticks}"
+
+
 def _prose(text: str) -> str:
-    """One line of Markdown that shows ``text`` as it is."""
-    line = _SPECIAL_RE.sub(r"\\\1", " ".join(escape_controls(text).split()))
-    return _LEADING_RE.sub(r"\\\1", line)
+    """One line of Markdown that shows ``text`` as it is: a word GitHub would make live (a link, a ping, a
+    reference) becomes an inline code span, other words have their Markdown characters escaped."""
+    words = [_code_span(w) if _LIVE_RE.search(w) else _SPECIAL_RE.sub(r"\\\1", w)
+             for w in escape_controls(text).split()]
+    return _LEADING_RE.sub(r"\\\1", " ".join(words))
 
 
 def _block(lines: Sequence[str]) -> list[str]:

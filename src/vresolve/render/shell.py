@@ -147,11 +147,11 @@ def render_script(p: SourcePlan, uv: str = "uv") -> str:
     clone = next(i for i, s in enumerate(p.steps) if s.tool == "git")
     for s in p.steps[:clone]:
         out += [comment(s.why), _line(_with_uv(s.argv, uv)), ""]
-    out.append("# the build environment")
+    out.append(comment("the build environment"))
     out += _export_lines(p.env, p.env_reasons)
     if p.max_jobs is None:  # (0: nothing is compiled, as with VLLM_USE_PRECOMPILED)
-        out += ["# MAX_JOBS and NVCC_THREADS from this machine: 2 nvcc threads on 8+ cores, a 4 GiB budget per",
-                "# nvcc thread in 80 % of the available memory, no more jobs than cores / NVCC_THREADS",
+        out += [comment("MAX_JOBS and NVCC_THREADS from this machine: 2 nvcc threads on 8+ cores, a 4 GiB budget per"),
+                comment("nvcc thread in 80 % of the available memory, no more jobs than cores / NVCC_THREADS"),
                 "export NVCC_THREADS=$(( $(nproc) >= 8 ? 2 : 1 ))" if p.target == "cuda" else "NVCC_THREADS=1",
                 "mem_gib=$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)",
                 f"jobs=$(( mem_gib * 8 / 10 / ({GIB_PER_NVCC_THREAD} * NVCC_THREADS) ))",
@@ -161,7 +161,7 @@ def render_script(p: SourcePlan, uv: str = "uv") -> str:
         out.append("unset CMAKE_CUDA_ARCHITECTURES  # torch's CMake ignores it; TORCH_CUDA_ARCH_LIST rules")
     out.append("")
     if p.checks:
-        out.append("# checks before building (the seed's pitfalls: nvcc != torch's CUDA, an unsupported gcc)")
+        out.append(comment("checks before building (the seed's pitfalls: nvcc != torch's CUDA, an unsupported gcc)"))
         out += _check_lines(p.checks)
     return "\n".join(out + _step_lines(p.steps[clone:], uv) + _verify_lines(p.verify))
 
@@ -192,7 +192,7 @@ def _with_uv(argv: Sequence[str], uv: str) -> tuple[str, ...]:
 
 
 def _verify_lines(verify: Sequence[Check]) -> list[str]:
-    return ["# verify", *(f"{_line(c.argv)} | tee /dev/stderr | grep -qF {shlex.quote(c.expect)}" for c in verify), ""]
+    return [comment("verify"), *(f"{_line(c.argv)} | tee /dev/stderr | grep -qF {shlex.quote(c.expect)}" for c in verify), ""]
 
 
 def render_jetson_script(p: JetsonPlan, uv: str = "uv") -> str:
@@ -202,10 +202,10 @@ def render_jetson_script(p: JetsonPlan, uv: str = "uv") -> str:
     out = ["#!/usr/bin/env bash",
            comment(f"vLLM {w.vllm} + torch {w.torch} for {p.choice.jetson.module.name} under JetPack "
                    f"{p.choice.jetpack.version}, from the Jetson index's {w.path} path -- made by vresolve"),
-           "set -euo pipefail", "", "# L4T's CUDA toolkit, before anything is installed"]
+           "set -euo pipefail", "", comment("L4T's CUDA toolkit, before anything is installed")]
     out += _check_lines(p.checks)
     out += _step_lines(p.steps, uv)
-    out += ["# the environment vLLM runs in", *_export_lines(p.env, p.env_reasons), ""]
+    out += [comment("the environment vLLM runs in"), *_export_lines(p.env, p.env_reasons), ""]
     return "\n".join(out + _verify_lines(p.verify))
 
 

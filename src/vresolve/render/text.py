@@ -281,18 +281,41 @@ def jetson_plan_human(p: Any, detected_by: str, *, uv: str = "uv", apply: Sequen
     return _recipe_human(t, p, render_jetson_script(p, uv), apply)
 
 
+class Commented:
+    """Renderables shown as shell comment lines: each line they render to starts with :func:`.shell.comment`'s
+    marker, so that a recipe's whole human view, pasted or piped into a shell, runs only the recipe's commands
+    (a GPU name holding ``$(...)`` in the title stays inside a comment)."""
+
+    def __init__(self, *items: Any) -> None:
+        self.items = items
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.segment import Segment
+
+        from .shell import comment
+
+        prefix = comment("")
+        inner = options.update(width=max(8, options.max_width - len(prefix)))
+        for item in self.items:
+            for line in Segment.split_lines(console.render(item, inner)):  # (not cropped: soft wrap stays)
+                yield Segment(prefix)
+                yield from line
+                yield Segment.line()
+
+
 def _recipe_human(table: Any, p: Any, script: str, apply: Sequence[str] | None = None) -> list[Any]:
+    """A recipe's human view: every line but the script's a comment (the script's own are comments or commands)."""
     from rich.text import Text
 
-    out: list[Any] = [table, Text("Why:", style="bold")]
-    out += [_t(f"  - {x}") for x in p.reasons]
+    head: list[Any] = [table, Text("Why:", style="bold")]
+    head += [_t(f"  - {x}") for x in p.reasons]
     if p.warnings:
-        out.append(Text("Warnings:", style="bold yellow"))
-        out += [_t(f"  ! {x}") for x in p.warnings]
-    out.append(Text("Recipe (bash):", style="bold"))
-    out.append(_t(script, lines=True))
+        head.append(Text("Warnings:", style="bold yellow"))
+        head += [_t(f"  ! {x}") for x in p.warnings]
+    head.append(Text("Recipe (bash):", style="bold"))
+    out: list[Any] = [Commented(*head), _t(script, lines=True)]
     if apply is not None:
-        out.append(next_step(apply, "the recipe"))
+        out.append(Commented(next_step(apply, "the recipe")))
     return out
 
 
