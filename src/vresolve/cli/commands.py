@@ -499,7 +499,9 @@ def _cmd_detect(args: argparse.Namespace) -> int:
 
     o = Overrides.from_env()
     o = replace(o, smi_timeout=args.timeout, nvidia_smi=args.nvidia_smi or o.nvidia_smi)
-    host = fill_capabilities(detect_host(o), _load(args))
+    host = detect_host(o)
+    if any(g.compute_capability is None for g in host.gpus):  # the matrix only for a GPU no probe gave one
+        host = fill_capabilities(host, _load(args))
     if args.torch:
         host = replace(host, torch_runtime=probe_torch(host.python_executable))
     if _opt(args, "json"):
