@@ -28,7 +28,7 @@ import os
 import stat
 import sys
 
-__all__ = ["cache_dir", "usable_cache_dir", "trusted_cache_dir", "read_cache_file", "plan_output_key",
+__all__ = ["new_run", "cache_dir", "usable_cache_dir", "trusted_cache_dir", "read_cache_file", "plan_output_key",
            "read_plan_output", "write_plan_output"]
 
 _TERMINAL_VARS = ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES", "TERM", "COLORTERM")
@@ -53,6 +53,11 @@ def usable_cache_dir() -> str | None:
 
 
 _warned: list[str] = []  # the one warning of this process about a cache not used
+
+
+def new_run() -> None:
+    """A new command starts: its first untrusted cache is warned about (and stops its answer being kept) again."""
+    _warned.clear()
 
 
 def _warn(path: str, why: str) -> None:

@@ -96,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from ._cache import plan_output_key, read_plan_output, write_plan_output
+    from ._cache import new_run, plan_output_key, read_plan_output, write_plan_output
 
+    new_run()  # one warning about an untrusted cache per run (a library caller runs many in one process)
     key = plan_output_key(argv)
     if key is not None:
         hit = read_plan_output(key)
