@@ -559,4 +559,36 @@ def _this_machine(args: argparse.Namespace, m: Any, glibc: Any) -> tuple[Any, st
 def _load(args: argparse.Namespace) -> Any:
     from ..matrix import load_matrix
 
-    return load_matrix(_opt(args, "matrix"))
+    path = _opt(args, "matrix")
+    return shared(("matrix", path), lambda: load_matrix(path))
+
+
+#: within :func:`sharing`: what many in-process runs of the CLI share (the matrix, the parser), by key
+_SHARED: dict[Any, Any] | None = None
+
+
+def shared(key: Any, compute: Any) -> Any:
+    """``compute()``, or within :func:`sharing` its value from the first run that asked for ``key``."""
+    if _SHARED is None:
+        return compute()
+    if key not in _SHARED:
+        _SHARED[key] = compute()
+    return _SHARED[key]
+
+
+def sharing() -> Any:
+    """A scope in which many in-process runs of the CLI (the grid's and the page's plans) read the matrix once
+    per ``--matrix`` and build the parser once per command: their files do not change while the scope lasts."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def scope() -> Any:
+        global _SHARED
+        outer = _SHARED
+        _SHARED = {} if outer is None else outer
+        try:
+            yield
+        finally:
+            _SHARED = outer
+
+    return scope()

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import EXIT_NO_STACK, EXIT_OK, EXIT_USAGE, UsageError, VresolveError
-from .args import _load, _opt, build_parser, command_of, plan_inputs, shown
+from .args import _load, _opt, build_parser, command_of, plan_inputs, shared, shown
 
 TYPE_CHECKING = False  # typing is not imported at run time: --help stays cheap
 if TYPE_CHECKING:
@@ -737,15 +737,19 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 
 
 def _cmd_matrix_grid(args: argparse.Namespace) -> int:
+    from .args import sharing
     from .grid import cmd_grid
 
-    return cmd_grid(args)
+    with sharing():  # the matrix read once, for every plan (and every worker) too
+        return cmd_grid(args)
 
 
 def _cmd_site(args: argparse.Namespace) -> int:
+    from .args import sharing
     from .grid import cmd_site
 
-    return cmd_site(args)
+    with sharing():  # the matrix read once, for every plan (and every worker) too
+        return cmd_site(args)
 
 
 def _cmd_completion(args: argparse.Namespace) -> int:
@@ -788,7 +792,8 @@ def _setup_logging(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(command_of(argv))  # only the flags of the command at hand
+    only = command_of(argv)
+    parser = shared(("parser", only), lambda: build_parser(only))  # only the flags of the command at hand
     command = "cli"
     try:
         args = parser.parse_args(argv)
