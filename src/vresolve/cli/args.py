@@ -446,7 +446,7 @@ def plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
     if args.keep_torch:
         raise UsageError("--keep-torch: keeps the torch of this machine's environment, so it needs --gpu auto")
     host = target_host(m, gpus=gpu if gpu.lower() != "none" else "none", driver=args.driver, python=args.python,
-                       platform=args.platform, base=detect_interpreter(), glibc=glibc)
+                       platform=args.platform, base=shared(("interpreter",), detect_interpreter), glibc=glibc)
     if not host.gpus:
         return m, host, replace(request, cpu=True), "--gpu none: the CPU backend"
     return m, host, request, "given on the command line"
@@ -574,6 +574,23 @@ def shared(key: Any, compute: Any) -> Any:
     if key not in _SHARED:
         _SHARED[key] = compute()
     return _SHARED[key]
+
+
+def shared_call(key: Any, compute: Any) -> Any:
+    """:func:`shared` for a pure computation that may refuse: within :func:`sharing` its refusal (a VresolveError,
+    such as no compatible stack) is kept too and raised again to the next run that asks for ``key``."""
+    from ..errors import VresolveError
+
+    def outcome() -> tuple[bool, Any]:
+        try:
+            return True, compute()
+        except VresolveError as e:
+            return False, e
+
+    ok, value = shared(key, outcome)
+    if not ok:
+        raise value
+    return value
 
 
 def sharing() -> Any:
