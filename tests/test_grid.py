@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 import pytest
 
 from vresolve.cli.grid import columns, rows
+from vresolve.errors import UsageError
 from vresolve.matrix import load_matrix
 from vresolve.values import DriverVersion
 
@@ -382,3 +383,32 @@ def test_the_page_shows_the_h100_first_and_a_k40m_as_too_old(small_site: Path, t
     assert shown.items.get("hints", []) == []  # no advice to change Python
     _, plan = plan_json("Tesla K40m", columns(load_matrix())[-1].driver, "3.12", "uv")
     assert shown.items["causes"] == plan["error"]["causes"]  # type: ignore[index]
+
+
+def test_shared_plan_runs_answer_as_separate_ones(tmp_path: Path) -> None:
+    # compute_answers runs its plans in one scope that shares the matrix, the parser and each (host, request)'s
+    # resolution between runs: every answer (exports too, refusals too, asked twice) is what a plan run on its own
+    # gives, and the scope ends with the run: a matrix changed afterwards is read again
+    from vresolve.cli import args as cli_args
+    from vresolve.cli.grid import compute_answers, plan_answer, plan_argv
+
+    m = load_matrix()
+    rs, newest = rows(m, "linux-x86_64"), columns(m)[-1].driver
+    gpus = [rs[0].names[0], next(r.names[0] for r in rs if r.capability == "7.0"),
+            next(r.names[0] for r in rs if r.capability == "9.0")]
+    argvs = [plan_argv(g, d, py, installer=inst, platform="linux-x86_64", policy="minor-compat", matrix=None)
+             for g in gpus for d in ("450.80.02", newest) for py in ("3.9", "3.12") for inst in ("uv", "conda")]
+    shared = compute_answers([*argvs, *argvs], exports=True, workers=1)
+    assert cli_args._SHARED is None
+    alone = [plan_answer(a, exports=True) for a in argvs]
+    assert shared == [*alone, *alone]
+    assert {a.code for a in alone} == {0, 1} and any(a.exports for a in alone)
+    # a matrix read in the scope is not kept past it
+    copy = tmp_path / "compat_matrix"
+    shutil.copytree(ROOT / "compat_matrix", copy)
+    argv = plan_argv(gpus[2], newest, "3.12", installer="uv", platform="linux-x86_64", policy="minor-compat",
+                     matrix=str(copy))
+    assert compute_answers([argv], workers=1)[0].code == 0
+    (copy / "vllm.yaml").write_text("vllm: [not, a, release]\n")
+    with pytest.raises(UsageError, match="exit 2"):
+        plan_answer(argv)

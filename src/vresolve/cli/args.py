@@ -446,7 +446,7 @@ def plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
     if args.keep_torch:
         raise UsageError("--keep-torch: keeps the torch of this machine's environment, so it needs --gpu auto")
     host = target_host(m, gpus=gpu if gpu.lower() != "none" else "none", driver=args.driver, python=args.python,
-                       platform=args.platform, base=detect_interpreter(), glibc=glibc)
+                       platform=args.platform, base=shared(("interpreter",), detect_interpreter), glibc=glibc)
     if not host.gpus:
         return m, host, replace(request, cpu=True), "--gpu none: the CPU backend"
     return m, host, request, "given on the command line"
@@ -559,4 +559,53 @@ def _this_machine(args: argparse.Namespace, m: Any, glibc: Any) -> tuple[Any, st
 def _load(args: argparse.Namespace) -> Any:
     from ..matrix import load_matrix
 
-    return load_matrix(_opt(args, "matrix"))
+    path = _opt(args, "matrix")
+    return shared(("matrix", path), lambda: load_matrix(path))
+
+
+#: within :func:`sharing`: what many in-process runs of the CLI share (the matrix, the parser), by key
+_SHARED: dict[Any, Any] | None = None
+
+
+def shared(key: Any, compute: Any) -> Any:
+    """``compute()``, or within :func:`sharing` its value from the first run that asked for ``key``."""
+    if _SHARED is None:
+        return compute()
+    if key not in _SHARED:
+        _SHARED[key] = compute()
+    return _SHARED[key]
+
+
+def shared_call(key: Any, compute: Any) -> Any:
+    """:func:`shared` for a pure computation that may refuse: within :func:`sharing` its refusal (a VresolveError,
+    such as no compatible stack) is kept too and raised again to the next run that asks for ``key``."""
+    from ..errors import VresolveError
+
+    def outcome() -> tuple[bool, Any]:
+        try:
+            return True, compute()
+        except VresolveError as e:
+            return False, e
+
+    ok, value = shared(key, outcome)
+    if not ok:
+        raise value
+    return value
+
+
+def sharing() -> Any:
+    """A scope in which many in-process runs of the CLI (the grid's and the page's plans) read the matrix once
+    per ``--matrix`` and build the parser once per command: their files do not change while the scope lasts."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def scope() -> Any:
+        global _SHARED
+        outer = _SHARED
+        _SHARED = {} if outer is None else outer
+        try:
+            yield
+        finally:
+            _SHARED = outer
+
+    return scope()

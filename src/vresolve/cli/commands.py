@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import EXIT_NO_STACK, EXIT_OK, EXIT_USAGE, UsageError, VresolveError
-from .args import _load, _opt, build_parser, command_of, plan_inputs, shown
+from .args import _load, _opt, build_parser, command_of, plan_inputs, shared, shared_call, shown
 
 TYPE_CHECKING = False  # typing is not imported at run time: --help stays cheap
 if TYPE_CHECKING:
@@ -76,8 +76,10 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         return e.exit_code
     if res is None:  # a source plan was printed
         return EXIT_OK
-    plan = build_plan(m, res, installer=args.installer, env_dir=args.venv, into=into,
-                      alternatives=alternatives(host, m, request, res) if into is None else ())
+    # res: the shared resolution of (host, request), kept alive with it, so its id names it while sharing lasts
+    others = shared_call(("alternatives", m.revision, host, request, id(res)),
+                         lambda: alternatives(host, m, request, res)) if into is None else ()
+    plan = build_plan(m, res, installer=args.installer, env_dir=args.venv, into=into, alternatives=others)
     if args.shell:
         sys.stdout.write(_exports(plan.env, args.shell))
         return EXIT_OK
@@ -132,7 +134,7 @@ def _wheel_resolution(args: argparse.Namespace, m: Any, host: Any, request: Any,
         _print_recipe(args, jetson, (jetson_plan_view, jetson_plan_human, render_jetson_script), detected_by)
         return None, None
     try:
-        return resolve(host, m, request), None
+        return shared_call(("resolve", m.revision, host, request), lambda: resolve(host, m, request)), None
     except NoCompatibleStack as e:
         # auto: no wheel covers the GPU (or the platform): a source build may
         no_wheel = args.source_build == "auto" and (request.cpu or bool({"gpu", "platform"} & e.cause_kinds))
@@ -153,9 +155,11 @@ def _print_source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any
     from ..render import source_plan_human, source_plan_view
     from ..render.shell import render_script
 
-    sp = plan_source_build(host, m, request, keep_torch=args.keep_torch, installer=args.installer,
-                           env_dir=args.venv, src_dir=args.src_dir, why_no_wheel=why_no_wheel,
-                           precompiled=args.precompiled)
+    sp = shared_call(("source", m.revision, host, request, args.keep_torch, args.installer, args.venv, args.src_dir,
+                      tuple(why_no_wheel), args.precompiled),
+                     lambda: plan_source_build(host, m, request, keep_torch=args.keep_torch, installer=args.installer,
+                                               env_dir=args.venv, src_dir=args.src_dir, why_no_wheel=why_no_wheel,
+                                               precompiled=args.precompiled))
     return _print_recipe(args, sp, (source_plan_view, source_plan_human, render_script), detected_by)
 
 
@@ -739,15 +743,19 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 
 
 def _cmd_matrix_grid(args: argparse.Namespace) -> int:
+    from .args import sharing
     from .grid import cmd_grid
 
-    return cmd_grid(args)
+    with sharing():  # the matrix read once, for every plan (and every worker) too
+        return cmd_grid(args)
 
 
 def _cmd_site(args: argparse.Namespace) -> int:
+    from .args import sharing
     from .grid import cmd_site
 
-    return cmd_site(args)
+    with sharing():  # the matrix read once, for every plan (and every worker) too
+        return cmd_site(args)
 
 
 def _cmd_completion(args: argparse.Namespace) -> int:
@@ -790,7 +798,8 @@ def _setup_logging(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(command_of(argv))  # only the flags of the command at hand
+    only = command_of(argv)
+    parser = shared(("parser", only), lambda: build_parser(only))  # only the flags of the command at hand
     command = "cli"
     try:
         args = parser.parse_args(argv)

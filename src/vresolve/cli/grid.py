@@ -192,6 +192,14 @@ def compute_answers(argvs: Iterable[Sequence[str]], *, exports: bool = False, wo
                     progress: Callable[[int], None] | None = None) -> list[Answer]:
     """Every plan answer, in the order given; in ``workers`` processes (default: one per core). ``progress``:
     called with the number of answers so far, as they come."""
+    from .args import sharing
+
+    with sharing():
+        return _compute(argvs, exports=exports, workers=workers, progress=progress)
+
+
+def _compute(argvs: Iterable[Sequence[str]], *, exports: bool, workers: int | None,
+             progress: Callable[[int], None] | None) -> list[Answer]:
     todo = [tuple(a) for a in argvs]
     fn = _answer_exports if exports else _answer_plain
     n = pool_size(workers, len(todo))

@@ -305,7 +305,19 @@ def _dedupe(items: Sequence[Cause]) -> list[Cause]:
 
 def _pick_torch(host: Host, matrix: Matrix, request: Request, pin: Version, caps: Sequence[Capability],
                 target: str) -> tuple[TorchBuild | None, str]:
-    """The variant of torch ``pin`` to build against, or (None, why not)."""
+    """The variant of torch ``pin`` to build against, or (None, why not); asked once per matrix revision and the
+    facts it reads (a sweep of many hosts, as the grid's, asks it for every release on each)."""
+    from ..resolve.candidates import memo
+
+    on_host = tuple(sorted({(t.version.major, t.version.minor) for t in host.toolkits}))
+    key = ("source-torch", matrix.revision, pin, host.python_minor, host.platform.tag, request.variant,
+           request.driver_policy, tuple(caps), target, host.driver.version, on_host)
+    found: tuple[TorchBuild | None, str] = memo(key, lambda: _pick_torch_now(host, matrix, request, pin, caps, target))
+    return found
+
+
+def _pick_torch_now(host: Host, matrix: Matrix, request: Request, pin: Version, caps: Sequence[Capability],
+                    target: str) -> tuple[TorchBuild | None, str]:
     release = matrix.torch_release(pin)
     if release is None:
         return None, "that torch is not in the matrix"
