@@ -45,8 +45,12 @@ def test_corpus_cause(name: str, cause: str) -> None:
     out = io.StringIO()
     with redirect_stdout(out), redirect_stderr(io.StringIO()):
         code = main(["doctor", "--no-env", "--log", str(CORPUS / f"{name}.txt"), "--json"])
-    findings = json.loads(out.getvalue())["findings"]
-    if cause == "healthy":
+    answer = json.loads(out.getvalue())
+    findings = answer["findings"]
+    if cause == "unclear":  # a failure no cause explains: "cause not named", with its line, exit 1
+        assert code == 1 and answer["unclear"] and not [f for f in findings if f["severity"] == "error"], answer
+        assert all(e.startswith("pasted line ") for u in answer["unclear"] for e in u["evidence"])
+    elif cause == "healthy":
         assert code == 0 and not [f for f in findings if f["severity"] == "error"], findings
     else:
         assert cause in [f["cause"] for f in findings], findings

@@ -374,6 +374,8 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         if kept is not None:
             kept.close()
     log = kept.text() if kept is not None else None
+    if evidence is not None:
+        _readable(args, evidence, log)
     unclear: list[Any] = []
     unseen: frozenset[str] = frozenset()  # what a paste does not show (said so in what was checked)
     if evidence is not None and args.no_env and header is None:
@@ -407,6 +409,18 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         findings = check_against_lock(header, host, env, name=args.lock_file) + findings
     _print_doctor(args, findings, host, env, unclear, unseen)
     return 1 if unclear else worst_exit_code(findings)
+
+
+def _readable(args: argparse.Namespace, evidence: Any, log: str | None) -> None:
+    """A pasted log that is empty, or (judged alone) holds nothing doctor reads, is an input error, not "no problems"."""
+    import dataclasses
+
+    if evidence.lines == 0 or not (log or "").strip():
+        raise UsageError(f"--log: {args.log!r} is empty: paste the error and the output of `vllm collect-env`")
+    if args.no_env and not evidence.kinds and not any(
+            getattr(evidence, f.name) for f in dataclasses.fields(evidence) if f.name not in ("lines", "cut_lines")):
+        raise UsageError(f"--log: {args.log!r} holds nothing doctor can read (no error line, version, GPU or driver): "
+                         "paste the error and the output of `vllm collect-env`")
 
 
 def _print_doctor(args: argparse.Namespace, findings: list[Any], host: Any, env: Any, unclear: list[Any],

@@ -17,7 +17,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from ..matrix import KnownIssue, Matrix, VllmRelease
-from ..values import public_version
+from ..values import DriverVersion, public_version
 from .evidence import Evidence, Seen
 from .facts import Finding, dedupe, in_site_packages, with_version
 from .logs import issue_for, match_log
@@ -249,6 +249,42 @@ def _container_without_gpus(e: Evidence) -> list[Seen[Any]]:
     return []
 
 
+def _container_driver(e: Evidence) -> tuple[list[Seen[Any]], list[Unclear]]:
+    """NGC's banner (the driver release its CUDA needs) set against the host's driver: the lines that show it
+    older; an ``Unclear`` when the paste does not show the host's driver."""
+    banner = next((s for s in e.signals if s.value.code == "container-driver" and s.value.detail), None)
+    if banner is None:
+        return [], []
+    driver = e.best("driver")
+    if driver is None:
+        return [], [Unclear(error=banner.text.strip(), missing="the host's NVIDIA driver version",
+                            evidence=(_line(banner),), paste="the output of `nvidia-smi` on the host")]
+    try:
+        older = driver.value < DriverVersion.parse(banner.value.detail or "")
+    except (TypeError, ValueError):
+        return [], []
+    return ([banner, driver] if older else []), []
+
+
+def _vllm_for_python(e: Evidence, matrix: Matrix) -> list[Seen[Any]]:
+    """pip finding no vLLM to install for a Python (shown in the paste) that no vLLM release the request names
+    supports (the matrix's ``Requires-Python`` of each release)."""
+    python = e.best("python")
+    miss = next((ev for ev in e.installer if ev.value.action == "no-matching-distribution"
+                 and (ev.value.name or "").lower() == "vllm"), None)
+    have = public_version(str(python.value)) if python is not None else None
+    if miss is None or python is None or have is None:
+        return []
+    try:
+        asked = SpecifierSet((miss.value.detail or "vllm")[4:].strip())
+    except ValueError:
+        asked = SpecifierSet()
+    releases = [r for r in matrix.vllm if asked.contains(r.version, prereleases=True)] or list(matrix.vllm)
+    if any(r.requires_python is None or r.requires_python.contains(have, prereleases=True) for r in releases):
+        return []
+    return [miss, python]
+
+
 def _install_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
     yield from _replaced(e)
     yield from _built_for(e)
@@ -292,7 +328,8 @@ ASK_FOR_BUILD = ("the installer's whole output (`pip install -v ...`, or `uv pip
 def _unexplained(e: Evidence) -> list[Unclear]:
     """The failure a paste shows when no cause is named: an installer that failed, else the exception a traceback
     ends with (the last one); with what to paste."""
-    failed = [ev for ev in e.installer if ev.value.action in ("build-failed", "resolution-failed")]
+    failed = [ev for ev in e.installer if ev.value.action in ("build-failed", "resolution-failed",
+                                                                "no-matching-distribution")]
     if failed:
         last = failed[-1]
         return [Unclear(error=last.text.strip(), missing="the error above the installer's summary, and the machine's facts",
@@ -301,7 +338,36 @@ def _unexplained(e: Evidence) -> list[Unclear]:
         raised = e.exceptions[-1]
         return [Unclear(error=raised.value, missing="the facts that name its cause (torch, its CUDA, the GPUs, the "
                         "driver)", evidence=(_line(raised),))]
-    return []
+    return _failed_lines(e)
+
+
+#: signals that show a failure no known-issues row names by itself (what doctor reads, without a cause)
+_FAILURE_SIGNALS = frozenset({
+    "container-without-gpu", "cuda-home-unset", "cuda-init-failed", "cuda-oom", "driver-combination",
+    "gcc-unsupported", "no-cuda-gpus", "no-driver", "nvcc-unsupported-arch", "undefined-symbol", "vllm-c-obsolete"})
+#: what to paste next, by the kind of failure shown
+_PASTE_FOR = {
+    "cuda": "the whole log from its first error, run again with `CUDA_LAUNCH_BLOCKING=1`, and " + ASK_FOR,
+    "nccl": "the log run again with `NCCL_DEBUG=INFO`, the output of `nvidia-smi topo -m`, and " + ASK_FOR,
+}
+
+
+def _failed_lines(e: Evidence) -> list[Unclear]:
+    """The lines that show a failure (typed by form: a CUDA or NCCL error, an exception, a tool's error, a kill,
+    a non-zero exit; or a signal no cause names), the most telling kind first, as one error whose cause is not
+    named; none when the paste shows no failure."""
+    from .evidence.failures import FAILURE_KINDS
+
+    rank = {kind: i for i, kind in enumerate(("signal", *FAILURE_KINDS))}
+    seen: list[tuple[str, Seen[Any]]] = [("signal", s) for s in e.signals if s.value.code in _FAILURE_SIGNALS]
+    seen += [(f.value, f) for f in e.failures]
+    if not seen:
+        return []
+    seen.sort(key=lambda ks: (rank[ks[0]], ks[1].line))
+    kind, first = seen[0]
+    lines = tuple(dict.fromkeys(_line(s) for _, s in seen))[:3]
+    return [Unclear(error=first.text.strip(), missing="the facts that name its cause (torch, its CUDA, the GPUs, "
+                    "the driver)", evidence=lines, paste=_PASTE_FOR.get(kind, ASK_FOR))]
 
 
 def _all_causes(e: Evidence, matrix: Matrix) -> tuple[list[tuple[str, Seen[Any]]], list[Unclear]]:
@@ -313,7 +379,10 @@ def _all_causes(e: Evidence, matrix: Matrix) -> tuple[list[tuple[str, Seen[Any]]
     found += _causes(e, signal_causes(matrix))
     found += [("cuda-variant-mismatch", seen) for seen in _vllm_cuda(e, matrix)]
     found += [("gpu-not-visible", seen) for seen in _container_without_gpus(e)]
-    return found, [core] if isinstance(core, Unclear) else []
+    found += [("python-unsupported", seen) for seen in _vllm_for_python(e, matrix)]
+    banner, unclear = _container_driver(e)
+    found += [("driver-too-old", seen) for seen in banner]
+    return found, ([core] if isinstance(core, Unclear) else []) + unclear
 
 
 def _weak_build_oom(e: Evidence, matrix: Matrix) -> list[Finding]:

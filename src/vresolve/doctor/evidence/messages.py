@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ...values import Capability
+from ...values import Capability, DriverVersion
 from .collect import Collector, apply_rules
 from .lines import Line
 from .model import MESSAGE, BuiltFor, Dist, Gpu, ImportFailure, Library, Nvcc
@@ -186,6 +186,11 @@ def _mismatched_pair(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add_dist(Dist(name=dist_name(m["b"]), version=m["bv"]), line, MESSAGE, HOW)
 
 
+def _detected_driver(m: re.Match[str], line: Line, out: Collector) -> None:
+    """NGC's banner: ``... but version 535.104.05 was detected``: the host's driver."""
+    out.add("driver", DriverVersion.parse(m["v"]), line, MESSAGE, HOW, m.span())
+
+
 def _accelerator(m: re.Match[str], line: Line, out: Collector) -> None:
     platform = m["platform"].lower()
     names = {"rocm": "ROCm", "tpu": "TPU", "xpu": "XPU", "hpu": "HPU", "neuron": "Neuron", "cpu": "CPU"}
@@ -234,6 +239,7 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("xFormers ", re.compile(rf"^\s*xFormers (?P<v>{VERSION})\s*$"), _dist("v", name="xformers")),
     ("does not match", re.compile(rf"(?P<a>[\w-]+) version \((?P<av>{VERSION})\) does not match (?P<b>[\w-]+) version "
                                   rf"\((?P<bv>{VERSION})\)"), _mismatched_pair),
+    ("was detected", re.compile(r"version (?P<v>\d{3}\.\d+(?:\.\d+)?) was detected"), _detected_driver),
     ("detected platform", re.compile(r"Automatically detected platform (?P<platform>\w+)"), _accelerator),
     ("TPU", re.compile(r"(?:(?<=PJRT_DEVICE=)|(?=TPU device found))(?P<platform>TPU)"), _accelerator),
 )

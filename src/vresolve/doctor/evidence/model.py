@@ -209,6 +209,7 @@ class Evidence:
     gencode: tuple[Seen[str], ...] = ()  # "-gencode arch=compute_75,code=sm_75" -> "sm_75"
     vllm_cuda_archs: tuple[Seen[str], ...] = ()  # collect_env's "vLLM Build Flags: CUDA Archs: ..."
     signals: tuple[Seen[Signal], ...] = ()
+    failures: tuple[Seen[str], ...] = ()  # lines that show a failure, by kind ("cuda", "nccl", "exception", ...)
     kinds: frozenset[str] = frozenset()
     lines: int = 0  # lines read
     cut_lines: int = 0  # lines longer than the limit (their start was read)

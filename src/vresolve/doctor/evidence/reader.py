@@ -13,6 +13,7 @@ from .builds import BuildReader
 from .collect import Collector
 from .collect_env import CollectEnvReader
 from .environment import EnvironmentReader
+from .failures import FailureReader
 from .installer import InstallerReader
 from .lines import LINE_LIMIT, Line, Source, iter_lines, strip_prefix
 from .lists import ListReader
@@ -54,7 +55,8 @@ def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
     """
     out = Collector()
     reports: tuple[_Reader, ...] = (CollectEnvReader(), SmiReader(), ListReader(), InstallerReader(), ReplReader())
-    messages: tuple[_Reader, ...] = (SignalReader(), MessageReader(), BuildReader(), EnvironmentReader())
+    messages: tuple[_Reader, ...] = (SignalReader(), MessageReader(), BuildReader(), EnvironmentReader(),
+                                     FailureReader())
     prose = ProseReader()
     count = cut_lines = 0
     for count, (text, cut) in enumerate(iter_lines(source, line_limit), start=1):

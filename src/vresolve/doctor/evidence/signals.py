@@ -72,6 +72,14 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("libcuda-missing", "cuda", r"libcuda\.so(?:\.1)? cannot found|cannot find -lcuda"
                                        r"|libcuda\.so\.1: cannot open shared object file"),
         ("cuda-not-available", "cuda is not available", r"CUDA is not available"),
+        # NGC's banner: "ERROR: This container was built for NVIDIA Driver Release 545.23 or later, but ..."
+        ("container-driver", "nvidia driver release",
+         r"(?:built for|requires) NVIDIA Driver Release (?P<detail>\d+\.\d+(?:\.\d+)?)"),
+        ("nvcc-out-of-memory", "catastrophic error", r"catastrophic error: out of memory"),
+        # an FP8 type or kernel refused below a compute capability (torch's _scaled_mm, Triton's f8e4m3nv, apps')
+        ("fp8-capability", "capability",
+         r"(?:fp8|float8|f8e4m3\w*|f8e5m2\w*|e4m3\w*|_scaled_mm)\b.*?(?:not supported|only supported|requires?)\b"
+         r".*?compute capability"),
     )
 )
 
