@@ -376,3 +376,19 @@ def test_a_failed_build_cut_short_says_what_to_paste_and_not_shown_facts_are_sai
     assert unclear["error"] == "Getting requirements to build wheel ... error" and "pip install -v" in unclear["paste"]
     assert out["observations"][0] == "NVIDIA driver not shown; GPUs not shown"
     assert "torch 2.5.1 (CUDA not shown)" in out["observations"][2]
+
+
+@pytest.mark.parametrize("text, said", [
+    ("", "is empty"), ("   \n\n\t\n", "is empty"),
+    ("hello there, this is just some prose\nand nothing else\n", "holds nothing doctor can read"),
+])
+def test_an_empty_or_unreadable_paste_says_so(text: str, said: str, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Never 'no problems found' over a paste doctor could not read: one line, exit 2, what to paste."""
+    log = tmp_path / "log.txt"
+    log.write_text(text)
+    from vresolve.cli import main
+
+    code = main(["doctor", "--no-env", "--log", str(log)])
+    err = capsys.readouterr().err
+    assert code == 2 and said in err and "collect-env" in err and len(err.strip().splitlines()) == 1
