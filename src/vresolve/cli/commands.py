@@ -59,7 +59,20 @@ def _exports(env: Sequence[tuple[str, str]], shell: Any) -> str:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from .._proc import uv_command
+    import gc
+
+    # one plan allocates a few MB and leaves next to no cyclic garbage, but the cyclic collector's passes over
+    # every object imported so far cost ~5% of a cold plan: it is off for the plan and restored after
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _plan(args)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _plan(args: argparse.Namespace) -> int:
     from ..plan import build_plan
     from ..render import envelope, error_human, plan_error_view, plan_human, plan_view
     from ..render.shell import escape_controls
@@ -84,6 +97,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if _opt(args, "json"):
         _print_json(envelope("plan", plan_view(plan, detected_by)))
         return EXIT_OK
+    from .._proc import uv_command  # subprocess: not for --json
+
     if _opt(args, "quiet"):
         from ..render.shell import commands_text
 
@@ -186,11 +201,13 @@ def jetson_wheel_plan(args: argparse.Namespace, m: Any, host: Any, request: Any)
     """The Jetson index's wheels for a Jetson on L4T's own CUDA (a JetsonPlan), or None: not a Jetson, a Thor (the
     generic wheels), no wheels for its JetPack, or a build asked for. NoCompatibleStack when the wheels exist but no
     index was named."""
+    from ..resolve.provider import may_be_jetson
+
+    if args.source_build == "always" or args.precompiled or args.keep_torch or not may_be_jetson(host, m):
+        return None
     from ..plan.jetson import build_jetson_plan
     from ..resolve.jetson import jetson_wheel_choice
 
-    if args.source_build == "always" or args.precompiled or args.keep_torch:
-        return None
     choice = jetson_wheel_choice(host, m, request)
     return None if choice is None else build_jetson_plan(host, request, choice, installer=args.installer,
                                                          env_dir=args.venv)
