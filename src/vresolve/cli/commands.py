@@ -59,20 +59,6 @@ def _exports(env: Sequence[tuple[str, str]], shell: Any) -> str:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    import gc
-
-    # one plan allocates a few MB and leaves next to no cyclic garbage, but the cyclic collector's passes over
-    # every object imported so far cost ~5% of a cold plan: it is off for the plan and restored after
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return _plan(args)
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _plan(args: argparse.Namespace) -> int:
     from ..plan import build_plan
     from ..render import envelope, error_human, plan_error_view, plan_human, plan_view
     from ..render.shell import escape_controls
