@@ -1,4 +1,4 @@
-"""vresolve's user cache: where it lives, and the output cache of ``vresolve plan``.
+"""vresolve's user cache: where it lives, and the output cache of ``vresolve plan`` (and ``vresolve --help``).
 
 Kept free of heavy imports on purpose: the output cache is consulted before anything else
 is imported, so that a repeated ``vresolve plan`` for the same target costs about as much
@@ -13,6 +13,9 @@ for), and the size, modification and change times and inode of every file of the
 and of vresolve's own code (an edit cannot keep the change time). Flags are read as argparse
 reads them: the last ``--gpu`` / ``--matrix`` wins, ``--gpu=X`` and abbreviations count. Each
 entry carries a CRC-32 of what it holds; one that does not check out is a miss.
+``vresolve --help`` (or ``-h``) alone is kept the same way, keyed by the terminal, the locale, the interpreter and
+vresolve's code: argparse costs more than the rest of it (about 2.2x ``python -c pass`` for a parser of nine commands
+printing its help, against 1.6x for an answer read back).
 ``VRESOLVE_PLAN_CACHE=0`` turns this cache off, ``VRESOLVE_CACHE_DIR=`` (empty) every cache.
 A cache directory that cannot be read or written is never an error, only a miss.
 
@@ -177,10 +180,28 @@ def _terminal_sizes() -> str:
     return "terminal=" + ",".join(sizes)
 
 
+def _help_key(argv: list[str]) -> str:
+    """The key of ``vresolve --help``: argparse's text, wrapped for ``COLUMNS`` or the terminal behind stdout, in
+    this Python's wording (and its translation, where the locale has one), from vresolve's code."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    parts = ["help-output/1", repr(argv), sys.executable, sys.version, str(sys.stdout.isatty()), _terminal_sizes()]
+    parts += sorted(f"{k}={v}" for k, v in os.environ.items()
+                    if k.startswith("VRESOLVE_") or k in _TERMINAL_VARS or k in _LOCALE_VARS)
+    _stat_tree(here, parts)
+    return "\n".join(parts)
+
+
+_LOCALE_VARS = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")  # what gettext reads for argparse's own words
+
+
 def plan_output_key(argv: list[str]) -> str | None:
     """The cache key of ``vresolve <argv>`` (the full text of what the output depends on),
     or None when its output must be computed."""
-    if not argv or argv[0] != "plan" or cache_dir() is None or os.environ.get("VRESOLVE_PLAN_CACHE") == "0":
+    if not argv or cache_dir() is None or os.environ.get("VRESOLVE_PLAN_CACHE") == "0":
+        return None
+    if argv in (["--help"], ["-h"]):
+        return _help_key(argv)
+    if argv[0] != "plan":
         return None
     gpu = _last_value(argv, "--gpu")
     if gpu is None or gpu.strip().lower() == "auto":
