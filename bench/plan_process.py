@@ -75,7 +75,8 @@ def main() -> None:
         ("floor of --help: argparse, 9 commands, print_help", [py, "-c", _HELP_FLOOR], base_env),
         ("floor of a plan (--json): its unavoidable imports", [py, "-c", _PLAN_FLOOR], base_env),
         ("floor of a plan (human): those and rich", [py, "-c", _PLAN_FLOOR + ", rich.console, rich.table"], base_env),
-        ("vresolve --help", [*cmd, "--help"], base_env),
+        ("vresolve --help (kept in the output cache)", [*cmd, "--help"], base_env),
+        ("vresolve --help (no output cache)", [*cmd, "--help"], {**base_env, "VRESOLVE_PLAN_CACHE": "0"}),
     ]
     # warm: the plan's output is cached; cold: computed (the validated matrix still cached);
     # cold, no caches: the matrix's YAML parsed and validated too (the first run after any edit)
