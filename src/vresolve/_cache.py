@@ -1,4 +1,4 @@
-"""vresolve's user cache: where it lives, and the output cache of ``vresolve plan``.
+"""vresolve's user cache: where it lives, and the output cache of ``vresolve plan`` (and ``vresolve --help``).
 
 Kept free of heavy imports on purpose: the output cache is consulted before anything else
 is imported, so that a repeated ``vresolve plan`` for the same target costs about as much
@@ -8,10 +8,14 @@ The plan output cache answers only for plans that do not probe the machine (``--
 names GPUs, ``sm_XY`` or ``none``), and its key covers everything the output depends on:
 the arguments, every ``VRESOLVE_*`` variable, the terminal-related ones and ``PATH``, the
 interpreter (its Python and platform are the defaults of a plan), whether stdout is a
-terminal, and the size, modification and change times and inode of every file of the matrix
+terminal, the size of the terminals behind stdin, stdout and stderr (what rich lays tables out
+for), and the size, modification and change times and inode of every file of the matrix
 and of vresolve's own code (an edit cannot keep the change time). Flags are read as argparse
 reads them: the last ``--gpu`` / ``--matrix`` wins, ``--gpu=X`` and abbreviations count. Each
 entry carries a CRC-32 of what it holds; one that does not check out is a miss.
+``vresolve --help`` (or ``-h``) alone is kept the same way, keyed by the terminal, the locale, the interpreter and
+vresolve's code: argparse costs more than the rest of it (about 2.2x ``python -c pass`` for a parser of nine commands
+printing its help, against 1.6x for an answer read back).
 ``VRESOLVE_PLAN_CACHE=0`` turns this cache off, ``VRESOLVE_CACHE_DIR=`` (empty) every cache.
 A cache directory that cannot be read or written is never an error, only a miss.
 
@@ -168,10 +172,41 @@ def _stat_tree(root: str, out: list[str]) -> None:
             out.append(f"{e.path}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}")
 
 
+def _terminal_sizes() -> str:
+    """The size of the terminal behind stdin, stdout and stderr (rich lays a table out for the first it finds,
+    when there is no ``COLUMNS``): a plan shown in a terminal of another width is laid out again, not replayed."""
+    sizes = []
+    for fd in (0, 1, 2):
+        try:
+            size = os.get_terminal_size(fd)
+            sizes.append(f"{size.columns}x{size.lines}")
+        except (OSError, ValueError):
+            sizes.append("-")
+    return "terminal=" + ",".join(sizes)
+
+
+def _help_key(argv: list[str]) -> str:
+    """The key of ``vresolve --help``: argparse's text, wrapped for ``COLUMNS`` or the terminal behind stdout, in
+    this Python's wording (and its translation, where the locale has one), from vresolve's code."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    parts = ["help-output/1", repr(argv), sys.executable, sys.version, str(sys.stdout.isatty()), _terminal_sizes()]
+    parts += sorted(f"{k}={v}" for k, v in os.environ.items()
+                    if k.startswith("VRESOLVE_") or k in _TERMINAL_VARS or k in _LOCALE_VARS)
+    _stat_tree(here, parts)
+    return "\n".join(parts)
+
+
+_LOCALE_VARS = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")  # what gettext reads for argparse's own words
+
+
 def plan_output_key(argv: list[str]) -> str | None:
     """The cache key of ``vresolve <argv>`` (the full text of what the output depends on),
     or None when its output must be computed."""
-    if not argv or argv[0] != "plan" or cache_dir() is None or os.environ.get("VRESOLVE_PLAN_CACHE") == "0":
+    if not argv or cache_dir() is None or os.environ.get("VRESOLVE_PLAN_CACHE") == "0":
+        return None
+    if argv in (["--help"], ["-h"]):
+        return _help_key(argv)
+    if argv[0] != "plan":
         return None
     gpu = _last_value(argv, "--gpu")
     if gpu is None or gpu.strip().lower() == "auto":
@@ -182,7 +217,7 @@ def plan_output_key(argv: list[str]) -> str | None:
         beside = os.path.join(here, "compat_matrix")
         matrix = beside if os.path.isdir(beside) else os.path.join(os.path.dirname(os.path.dirname(here)), "compat_matrix")
     parts = ["plan-output/2", repr(argv), sys.executable, sys.version, os.uname().machine,
-             str(sys.stdout.isatty()), os.path.abspath(matrix)]
+             str(sys.stdout.isatty()), _terminal_sizes(), os.path.abspath(matrix)]
     parts += sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("VRESOLVE_") or k in _TERMINAL_VARS)
     parts.append(f"PATH={os.environ.get('PATH', '')}")  # the plan names uv as PATH finds it (or by its path)
     _stat_tree(here, parts)

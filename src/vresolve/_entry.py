@@ -116,6 +116,12 @@ def _main(argv: list[str] | None) -> int:
     sys.stdout, sys.stderr = out_tee, err_tee  # type: ignore[assignment]
     try:
         code = cli_main(argv)
+    except SystemExit as e:  # argparse, after printing --help
+        code = -1 if e.code not in (0, None) else 0
+        sys.stdout, sys.stderr = out_tee._real, err_tee._real
+        if code == 0:
+            write_plan_output(key, code, "".join(out_tee.parts).encode(), "".join(err_tee.parts).encode())
+        raise
     finally:
         sys.stdout, sys.stderr = out_tee._real, err_tee._real
     if code in (0, 1):  # a plan or a no-stack answer; usage errors are not kept

@@ -59,7 +59,6 @@ def _exports(env: Sequence[tuple[str, str]], shell: Any) -> str:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from .._proc import uv_command
     from ..plan import build_plan
     from ..render import envelope, error_human, plan_error_view, plan_human, plan_view
     from ..render.shell import escape_controls
@@ -86,6 +85,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if _opt(args, "json"):
         _print_json(envelope("plan", plan_view(plan, detected_by)))
         return EXIT_OK
+    from .._proc import uv_command  # subprocess: not for --json
+
     if _opt(args, "quiet"):
         from ..render.shell import commands_text
 
@@ -190,11 +191,13 @@ def jetson_wheel_plan(args: argparse.Namespace, m: Any, host: Any, request: Any)
     """The Jetson index's wheels for a Jetson on L4T's own CUDA (a JetsonPlan), or None: not a Jetson, a Thor (the
     generic wheels), no wheels for its JetPack, or a build asked for. NoCompatibleStack when the wheels exist but no
     index was named."""
+    from ..resolve.provider import may_be_jetson
+
+    if args.source_build == "always" or args.precompiled or args.keep_torch or not may_be_jetson(host, m):
+        return None
     from ..plan.jetson import build_jetson_plan
     from ..resolve.jetson import jetson_wheel_choice
 
-    if args.source_build == "always" or args.precompiled or args.keep_torch:
-        return None
     choice = jetson_wheel_choice(host, m, request)
     return None if choice is None else build_jetson_plan(host, request, choice, installer=args.installer,
                                                          env_dir=args.venv)

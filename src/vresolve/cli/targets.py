@@ -144,6 +144,8 @@ def _jetson_by_capability(matrix: Matrix, host: Host, *, given: bool) -> Host:
     ``--platform linux-x86_64`` it is no GPU that exists: a usage error naming the module and its platform."""
     from dataclasses import replace
 
+    if all(g.compute_capability is None or matrix.find_gpu(g.name) is not None for g in host.gpus):
+        return replace(host, gpus=tuple(host.gpus))  # every GPU known by name: none is a Jetson by capability alone
     from ..resolve.jetson import capability_only_jetson
 
     gpus = []

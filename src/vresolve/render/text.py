@@ -223,9 +223,10 @@ def stack_table(r: Any, detected_by: str) -> Table:
     from rich.table import Table
 
     t = Table(title=_t(f"vLLM stack for {_machine_line(r.host)} ({detected_by})"))
-    t.add_column("package")
-    t.add_column("version")
-    t.add_column("build / from")
+    # every cell a Text: a str cell is read as markup with emoji codes (rich then loads its table of ~3,600 emoji
+    # names, ~5 ms of a cold plan), and none of these is markup
+    for col in ("package", "version", "build / from"):
+        t.add_column(_t(col))
     torch_from = INDEX_LABELS["pypi" if r.torch.pypi else "pytorch"]
     rows = [("vllm", str(r.vllm.version), f"{r.vllm.variant}, {INDEX_LABELS[r.vllm.where]}"),
             ("torch", str(r.torch.version), f"{r.torch.variant.variant}, {torch_from}")]
@@ -237,10 +238,11 @@ def stack_table(r: Any, detected_by: str) -> Table:
         floor = f"NVIDIA driver >= {r.min_driver}" if r.min_driver else "a driver the matrix cannot name"
         t.add_row(needs, _t(floor), _t(f"CUDA {r.cuda}, {r.request.driver_policy} policy"))
     else:
-        t.add_row(needs, "no GPU, no driver", "the CPU backend")
+        t.add_row(needs, _t("no GPU, no driver"), _t("the CPU backend"))
     if r.glibc_floor is not None:
         by = f" ({', '.join(r.glibc_by)})" if r.glibc_by else ""
-        t.add_row("", f"glibc >= {r.glibc_floor}", f"manylinux_{r.glibc_floor.major}_{r.glibc_floor.minor} wheels{by}")
+        t.add_row(_t(""), _t(f"glibc >= {r.glibc_floor}"),
+                  _t(f"manylinux_{r.glibc_floor.major}_{r.glibc_floor.minor} wheels{by}"))
     return t
 
 
@@ -272,7 +274,7 @@ def jetson_plan_human(p: Any, detected_by: str, *, uv: str = "uv", apply: Sequen
     c, w = p.choice, p.choice.wheels
     t = Table(title=_t(f"vLLM for {_machine_line(p.host)} ({detected_by})"))
     for col in ("package", "version", "from"):
-        t.add_column(col)
+        t.add_column(_t(col))
     where = f"the Jetson index's {w.path} path"
     for row in (("vllm", str(w.vllm), where), ("torch", str(w.torch), where),
                 *((k, str(v), where) for k, v in sorted(w.companions.items()))):
@@ -325,7 +327,7 @@ def source_table(p: Any, detected_by: str) -> Table:
 
     t = Table(title=_t(f"vLLM source build for {_machine_line(p.host)} ({detected_by})"))
     for col in ("what", "choice"):
-        t.add_column(col)
+        t.add_column(_t(col))
     rows = [("vllm", f"{p.vllm.version} (git tag v{p.vllm.version})"),
             ("torch", p.torch_version + (" (kept)" if p.keep_torch else ""))]
     if p.toolkit is not None:

@@ -396,12 +396,20 @@ def _stack_warnings(host: Host, v: VllmBuild, t: TorchBuild) -> list[str]:
     return out
 
 
+def may_be_jetson(host: Host, matrix: Matrix) -> bool:
+    """False when :func:`.jetson.jetson_of` is sure to answer None (no GPU of gpus.yaml's jetson segment, no board,
+    no L4T release): that module is then not imported (a cold plan's import time)."""
+    if host.platform.jetson or host.platform.l4t is not None:
+        return True
+    return any((row := matrix.find_gpu(g.name)) is not None and row.segment == "jetson" for g in host.gpus)
+
+
 def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
     """The best stack for ``host`` under ``request``, or NoCompatibleStack with causes and hints.
 
     A Jetson is answered by its JetPack (:mod:`.jetson`): the generic aarch64 wheels only where its JetPack's
     CUDA is the unified ARM build (Thor), else the way forward as a NoCompatibleStack."""
-    if not request.cpu and not request.generic:
+    if not request.cpu and not request.generic and may_be_jetson(host, matrix):
         from .jetson import jetson_of, resolve_jetson
 
         j = jetson_of(host, matrix, request.jetpack)
