@@ -410,8 +410,22 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         findings = merge_log_findings(findings, pasted, kept.cite)
     if header is not None:
         findings = check_against_lock(header, host, env, name=args.lock_file) + findings
-    _print_doctor(args, findings, host, env, unclear, unseen)
-    return 1 if unclear else worst_exit_code(findings)
+    nothing = _nothing_to_check(env) if evidence is None and header is None else None
+    _print_doctor(args, findings, host, env, unclear, unseen, nothing)
+    return 1 if unclear or nothing else worst_exit_code(findings)
+
+
+def _nothing_to_check(env: Any) -> str | None:
+    """What doctor says of an environment it probed that has neither torch nor vLLM (its own, typically): nothing was
+    checked, which is not healthy (exit 1); None when either is there, or the probe itself failed."""
+    if env is None or env.error is not None:
+        return None
+    if any(m.origin is not None for m in env.modules if m.name in ("torch", "vllm")):
+        return None
+    from ..render.shell import escape_controls
+
+    return (f"nothing to check here: no torch/vLLM in this environment ({escape_controls(env.python)}); point doctor "
+            "at your environment: --interpreter YOUR_ENV/bin/python")
 
 
 def _readable(args: argparse.Namespace, evidence: Any, log: str | None) -> None:
@@ -427,23 +441,24 @@ def _readable(args: argparse.Namespace, evidence: Any, log: str | None) -> None:
 
 
 def _print_doctor(args: argparse.Namespace, findings: list[Any], host: Any, env: Any, unclear: list[Any],
-                  unseen: frozenset[str]) -> None:
+                  unseen: frozenset[str], nothing: str | None = None) -> None:
     """doctor's answer: JSON, markdown, or the human view (``-q``: without the list of what was checked)."""
     from ..doctor import observations
     from ..render import doctor_human, envelope
 
     if _opt(args, "json"):
         _print_json(envelope("doctor", {"findings": [f.to_dict() for f in findings],
-                                        "unclear": [u.to_dict() for u in unclear],
+                                        "unclear": [u.to_dict() for u in unclear], "nothing_checked": nothing,
                                         "observations": observations(host, env, unseen),
                                         "host": host.to_dict(), "environment": env.to_dict() if env else None}))
     elif args.doctor_format == "markdown":
         from ..render.markdown import doctor_markdown
 
-        sys.stdout.write(doctor_markdown(findings, observations(host, env, unseen), unclear))
+        sys.stdout.write(doctor_markdown(findings, observations(host, env, unseen), unclear, nothing))
     else:
         console = _console()
-        for item in doctor_human(findings, host, env, unclear, unseen, checked=not _opt(args, "quiet")):
+        for item in doctor_human(findings, host, env, unclear, unseen, checked=not _opt(args, "quiet"),
+                                 nothing=nothing):
             console.print(item)
 
 

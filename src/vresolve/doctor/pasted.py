@@ -75,6 +75,13 @@ def signal_causes(matrix: Matrix) -> dict[str, str]:
     return {code: k.cause for k in matrix.known_issues for code in k.signals}
 
 
+def _signal_row(matrix: Matrix, seen: Seen[Any]) -> KnownIssue | None:
+    """The known-issues row that names this typed line's signal code (a cause's rows differ in what they say: a
+    container's CUDA error 804 is not a host driver too old for a pip wheel); None for a line of another kind."""
+    code = getattr(seen.value, "code", None)
+    return next((k for k in matrix.known_issues if code in k.signals), None) if isinstance(code, str) else None
+
+
 def _release(matrix: Matrix, version: str | None) -> VllmRelease | None:
     """The matrix's vLLM release of a pasted version (its local tag left out); None when unknown or not a version."""
     try:
@@ -399,15 +406,19 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -
     """Findings for the causes the paste's typed lines show, one per cause (with every line that shows
     it, up to five), leaving out causes ``already`` found; and the errors whose cause the paste does not settle."""
     lines: dict[str, list[str]] = {}
+    rows: dict[str, KnownIssue] = {}
     found, unclear = _all_causes(e, matrix)
     for cause, seen in found:
         shown = lines.setdefault(cause, [])
         if len(shown) < 5 and _line(seen) not in shown:
             shown.append(_line(seen))
+        row = _signal_row(matrix, seen)
+        if row is not None and row.cause == cause:
+            rows.setdefault(cause, row)
     out = []
     for cause, evidence in lines.items():
         if cause not in {f.cause for f in already}:
-            k = issue_for(matrix, cause)
+            k = rows.get(cause) or issue_for(matrix, cause)
             vllm = e.dist("vllm")
             fix = with_version(k.fix, vllm.value.version if vllm is not None else None)
             out.append(Finding(cause=cause, severity=k.severity, title=k.title, explanation=k.explanation,

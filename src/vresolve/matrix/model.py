@@ -41,6 +41,11 @@ CAUSE_CODES = (
     "companion-mismatch",
     "gpu-not-visible",
     "incomplete-install",
+    "shared-memory-too-small",
+    "nccl-misconfigured",
+    "fabric-manager-not-running",
+    "gpu-fallen-off-bus",
+    "c-compiler-missing",
 )
 
 

@@ -50,13 +50,16 @@ def _block(lines: Sequence[str]) -> list[str]:
     return [fence, *body, fence]
 
 
-def doctor_markdown(findings: Sequence[Any], observed: Sequence[str], unclear: Sequence[Any] = ()) -> str:
+def doctor_markdown(findings: Sequence[Any], observed: Sequence[str], unclear: Sequence[Any] = (),
+                    nothing: str | None = None) -> str:
     """The comment: what was read, then each finding (cause, severity, evidence, fix), then the errors whose cause
     the text does not settle."""
     out = ["### vresolve doctor", "", "**Facts read**", ""]
     out += [f"- {_prose(x)}" for x in observed] or ["- (none)"]
     out.append("")
-    if not findings and not unclear:
+    if nothing:
+        out += [f"**{_prose(nothing)}**", ""]
+    elif not findings and not unclear:
         out.append("**No problem found.**")
     for f in findings:
         out += [f"**{f.severity}: {_prose(f.title)}** (`{f.cause}`)", "", _prose(f.explanation), ""]

@@ -346,9 +346,10 @@ def source_table(p: Any, detected_by: str) -> Table:
 
 
 def doctor_human(findings: Any, host: Host, env: Any, unclear: Any = (), unknown: frozenset[str] = frozenset(),
-                 *, checked: bool = True) -> list[Any]:
+                 *, checked: bool = True, nothing: str | None = None) -> list[Any]:
     """One screen: what was checked (unless ``checked`` is false), then each finding with its evidence and fix,
-    then the errors whose cause the text does not settle (with what to paste)."""
+    then the errors whose cause the text does not settle (with what to paste); ``nothing``: why there was no stack
+    to check (said instead of "no problems found")."""
     from rich.text import Text
 
     style = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
@@ -358,7 +359,9 @@ def doctor_human(findings: Any, host: Host, env: Any, unclear: Any = (), unknown
     if checked:
         out.append(Text("checked:", style="bold"))
         out += [_t(f"  - {line}") for line in observations(host, env, unknown)]
-    if not findings and not unclear:
+    if nothing:
+        out.append(_t(nothing, "bold yellow"))
+    elif not findings and not unclear:
         out.append(Text("no problems found", style="bold green"))
     for f in findings:
         out.append(_t(f"{f.severity}: {f.title} [{f.cause}]" + (" (from the log)" if f.source == "log" else ""),

@@ -80,6 +80,20 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("fp8-capability", "capability",
          r"(?:fp8|float8|f8e4m3\w*|f8e5m2\w*|e4m3\w*|_scaled_mm)\b.*?(?:not supported|only supported|requires?)\b"
          r".*?compute capability"),
+        ("shm-exhausted", "shared memory segment", r"Error while creating shared memory segment"),
+        ("shm-exhausted", "posix_fallocate", r"posix_fallocate failed\s*:\s*No space left on device"),
+        ("shm-exhausted", "shared memory", r"insufficient shared memory \(shm\)|workers are out of shared memory"
+                                            r"|unable to allocate shared memory"),
+        ("peer-access-unsupported", "peer access", r"peer access is not supported between these two devices"),
+        ("nccl-no-socket-interface", "no socket interface", r"Bootstrap ?: no socket interface found"),
+        ("system-not-ready", "not yet initialized", r"system not yet initialized"),
+        ("system-not-ready", "system_not_ready", r"CUDA_ERROR_SYSTEM_NOT_READY"),
+        ("system-not-ready", "systemnotready", r"cudaErrorSystemNotReady"),
+        ("gpu-off-bus", "fallen off the bus", r"fallen off the bus"),
+        ("gpu-off-bus", "xid", r"\bXid \(PCI:[0-9A-Fa-f:.]+\): 79\b"),
+        ("gpu-off-bus", "gpu_is_lost", r"ERROR_GPU_IS_LOST"),
+        ("gpu-off-bus", "device handle", r"Unable to determine the device handle for GPU ?[0-9A-Fa-f:.]+: Unknown Error"),
+        ("no-c-compiler", "failed to find c compiler", r"Failed to find C compiler"),
     )
 )
 
