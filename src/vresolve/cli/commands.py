@@ -408,6 +408,9 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         pasted, unclear = judge_pasted(evidence, m, [f for f in findings if f.source != "log"])
         assert kept is not None
         findings = merge_log_findings(findings, pasted, kept.cite)
+        if args.no_env and not findings and not unclear and _holds_nothing(evidence):
+            raise UsageError(f"--log: {args.log!r} holds nothing doctor can read (no error line, version, GPU or "
+                             "driver): paste the error and the output of `vllm collect-env`")
     if header is not None:
         findings = check_against_lock(header, host, env, name=args.lock_file) + findings
     nothing = _nothing_to_check(env) if evidence is None and header is None else None
@@ -429,15 +432,18 @@ def _nothing_to_check(env: Any) -> str | None:
 
 
 def _readable(args: argparse.Namespace, evidence: Any, log: str | None) -> None:
-    """A pasted log that is empty, or (judged alone) holds nothing doctor reads, is an input error, not "no problems"."""
-    import dataclasses
-
+    """A pasted log that is empty is an input error, not "no problems" (one that holds nothing doctor reads is
+    refused once judged: a known line may still name a cause)."""
     if evidence.lines == 0 or not (log or "").strip():
         raise UsageError(f"--log: {args.log!r} is empty: paste the error and the output of `vllm collect-env`")
-    if args.no_env and not evidence.kinds and not any(
-            getattr(evidence, f.name) for f in dataclasses.fields(evidence) if f.name not in ("lines", "cut_lines")):
-        raise UsageError(f"--log: {args.log!r} holds nothing doctor can read (no error line, version, GPU or driver): "
-                         "paste the error and the output of `vllm collect-env`")
+
+
+def _holds_nothing(evidence: Any) -> bool:
+    """No typed line and no fact at all in a pasted log."""
+    import dataclasses
+
+    return not evidence.kinds and not any(
+        getattr(evidence, f.name) for f in dataclasses.fields(evidence) if f.name not in ("lines", "cut_lines"))
 
 
 def _print_doctor(args: argparse.Namespace, findings: list[Any], host: Any, env: Any, unclear: list[Any],
