@@ -50,7 +50,7 @@ def _errors(findings: list[dict]) -> list[str]:
 def test_could_not_collect_under_a_torch_version_is_a_cpu_build(capsys: pytest.CaptureFixture[str]) -> None:
     """pytorch/pytorch#122924: Windows, torch 2.2.2 with "CUDA used to build PyTorch: Could not collect" (older
     collect_env prints a None so) beside an RTX 4080 Laptop GPU and its driver."""
-    report = CORPUS / "199-collect-env-windows-torch-could-not-collect-rtx4080.txt"
+    report = CORPUS / "273-collect-env-windows-torch-could-not-collect-rtx4080.txt"
     assert main(["doctor", "--no-env", "--log", str(report), "--json"]) == 1
     findings = json.loads(capsys.readouterr().out)["findings"]
     assert _errors(findings) == ["cpu-only-build"]
@@ -63,7 +63,7 @@ def test_could_not_collect_under_a_torch_version_is_a_cpu_build(capsys: pytest.C
 def test_a_driver_that_serves_an_older_cuda_10(capsys: pytest.CaptureFixture[str]) -> None:
     """pytorch/pytorch#43058: torch 1.6.0 (CUDA 10.2) on driver 418.67, whose nvidia-smi says CUDA 10.1; CUDA 10
     has no minor-version compatibility."""
-    report = CORPUS / "200-collect-env-torch16-cu102-driver418-v100.txt"
+    report = CORPUS / "274-collect-env-torch16-cu102-driver418-v100.txt"
     assert main(["doctor", "--no-env", "--log", str(report), "--json"]) == 1
     findings = json.loads(capsys.readouterr().out)["findings"]
     assert _errors(findings) == ["driver-too-old"]
@@ -132,14 +132,14 @@ def test_a_gpu_named_in_a_message_is_not_the_users(line: str) -> None:
 def test_cuda_available_true_is_not_contradicted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A report saying "Is CUDA available: True" beside a log's "No CUDA GPUs are available": the finding is said of
     the process that failed, not of the reported environment."""
-    _, findings = _doctor(tmp_path, (CORPUS / "202-healthy-collect-env-h100-cu124-driver535.txt").read_text()
+    _, findings = _doctor(tmp_path, (CORPUS / "276-healthy-collect-env-h100-cu124-driver535.txt").read_text()
                           + "RuntimeError: No CUDA GPUs are available\n", capsys)
     (found,) = [f for f in findings if f["cause"] == "gpu-not-visible"]
     assert "is_available()` is False" not in found["explanation"]
     assert "Is CUDA available: True" in found["explanation"]
 
 
-@pytest.mark.parametrize("name", ["202-healthy-collect-env-h100-cu124-driver535.txt",
+@pytest.mark.parametrize("name", ["276-healthy-collect-env-h100-cu124-driver535.txt",
                                   "177-healthy-collect-env-2xv100-torch240-cu118-request.txt",
                                   "074-collect-env-healthy-rtx4090-cu121-tool-calling.txt"])
 def test_healthy_reports_stay_silent(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
