@@ -19,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 from ..matrix import KnownIssue, Matrix, VllmRelease
 from ..values import DriverVersion, public_version
 from .evidence import Evidence, Seen
+from .evidence.model import REPORT
 from .facts import Finding, dedupe, in_site_packages, with_version
 from .logs import issue_for, match_log
 
@@ -495,3 +496,24 @@ def merge_log_findings(findings: Sequence[Finding], typed: Sequence[Finding],
     signed = [replace(f, evidence=cite(f.evidence)) if cite else f
               for f in findings if f.source == "log" and f.cause not in named]
     return dedupe([f for f in findings if f.source != "log"] + signed + list(typed))
+
+
+_UNAVAILABLE_RE = re.compile(r"`?torch\.cuda\.is_available\(\)`?\s*(?:is|returns|=)\s*False", re.IGNORECASE)
+
+
+def keep_available(findings: Sequence[Finding], e: Evidence) -> list[Finding]:
+    """Findings that do not contradict a report's "Is CUDA available: True": one that says CUDA is unavailable
+    (a hidden GPU, a signature's "is_available() is False") is said of the process that failed, not of the
+    environment the report was collected in."""
+    seen = e.best("cuda_available")
+    if seen is None or seen.value is not True or seen.rank != REPORT:
+        return list(findings)
+    out = []
+    for f in findings:
+        if f.cause == "gpu-not-visible" or _UNAVAILABLE_RE.search(f.explanation):
+            f = replace(f, explanation=_UNAVAILABLE_RE.sub("CUDA finds no GPU in the process that failed", f.explanation)
+                        + " The pasted report itself says torch sees the GPU (Is CUDA available: True): the process "
+                        "that failed ran with other settings (another container, shell, or CUDA_VISIBLE_DEVICES) than "
+                        "the one the report was collected in.", evidence=(*f.evidence, _line(seen)))
+        out.append(f)
+    return out

@@ -12,8 +12,10 @@ Input (either form)::
     cuDNN version: Probably one of the following:
     /usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.0
 
-"N/A", "Could not collect", "No CUDA" mean the report did not learn the fact; "CUDA used to build PyTorch:
-None" means a CPU build.
+"N/A", "Could not collect", "No CUDA" mean the report did not learn the fact, except for "CUDA used to build
+PyTorch" under a "PyTorch version" that shows one: its "None" and "Could not collect" both mean a CPU build (the
+script prints torch.version.cuda, and its older editions replace a None by "Could not collect"; a ROCm build
+prints N/A there; pytorch/pytorch torch/utils/collect_env.py, get_env_info and pretty_str).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ def _torch(value: str, line: Line, out: Collector) -> None:
     version = version_token(value)
     if version:
         out.add_dist(Dist(name="torch", version=version), line, REPORT, HOW)
+        out.mark("torch-version", line)  # the report's torch imported: its CUDA line says what it was built with
 
 
 def _vllm(value: str, line: Line, out: Collector) -> None:
@@ -53,7 +56,8 @@ def _vllm(value: str, line: Line, out: Collector) -> None:
 
 
 def _torch_cuda(value: str, line: Line, out: Collector) -> None:
-    if value.lower() == "none":
+    word = value.lower()
+    if word == "none" or word == "could not collect" and out.near("torch-version", line, 3):
         out.add("torch_cuda", None, line, REPORT, HOW)  # a CPU build (ROCm builds print N/A)
     elif version := version_token(value):
         out.add("torch_cuda", version, line, REPORT, HOW)

@@ -29,6 +29,7 @@ from ...host import (
 )
 from .model import Dist, Evidence, Seen
 from .summary import listed_gpus
+from .tokens import NOT_SHOWN
 
 __all__ = ["HostFacts", "to_host_facts", "source_of"]
 
@@ -153,6 +154,9 @@ def to_host_facts(evidence: Evidence) -> HostFacts:
                 installed=_installed(evidence, torch_cuda), env=_latest(evidence.env), tools=_latest(evidence.tools),
                 torch_runtime=torch, problems=tuple(s.text for s in evidence.signals if s.value.code in _PROBLEMS))
     unknown |= {name for name, shown in (("driver", host.driver.version), ("gpus", host.gpus)) if not shown}
+    archs = evidence.value("vllm_cuda_archs")
+    if archs and archs.lower() not in NOT_SHOWN:  # vLLM built for an arch list of its own ("Not Set": the release's)
+        unknown.add("vllm.kernels")
     modules = _modules(evidence)
     env = EnvReport(python=str(python) if python else "", modules=modules, torch=torch) if torch or modules else None
     return HostFacts(host=host, env=env, unknown=frozenset(unknown))

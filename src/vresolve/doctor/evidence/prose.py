@@ -38,6 +38,13 @@ _GPU_NEEDLES = ("gpu", "nvidia", "tesla", "rtx", "gtx", "quadro", "titan", "a100
 _MENTION_NEEDLES = ("torch", "vllm", "python", "cud", "flash", "xformers", "triton", "sgl", "transformers", "nvcc")
 _OS_NEEDLES = ("ubuntu", "debian", "centos", "rocky", "alma", "red hat", "rhel", "fedora", "opensuse", "amazon linux",
                "arch linux", "windows", "macos", "tencentos")
+#: a program's message (an exception, a logger's level): a GPU it names is an example or a requirement
+#: ("only supported on H100", "e.g. H100"), not the user's GPU
+_PROGRAM_MESSAGE_RE = re.compile(r"^\s*(?:[\w.]*(?:Error|Exception|Warning|Exit)\b:?|(?:ERROR|WARNING|WARN|CRITICAL|FATAL"
+                                 r"|ERR|INFO|DEBUG)\b|\[(?:ERROR|WARNING|WARN)\])")
+#: words that make the GPU named right after them an example or a requirement, not the user's
+_EXAMPLE_RE = re.compile(r"(?:\be\.g\.?|\bfor example|\bsuch as|\blike|\bsupported on|\brequires?|\bat least|"
+                         r"\bneeds?|\bonly on|\bvs\.?)[\s,:(]*(?:an?\s+|the\s+)?(?:NVIDIA\s+)?$", re.IGNORECASE)
 _BARE_GPU_RE = re.compile(r"^(?:NVIDIA|Nvidia|Tesla|Quadro|GeForce|AMD Instinct)\b[\w .()-]{0,60}$")
 _MENTION_RE = re.compile(
     r"(?<![\w./-])(?P<name>torch|pytorch|torchvision|torchaudio|vllm|xformers|flash[-_]attn|vllm[-_]flash[-_]attn"
@@ -219,9 +226,11 @@ class ProseReader:
         if _holds(lower, _OS_NEEDLES):
             for m in _OS_RE.finditer(body):
                 out.add("os", m[0], line, PROSE, HOW, m.span())
-        if _holds(lower, _GPU_NEEDLES):
+        if _holds(lower, _GPU_NEEDLES) and not _PROGRAM_MESSAGE_RE.match(body):
             for m in _GPU_RE.finditer(body):
-                out.add("gpus", Gpu(name=m["name"], compute_capability=_cc(m["cc"])), line, PROSE, HOW, m.span())
+                if not _EXAMPLE_RE.search(body, max(0, m.start() - 40), m.start()):
+                    out.add("gpus", Gpu(name=m["name"], compute_capability=_cc(m["cc"])), line, PROSE, HOW,
+                            m.span())
         if "river" in body and (d := _DRIVER_RE.search(body)):
             out.add("driver", DriverVersion.parse(d["v"]), line, PROSE, HOW, d.span())
         self._platform(body, line, out)
