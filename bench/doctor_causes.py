@@ -28,6 +28,8 @@ def judge(txt: Path) -> tuple[list[dict], list[dict]]:
     if not out.getvalue():  # an input error (an empty paste, nothing readable)
         return [], []
     answer = json.loads(out.getvalue())
+    if "error" in answer:  # an input error said as JSON: nothing readable, judged as no finding
+        return [], []
     return answer["findings"], answer.get("unclear", [])
 
 
