@@ -44,7 +44,7 @@ EXPECT: dict[str, tuple[int, str, str]] = {
     'vresolve plan --gpu "RTX 5090" --driver 580.95.05 --source-build always': (0, "TORCH_CUDA_ARCH_LIST", ""),
     "vresolve plan --gpu auto --keep-torch": (1, "no torch is installed", ""),
     "vresolve plan --gpu V100 --driver 580.95.05 --glibc 2.28": (0, "V100", ""),
-    "vresolve doctor": (0, "", ""),
+    "vresolve doctor": (1, "nothing to check here", ""),  # vresolve's own environment: no torch, no vLLM
     "vresolve doctor --no-env --log error.txt": (1, "arch-not-in-build", ""),
     "vresolve doctor --lock lockfiles/h100-driver580/requirements.txt": (1, "lock", ""),
     "vresolve lock --gpu H100 --driver 580.95.05 -o out/": (0, "", NETWORK),
