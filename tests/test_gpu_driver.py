@@ -217,3 +217,20 @@ def test_validate_refuses_a_later_part_older_than_its_family(tiny_copy: Any) -> 
     assert _problems(tiny_copy({"gpus.yaml": bad})) == [
         "gpus.yaml: gpus[0] 'NVIDIA H200': driver.first: 515.65.01 is older than the hopper family's first driver "
         "520.56.06"]
+
+
+@pytest.mark.parametrize(("gpu", "driver", "warned"), [
+    ("NVIDIA GeForce RTX 3090", "450.80.02", True),   # sm_86: first targeted by CUDA 11.1 (driver >= 455.23)
+    ("NVIDIA GeForce RTX 3090", "535.104.05", False),
+    ("NVIDIA A100-SXM4-80GB", "450.80.02", False),    # sm_80: CUDA 11.0's own floor is met
+])
+def test_an_unrecorded_first_driver_is_said_not_guessed(gpu: str, driver: str, warned: bool,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """No first driver recorded for the GPU: never refused on a guess, but below the driver of the first toolkit
+    that targets it the plan says what to check."""
+    code = main(["plan", "--gpu", gpu, "--driver", driver, "--python", "3.12", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    said = [w for w in d.get("warnings", []) if "is not recorded in the matrix" in w]
+    assert code == 0 and bool(said) == warned, d.get("warnings")
+    if warned:
+        assert "455.23" in said[0] and driver in said[0] and gpu in said[0]

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..matrix.model import DriverSupport, Gpu
     from ..values import DriverVersion
 
-__all__ = ["DriverGap", "driver_gaps", "refuse_unsupported_driver"]
+__all__ = ["DriverGap", "driver_gaps", "refuse_unsupported_driver", "unrecorded_first_drivers"]
 
 _FAMILY_NAMES = {"ada": "Ada Lovelace"}
 
@@ -102,7 +102,34 @@ def refuse_unsupported_driver(host: Host, matrix: Matrix) -> list[str]:
             hints=list(dict.fromkeys(g.fix for g in sure)))
     return [f"{g.text} (the matrix's fact is unverified"
             f"{': ' + g.support.provenance.note if g.support.provenance.note else ''}; planned anyway)"
-            for g in _unique([g for g in gaps if not g.trusted])]
+            for g in _unique([g for g in gaps if not g.trusted])] + unrecorded_first_drivers(host, matrix)
+
+
+def unrecorded_first_drivers(host: Host, matrix: Matrix) -> list[str]:
+    """Where the matrix records no first driver for a GPU (its row's nor its family's), what it does know: the
+    oldest CUDA toolkit whose nvcc targets the GPU's capability came with a driver (the toolkit's own floor) that a
+    GPU of that capability cannot predate by much. A driver below that floor is not refused (no fact says so) but
+    said: check the GPU is in that driver's supported products (an RTX 3090, sm_86, on R450)."""
+    driver = host.driver.version
+    if driver is None:
+        return []
+    out: dict[str, str] = {}
+    for g in host.gpus:
+        row = matrix.find_gpu(g.name)
+        if row is None or row.segment == "jetson" or g.name in out:
+            continue
+        support = matrix.driver_support(row)
+        if support is not None and support.first is not None:
+            continue
+        first = min((t for t in matrix.toolkits if t.can_target(row.compute_capability)
+                     and t.min_driver.linux is not None), key=lambda t: t.version, default=None)
+        if first is not None and first.min_driver.linux is not None and driver < first.min_driver.linux:
+            out[g.name] = (f"the first driver that supports {g.name} (sm_{row.compute_capability.base.major}"
+                           f"{row.compute_capability.base.minor}) is not recorded in the matrix; the first CUDA "
+                           f"toolkit that targets it, {first.version}, needs driver >= {first.min_driver.linux}, and "
+                           f"this machine has {driver}: check that NVIDIA's release notes for driver {driver} list "
+                           f"{g.name} among their supported products before relying on this plan")
+    return list(out.values())
 
 
 def _unique(gaps: Sequence[DriverGap]) -> list[DriverGap]:
