@@ -389,7 +389,7 @@ def test_shared_plan_runs_answer_as_separate_ones(tmp_path: Path) -> None:
     # compute_answers runs its plans in one scope that shares the matrix, the parser and each (host, request)'s
     # resolution between runs: every answer (exports too, refusals too, asked twice) is what a plan run on its own
     # gives, and the scope ends with the run: a matrix changed afterwards is read again
-    from vresolve.cli import args as cli_args
+    from vresolve.cli import shared as cli_shared
     from vresolve.cli.grid import compute_answers, plan_answer, plan_argv
 
     m = load_matrix()
@@ -399,7 +399,7 @@ def test_shared_plan_runs_answer_as_separate_ones(tmp_path: Path) -> None:
     argvs = [plan_argv(g, d, py, installer=inst, platform="linux-x86_64", policy="minor-compat", matrix=None)
              for g in gpus for d in ("450.80.02", newest) for py in ("3.9", "3.12") for inst in ("uv", "conda")]
     shared = compute_answers([*argvs, *argvs], exports=True, workers=1)
-    assert cli_args._SHARED is None
+    assert cli_shared._SHARED is None
     alone = [plan_answer(a, exports=True) for a in argvs]
     assert shared == [*alone, *alone]
     assert {a.code for a in alone} == {0, 1} and any(a.exports for a in alone)

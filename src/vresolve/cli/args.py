@@ -9,6 +9,7 @@ import argparse
 from .. import __version__
 from ..errors import UsageError
 from ..names import INSTALLERS, POLICIES, SHELLS, SOURCE_BUILD_MODES, TABLES
+from .shared import shared
 
 TYPE_CHECKING = False  # typing is not imported at run time: --help stays cheap
 if TYPE_CHECKING:
@@ -561,51 +562,3 @@ def _load(args: argparse.Namespace) -> Any:
 
     path = _opt(args, "matrix")
     return shared(("matrix", path), lambda: load_matrix(path))
-
-
-#: within :func:`sharing`: what many in-process runs of the CLI share (the matrix, the parser), by key
-_SHARED: dict[Any, Any] | None = None
-
-
-def shared(key: Any, compute: Any) -> Any:
-    """``compute()``, or within :func:`sharing` its value from the first run that asked for ``key``."""
-    if _SHARED is None:
-        return compute()
-    if key not in _SHARED:
-        _SHARED[key] = compute()
-    return _SHARED[key]
-
-
-def shared_call(key: Any, compute: Any) -> Any:
-    """:func:`shared` for a pure computation that may refuse: within :func:`sharing` its refusal (a VresolveError,
-    such as no compatible stack) is kept too and raised again to the next run that asks for ``key``."""
-    from ..errors import VresolveError
-
-    def outcome() -> tuple[bool, Any]:
-        try:
-            return True, compute()
-        except VresolveError as e:
-            return False, e
-
-    ok, value = shared(key, outcome)
-    if not ok:
-        raise value
-    return value
-
-
-def sharing() -> Any:
-    """A scope in which many in-process runs of the CLI (the grid's and the page's plans) read the matrix once
-    per ``--matrix`` and build the parser once per command: their files do not change while the scope lasts."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def scope() -> Any:
-        global _SHARED
-        outer = _SHARED
-        _SHARED = {} if outer is None else outer
-        try:
-            yield
-        finally:
-            _SHARED = outer
-
-    return scope()

@@ -10,7 +10,8 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import EXIT_NO_STACK, EXIT_OK, EXIT_USAGE, UsageError, VresolveError
-from .args import _load, _opt, build_parser, command_of, plan_inputs, shared, shared_call, shown
+from .args import _load, _opt, build_parser, command_of, plan_inputs, shown
+from .shared import shared, shared_call
 
 TYPE_CHECKING = False  # typing is not imported at run time: --help stays cheap
 if TYPE_CHECKING:
@@ -781,16 +782,16 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 
 
 def _cmd_matrix_grid(args: argparse.Namespace) -> int:
-    from .args import sharing
     from .grid import cmd_grid
+    from .shared import sharing
 
     with sharing():  # the matrix read once, for every plan (and every worker) too
         return cmd_grid(args)
 
 
 def _cmd_site(args: argparse.Namespace) -> int:
-    from .args import sharing
     from .grid import cmd_site
+    from .shared import sharing
 
     with sharing():  # the matrix read once, for every plan (and every worker) too
         return cmd_site(args)

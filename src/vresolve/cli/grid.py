@@ -192,7 +192,7 @@ def compute_answers(argvs: Iterable[Sequence[str]], *, exports: bool = False, wo
                     progress: Callable[[int], None] | None = None) -> list[Answer]:
     """Every plan answer, in the order given; in ``workers`` processes (default: one per core). ``progress``:
     called with the number of answers so far, as they come."""
-    from .args import sharing
+    from .shared import sharing
 
     with sharing():
         return _compute(argvs, exports=exports, workers=workers, progress=progress)
