@@ -30,7 +30,7 @@ def _all_seen(e: Evidence) -> list:
 
 
 def test_corpus_is_there() -> None:
-    assert len(EXCERPTS) == 220 and all(p.with_suffix(".yaml").exists() for p in EXCERPTS)
+    assert len(EXCERPTS) == 247 and all(p.with_suffix(".yaml").exists() for p in EXCERPTS)
 
 
 @pytest.mark.parametrize("path", EXCERPTS, ids=lambda p: p.stem[:48])
@@ -563,3 +563,30 @@ def test_prose_versions_with_equals_and_underscores(text: str, field: str, value
     e = read_evidence(text + "\n")
     got = e.torch if field == "torch" else e.value(field)
     assert got == value
+
+
+@pytest.mark.parametrize(("text", "code", "detail"), [
+    ("stderr: nvidia-container-cli: requirement error: unsatisfied condition: cuda>=10.2, please update your driver",
+     "container-cuda-unmet", "10.2"),
+    ("nvidia-docker | 2016/08/22 12:54:02 Error: unsupported CUDA version: driver 7.5 < image 8.0",
+     "container-cuda-unmet", "8.0"),
+    ("dlerr: /usr/lib64/libcuda.so.418.74: undefined symbol: cuCtxCreate_v3", "libcuda-entry-point-missing",
+     "cuCtxCreate_v3"),
+    ("[188497.595099] NVRM: No NVIDIA graphics adapter probed!", "no-driver", None),
+    ("[188549.976351] NVRM: The NVIDIA probe routine was not called for 3 device(s).", "no-driver", None),
+])
+def test_machine_signals(text: str, code: str, detail: str | None) -> None:
+    e = read_evidence(text)
+    assert [(s.value.code, s.value.detail) for s in e.signals if s.value.code == code] == [(code, detail)]
+
+
+def test_an_undefined_symbol_in_a_found_library_is_not_a_missing_library() -> None:
+    e = read_evidence('msg="Unable to load nvcuda" error="symbol lookup for cuCtxCreate_v3 failed: '
+                      '/usr/lib64/libcuda.so.418.74: undefined symbol: cuCtxCreate_v3"')
+    assert [lib.value.missing for lib in e.libraries] == [False]
+
+
+def test_pip25_failed_to_build_when_getting_requirements() -> None:
+    e = read_evidence("      ModuleNotFoundError: No module named 'torch'\n"
+                      "ERROR: Failed to build 'flash-attn' when getting requirements to build wheel\n")
+    assert [(ev.value.action, ev.value.name) for ev in e.installer] == [("build-failed", "flash-attn")]

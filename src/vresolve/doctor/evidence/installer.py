@@ -190,6 +190,8 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
                              r"\(pyproject\.toml\)|Building (?:wheel|editable) for (?P<name>[\w.-]+) \([\w.]+\)) \.\.\. error"),
      _build_failed),
     ("Failed to build", re.compile(rf"^\s*Failed to build (?P<name>{_NAME})\s*$"), _build_failed),
+    # pip 25: "ERROR: Failed to build 'flash-attn' when getting requirements to build wheel"
+    ("Failed to build", re.compile(rf"Failed to build '(?P<name>{_NAME})' when "), _build_failed),
     ("not found:", re.compile(r"Package\(s\) not found: (?P<names>.+)$"), _not_found),
     ("Using pip", re.compile(r"Using pip (?P<pip>\S+) from .* \(python (?P<python>\d+\.\d+)\)"), _pip_python),
     ("build dependencies", re.compile(

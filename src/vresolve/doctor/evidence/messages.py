@@ -113,7 +113,9 @@ def _glibc_required(m: re.Match[str], line: Line, out: Collector) -> None:
 def _libraries(m: re.Match[str], line: Line, out: Collector) -> None:
     lower = line.lower
     # "libc.so.6: version `GLIBC_2.32' not found": the library is there, a symbol version is not
-    missing = any(word in lower for word in _MISSING) and "version `" not in line.body and "version '" not in lower
+    # "undefined symbol" (loaded, an entry point absent) and "wrong ELF class" (a copy for the other word size, skipped)
+    missing = any(word in lower for word in _MISSING) and "version `" not in line.body and "version '" not in lower \
+        and "undefined symbol" not in lower and "wrong elf class" not in lower
     for lib in re.finditer(r"(?<![\w.+-])lib([A-Za-z][\w+-]*?)\.so((?:\.\d+)*)(?![\w-])", line.body):
         version = lib[2].lstrip(".") or None
         out.add("libraries", Library(soname=lib[0], name=lib[1], version=version, missing=missing), line, MESSAGE,

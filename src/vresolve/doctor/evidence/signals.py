@@ -36,8 +36,19 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("torch-not-compiled-cuda", "not compiled with cuda", r"Torch not compiled with CUDA enabled"),
         ("no-driver", "driver", r"Found no NVIDIA driver|couldn't communicate with the NVIDIA driver"
                                 r"|no NVIDIA driver is installed|NVIDIA driver is not loaded|nvml error: driver not loaded"),
+        # the kernel module loaded but bound no GPU (another driver holds it, or the module is not for this kernel)
+        ("no-driver", "probe", r"No NVIDIA graphics adapter probed|NVIDIA probe routine was not called"),
         ("container-without-gpu", "device driver", r"could not select device driver \"[^\"]*\" with capabilities"),
         ("forward-compat", "forward compatibility", r"forward compatibility was attempted on non supported HW"),
+        # the container runtime's check of an image's CUDA against the host driver: nvidia-container-cli's
+        # "requirement error: unsatisfied condition: cuda>=10.2" and nvidia-docker 1's "driver 7.5 < image 8.0"
+        ("container-cuda-unmet", "unsatisfied condition",
+         r"unsatisfied condition: cuda\s*>=\s*(?P<detail>\d+\.\d+)"),
+        ("container-cuda-unmet", "unsupported cuda version",
+         r"unsupported CUDA version: driver \d+\.\d+ < image (?P<detail>\d+\.\d+)"),
+        # the driver's libcuda lacks an entry point of the CUDA driver API the program was built for: an older driver
+        ("libcuda-entry-point-missing", "undefined symbol: cu",
+         r"libcuda\.so[\w.]*: undefined symbol: (?P<detail>cu[A-Z]\w*)"),
         ("driver-combination", "unsupported", r"system has unsupported display driver / cuda driver combination"),
         ("cuda-init-failed", "cudagetdevicecount", r"Unexpected error from cudaGetDeviceCount\(\)"
                                                    r"(?:.*?(?P<detail>Error \d+))?"),
