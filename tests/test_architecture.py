@@ -48,7 +48,7 @@ def import_graph() -> dict[str, set[str]]:
     return {name: _imports(name, path, known) for name, path in known.items()}
 
 
-def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:  # noqa: C901 - Tarjan in one piece
     """Strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}

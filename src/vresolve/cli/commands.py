@@ -10,43 +10,14 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import EXIT_NO_STACK, EXIT_OK, EXIT_USAGE, UsageError, VresolveError
-from .args import _load, _opt, build_parser, command_of, plan_inputs, shown
+from .args import _load, _opt, build_parser, command_of, plan_inputs
+from .common import check_output_dir, lock_header_of, new_console, print_json, shown
 from .shared import shared, shared_call
 
 TYPE_CHECKING = False  # typing is not imported at run time: --help stays cheap
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
-
-
-def _console(stderr: bool = False) -> Any:
-    from rich.console import Console
-
-    no_color = bool(os.environ.get("NO_COLOR"))
-    console = Console(stderr=stderr, no_color=no_color, highlight=False, soft_wrap=not stderr)
-    if not console.is_terminal and not os.environ.get("COLUMNS"):
-        # piped or redirected (stdout or stderr, to a file or a CI log): no terminal to fit, so tables keep their
-        # whole cells and lines are not broken (rich would cut or wrap them at 80 columns); a table is as wide as its
-        # widest row, never padded out to this width
-        console.width = _PIPE_WIDTH
-    console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign]  # rich's own exits 1, a no-stack's code
-    return console
-
-
-def _broken_pipe() -> None:
-    """The reader of stdout left (``| head``): the entry point exits quietly, as for any other write."""
-    raise BrokenPipeError
-
-
-_PIPE_WIDTH = 100_000
-
-
-
-
-def _print_json(obj: dict[str, Any]) -> None:
-    from ..render import to_json
-
-    sys.stdout.write(to_json(obj) + "\n")
 
 
 def _exports(env: Sequence[tuple[str, str]], shell: Any) -> str:
@@ -70,7 +41,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         res, into = _wheel_resolution(args, m, host, request, detected_by)
     except NoCompatibleStack as e:
         if _opt(args, "json"):
-            _print_json(envelope("plan", plan_error_view(e)))
+            print_json(envelope("plan", plan_error_view(e)))
         else:
             print(escape_controls(error_human(e), lines=True), file=sys.stderr)
         return e.exit_code
@@ -84,7 +55,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         sys.stdout.write(_exports(plan.env, args.shell))
         return EXIT_OK
     if _opt(args, "json"):
-        _print_json(envelope("plan", plan_view(plan, detected_by)))
+        print_json(envelope("plan", plan_view(plan, detected_by)))
         return EXIT_OK
     from .._proc import uv_command  # subprocess: not for --json
 
@@ -93,7 +64,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
         sys.stdout.write(commands_text(plan.steps, plan.env, uv_command()))
         return EXIT_OK
-    console = _console()
+    console = new_console()
     # apply makes new environments only: an install into this one (--keep-torch) is the user's to run
     for item in plan_human(plan, detected_by, uv=uv_command(), apply=_apply_flags(args) if into is None else None):
         console.print(item)
@@ -174,7 +145,7 @@ def _print_recipe(args: argparse.Namespace, p: Any, renderers: tuple[Any, Any, A
     if args.shell:
         sys.stdout.write(_exports(p.env, args.shell))
     elif _opt(args, "json"):
-        _print_json(envelope("plan", view(p, detected_by)))
+        print_json(envelope("plan", view(p, detected_by)))
     elif _opt(args, "quiet"):
         sys.stdout.write(script(p) + "\n")
     else:
@@ -182,7 +153,7 @@ def _print_recipe(args: argparse.Namespace, p: Any, renderers: tuple[Any, Any, A
 
         # as for a wheel plan: apply refuses --keep-torch (a build into this environment is the recipe's to run)
         flags = None if args.keep_torch else _apply_flags(args)
-        console = _console()
+        console = new_console()
         for item in human(p, detected_by, uv=uv_command(), apply=flags):
             console.print(item)
     return EXIT_OK
@@ -216,12 +187,12 @@ def _cmd_lock(args: argparse.Namespace) -> int:
         raise UsageError("vresolve lock locks wheel plans, not source builds (plan them with vresolve plan)")
     jobs = _lock_jobs(args)
     for _, _, dir_ in jobs:
-        _check_output(dir_, writing=not args.check)
+        check_output_dir(dir_, writing=not args.check)
     _refuse_foreign(args, jobs, formats)
     report = [_lock_one(args, name, a, dir_, formats) for name, a, dir_ in jobs]
     stale_all = [s for item in report for s in item.get("stale", ())]
     if _opt(args, "json"):
-        _print_json(envelope("lock", {"locks": report, "check": bool(args.check), "up_to_date": not stale_all}))
+        print_json(envelope("lock", {"locks": report, "check": bool(args.check), "up_to_date": not stale_all}))
     else:
         for item in report:
             what = (", ".join(item.get("stale") or []) or "up to date") if args.check else \
@@ -287,28 +258,6 @@ def _lock_jobs(args: argparse.Namespace) -> list[tuple[str, argparse.Namespace, 
         sub_args.matrix = _opt(args, "matrix")
         jobs.append((name, sub_args, out / name))
     return jobs
-
-
-def _check_output(path: Path, writing: bool = True) -> None:
-    """``-o DIR`` must be a directory that can be written, or one that can be made: checked before uv runs."""
-    import stat
-
-    here = path
-    while True:  # the directory itself, else the nearest existing one above it, which must take the new one
-        try:
-            mode = os.stat(here).st_mode
-            break
-        except FileNotFoundError:
-            if here.parent == here or not writing:
-                return
-            here = here.parent
-        except OSError as e:  # not a directory on the way, a name too long, a loop of links
-            raise UsageError(f"-o: {shown(str(path), 200)} cannot be used ({e.strerror or e})") from None
-    if not stat.S_ISDIR(mode):
-        what = "is not a directory" if here == path else f"cannot be made: {shown(str(here), 200)} is not a directory"
-        raise UsageError(f"-o: {shown(str(path), 200)} {what}")
-    if writing and not os.access(here, os.W_OK | os.X_OK):
-        raise UsageError(f"-o: {shown(str(path), 200)} cannot be written: {shown(str(here), 200)} is not writable")
 
 
 def _lock_one(args: argparse.Namespace, name: str, a: argparse.Namespace, dir_: Path, formats: list[str]
@@ -454,7 +403,7 @@ def _print_doctor(args: argparse.Namespace, findings: list[Any], host: Any, env:
     from ..render import doctor_human, envelope
 
     if _opt(args, "json"):
-        _print_json(envelope("doctor", {"findings": [f.to_dict() for f in findings],
+        print_json(envelope("doctor", {"findings": [f.to_dict() for f in findings],
                                         "unclear": [u.to_dict() for u in unclear], "nothing_checked": nothing,
                                         "observations": observations(host, env, unseen),
                                         "host": host.to_dict(), "environment": env.to_dict() if env else None}))
@@ -463,7 +412,7 @@ def _print_doctor(args: argparse.Namespace, findings: list[Any], host: Any, env:
 
         sys.stdout.write(doctor_markdown(findings, observations(host, env, unseen), unclear, nothing))
     else:
-        console = _console()
+        console = new_console()
         for item in doctor_human(findings, host, env, unclear, unseen, checked=not _opt(args, "quiet"),
                                  nothing=nothing):
             console.print(item)
@@ -493,29 +442,6 @@ def _doctor_inputs(args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None
     if not args.lock_file:
         return log, None
     return log, lock_header_of(args.lock_file)
-
-
-def lock_header_of(path: str) -> dict[str, Any]:
-    """The recorded assumptions of the lock at ``path`` (``--lock FILE``), checked for shape; UsageError
-    naming the file when it is not a readable vresolve lock."""
-    from ..doctor.lock import lock_header_problem
-    from ..lock import read_lock_header
-
-    name = shown(path, 200)
-    try:
-        with open(path, "rb") as fh:  # the header is in the first lines: never more than 1 MiB
-            text = fh.read(1 << 20).decode("utf-8", errors="replace")
-        header = read_lock_header(text, strict=True)
-    except OSError as e:
-        raise UsageError(f"--lock: cannot read {name} ({e.strerror or e})") from None
-    except ValueError as e:
-        raise UsageError(f"--lock: {name} is not a valid vresolve lock: {e}") from None
-    if header is None:
-        raise UsageError(f"--lock: {name} is not a vresolve lock (no '# vresolve-lock:' line)")
-    problem = lock_header_problem(header)
-    if problem:
-        raise UsageError(f"--lock: {name} is not a valid vresolve lock: its header's {problem}")
-    return header
 
 
 def _reinstall_lines(host: Any, m: Any) -> list[str]:
@@ -548,9 +474,9 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     if args.torch:
         host = replace(host, torch_runtime=probe_torch(host.python_executable))
     if _opt(args, "json"):
-        _print_json(envelope("detect", {"host": host.to_dict()}))
+        print_json(envelope("detect", {"host": host.to_dict()}))
     else:
-        _console().print(detect_human(host))
+        new_console().print(detect_human(host))
     if args.require_gpu and host.driver.broken:
         from ..render.shell import escape_controls
 
@@ -575,7 +501,7 @@ def _cmd_matrix_validate(args: argparse.Namespace) -> int:
     summary = matrix_summary_view(m)
     review = awaiting_review(m)
     if _opt(args, "json"):
-        _print_json(envelope("matrix.validate", {"valid": True, "awaiting_review": review, **summary}))
+        print_json(envelope("matrix.validate", {"valid": True, "awaiting_review": review, **summary}))
     else:
         counts = ", ".join(f"{k} {v['rows']}" + (f" (+{v['index_wheels']} index wheel sets)" if v.get("index_wheels")
                                                    else "") for k, v in summary["tables"].items())
@@ -605,7 +531,7 @@ def _cmd_matrix_show(args: argparse.Namespace) -> int:
     if _opt(args, "json"):
         body = ({"table": table, "rows": matrix_table_view(m, table)} if table
                 else matrix_summary_view(m))
-        _print_json(envelope(f"matrix.{table or 'summary'}", {"revision": m.revision, **body}))
+        print_json(envelope(f"matrix.{table or 'summary'}", {"revision": m.revision, **body}))
         return EXIT_OK
     if table is None:
         summary = matrix_summary_view(m)
@@ -615,7 +541,7 @@ def _cmd_matrix_show(args: argparse.Namespace) -> int:
             levels = ", ".join(f"{k} {v}" for k, v in t["verified"].items())
             print(f"  {name:7} {t['rows']:4} rows{extra}  (verified: {levels})")
         return EXIT_OK
-    _console().print(matrix_table_human(m, table))
+    new_console().print(matrix_table_human(m, table))
     return EXIT_OK
 
 
@@ -658,7 +584,7 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
     client = IndexClient(url, cache_dir=Path(cdir) / "index" if cdir else None, offline=args.offline,
                          timeout=args.timeout)
     quiet = _opt(args, "json") or _opt(args, "quiet")
-    err = _console(stderr=True)
+    err = new_console(stderr=True)
     if not quiet:  # the index as the user named it, less any user:password
         err.print(Text(escape_controls(f"index: {redacted(url)} (from {origin})"
                                        f"{', offline: from the cache' if args.offline else ''}")), soft_wrap=True)
@@ -674,7 +600,7 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
     if args.apply:  # all or nothing, and only a matrix that validates
         apply_files(root, {name: new[name] for name in diffs})
     if _opt(args, "json"):
-        _print_json(envelope("matrix.refresh", {"index": redacted(url), "index_from": origin,
+        print_json(envelope("matrix.refresh", {"index": redacted(url), "index_from": origin,
                                                 "requests": client.requests, "cache_hits": client.cache_hits,
                                                 "changes": diffs, "applied": bool(args.apply),
                                                 "torch_variants": variant_report}))
@@ -804,7 +730,7 @@ def _cmd_completion(args: argparse.Namespace) -> int:
     if _opt(args, "json"):
         from ..render import envelope
 
-        _print_json(envelope("completion", {"shell": args.shell, "script": script}))
+        print_json(envelope("completion", {"shell": args.shell, "script": script}))
     else:
         sys.stdout.write(script)
     return EXIT_OK
@@ -868,12 +794,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "--json" in argv:
             from ..render import error_envelope
 
-            _print_json(error_envelope(command, e))
+            print_json(error_envelope(command, e))
         else:
             print(f"vresolve: error: {escape_controls(str(e), lines=True)}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt as e:  # SIGINT; SIGTERM and SIGHUP too, under the entry point (vresolve._entry)
-        from .._entry import HungUp, Terminated
+        from .._signals import HungUp, Terminated
 
         word, code = ("hung up", 129) if isinstance(e, HungUp) else ("terminated", 143) if isinstance(
             e, Terminated) else ("interrupted", 130)
