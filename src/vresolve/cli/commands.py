@@ -1,18 +1,17 @@
 """One function per command: inputs from :mod:`.args`, results from the pure layers, output through
-:mod:`vresolve.render`. :func:`main` maps errors to exit codes.
+:mod:`vresolve.render`. :mod:`.dispatch` names them; :mod:`.run` maps errors to exit codes.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 
-from ..errors import EXIT_NO_STACK, EXIT_OK, EXIT_USAGE, UsageError, VresolveError
+from ..errors import EXIT_NO_STACK, EXIT_OK, UsageError
 from .args import _load, _opt, build_parser, command_of, plan_inputs
-from .common import check_output_dir, lock_header_of, new_console, print_json, shown
-from .shared import shared, shared_call
+from .common import check_output_dir, new_console, print_json, shown
+from .shared import shared_call
 
 TYPE_CHECKING = False  # typing is not imported at run time: --help stays cheap
 if TYPE_CHECKING:
@@ -30,7 +29,7 @@ def _exports(env: Sequence[tuple[str, str]], shell: Any) -> str:
         raise UsageError(f"--shell {shell}: {e}; use --shell bash or fish") from None
 
 
-def _cmd_plan(args: argparse.Namespace) -> int:
+def cmd_plan(args: argparse.Namespace) -> int:
     from ..plan import build_plan
     from ..render import envelope, error_human, plan_error_view, plan_human, plan_view
     from ..render.shell import escape_controls
@@ -175,7 +174,7 @@ def jetson_wheel_plan(args: argparse.Namespace, m: Any, host: Any, request: Any)
                                                          env_dir=args.venv)
 
 
-def _cmd_lock(args: argparse.Namespace) -> int:
+def cmd_lock(args: argparse.Namespace) -> int:
     from ..lock import FILE_NAMES, FORMATS
     from ..render import envelope
 
@@ -296,170 +295,7 @@ def _lock_one(args: argparse.Namespace, name: str, a: argparse.Namespace, dir_: 
     return entry
 
 
-def _env_python(flag: str | None) -> str:
-    if flag:
-        return flag
-    for var, rel in (("VIRTUAL_ENV", "bin/python"), ("CONDA_PREFIX", "bin/python")):
-        root = os.environ.get(var)
-        if root and os.path.exists(os.path.join(root, rel)):
-            return os.path.join(root, rel)
-    return sys.executable
-
-
-def _cmd_doctor(args: argparse.Namespace) -> int:
-    from .._bounded import InputLimit
-    from ..detect import Overrides, detect_host, fill_capabilities, library_shadows, probe_environment
-    from ..doctor import check_against_lock, diagnose, worst_exit_code
-
-    m = _load(args)
-    kept, header = _doctor_inputs(args)
-    evidence = None
-    try:
-        if kept is not None:
-            from ..doctor.evidence import read_evidence
-
-            evidence = read_evidence(kept)  # the whole log, line by line, in bounded memory
-    except OSError as e:
-        raise UsageError(f"--log: cannot read {args.log!r} ({e.strerror or e})") from None
-    except InputLimit as e:
-        raise UsageError(f"--log: {args.log!r}: {e}") from None
-    finally:
-        if kept is not None:
-            kept.close()
-    log = kept.text() if kept is not None else None
-    if evidence is not None:
-        _readable(args, evidence, log)
-    unclear: list[Any] = []
-    unseen: frozenset[str] = frozenset()  # what a paste does not show (said so in what was checked)
-    if evidence is not None and args.no_env and header is None:
-        # only the pasted text: its facts (collect_env, nvidia-smi, pip list, tracebacks...) are judged
-        # by the same checks as a live environment's, those it does not show left out
-        from ..doctor.evidence import to_host_facts
-
-        facts = to_host_facts(evidence)
-        host, env = fill_capabilities(facts.host, m), facts.env
-        unseen = facts.unknown
-        # the corrected plan for the pasted machine, when the paste names all it needs (never from defaults)
-        whole = (host.driver.version is not None and host.known_gpus()
-                 and not {"python", "platform.os", "platform.machine"} & facts.unknown)
-        from ..doctor.pasted import cite
-
-        findings = cite(diagnose(host, m, env, log=log, unknown=facts.unknown,
-                                 reinstall=_reinstall_lines(host, m) if whole else ()), evidence)
-    else:
-        host = fill_capabilities(detect_host(Overrides.from_env(), installed=False), m)
-        env = None if args.no_env else probe_environment(_env_python(args.env_python), timeout=args.timeout)
-        findings = diagnose(host, m, env, shadows=() if args.no_env else library_shadows(), log=log,
-                            reinstall=_reinstall_lines(host, m))
-    if evidence is not None:  # what only the log's typed lines show, judged the same way for both
-        from ..doctor.pasted import judge_pasted, keep_available, merge_log_findings
-
-        # a cause the log's typed lines show is cited by line; a signature's finding of it gives way
-        pasted, unclear = judge_pasted(evidence, m, [f for f in findings if f.source != "log"])
-        assert kept is not None
-        findings = keep_available(merge_log_findings(findings, pasted, kept.cite), evidence)
-        if args.no_env and not findings and not unclear and _holds_nothing(evidence):
-            raise UsageError(f"--log: {args.log!r} holds nothing doctor can read (no error line, version, GPU or "
-                             "driver): paste the error and the output of `vllm collect-env`")
-    if header is not None:
-        findings = check_against_lock(header, host, env, name=args.lock_file) + findings
-    nothing = _nothing_to_check(env) if evidence is None and header is None else None
-    _print_doctor(args, findings, host, env, unclear, unseen, nothing)
-    return 1 if unclear or nothing else worst_exit_code(findings)
-
-
-def _nothing_to_check(env: Any) -> str | None:
-    """What doctor says of an environment it probed that has neither torch nor vLLM (its own, typically): nothing was
-    checked, which is not healthy (exit 1); None when either is there, or the probe itself failed."""
-    if env is None or env.error is not None:
-        return None
-    if any(m.origin is not None for m in env.modules if m.name in ("torch", "vllm")):
-        return None
-    from ..render.shell import escape_controls
-
-    return (f"nothing to check here: no torch/vLLM in this environment ({escape_controls(env.python)}); point doctor "
-            "at your environment: --interpreter YOUR_ENV/bin/python")
-
-
-def _readable(args: argparse.Namespace, evidence: Any, log: str | None) -> None:
-    """A pasted log that is empty is an input error, not "no problems" (one that holds nothing doctor reads is
-    refused once judged: a known line may still name a cause)."""
-    if evidence.lines == 0 or not (log or "").strip():
-        raise UsageError(f"--log: {args.log!r} is empty: paste the error and the output of `vllm collect-env`")
-
-
-def _holds_nothing(evidence: Any) -> bool:
-    """No typed line and no fact at all in a pasted log."""
-    import dataclasses
-
-    return not evidence.kinds and not any(
-        getattr(evidence, f.name) for f in dataclasses.fields(evidence) if f.name not in ("lines", "cut_lines"))
-
-
-def _print_doctor(args: argparse.Namespace, findings: list[Any], host: Any, env: Any, unclear: list[Any],
-                  unseen: frozenset[str], nothing: str | None = None) -> None:
-    """doctor's answer: JSON, markdown, or the human view (``-q``: without the list of what was checked)."""
-    from ..doctor import observations
-    from ..render import doctor_human, envelope
-
-    if _opt(args, "json"):
-        print_json(envelope("doctor", {"findings": [f.to_dict() for f in findings],
-                                        "unclear": [u.to_dict() for u in unclear], "nothing_checked": nothing,
-                                        "observations": observations(host, env, unseen),
-                                        "host": host.to_dict(), "environment": env.to_dict() if env else None}))
-    elif args.doctor_format == "markdown":
-        from ..render.markdown import doctor_markdown
-
-        sys.stdout.write(doctor_markdown(findings, observations(host, env, unseen), unclear, nothing))
-    else:
-        console = new_console()
-        for item in doctor_human(findings, host, env, unclear, unseen, checked=not _opt(args, "quiet"),
-                                 nothing=nothing):
-            console.print(item)
-
-
-def _doctor_inputs(args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None]:
-    """(the log to read, as a KeptLog, or None; the lock's recorded assumptions), each from its flag."""
-    from ..doctor.logs import KeptLog
-
-    if _opt(args, "doctor_python") is not None:  # elsewhere --python is a version X.Y; doctor takes no version
-        raise UsageError(f"doctor --python {shown(args.doctor_python)}: the environment's interpreter is "
-                         "--interpreter EXE (doctor plans for no Python version)")
-    log = None
-    if args.log == "-":
-        stream = getattr(sys.stdin, "buffer", sys.stdin)
-        if sys.stdin.isatty():  # a terminal waits for the paste: say so (a pipe or a file needs no word)
-            print("vresolve: paste the log, then press Ctrl-D on a line of its own", file=sys.stderr, flush=True)
-            stream = getattr(stream, "raw", stream)  # one read per call: one Ctrl-D ends it (a buffer reads on)
-        log = KeptLog(stream)
-    elif args.log:
-        try:
-            log = KeptLog(open(args.log, "rb"))  # noqa: SIM115 - read to its end by the caller, then closed
-        except OSError as e:
-            raise UsageError(f"--log: cannot read {args.log!r} ({e.strerror or e})") from None
-    if args.no_env and log is None and not args.lock_file:
-        raise UsageError("--no-env: give a --log or --lock to read, or leave out --no-env")
-    if not args.lock_file:
-        return log, None
-    return log, lock_header_of(args.lock_file)
-
-
-def _reinstall_lines(host: Any, m: Any) -> list[str]:
-    """The corrected plan's steps, for the fix of a finding whose cure is a reinstall ([] when none fits)."""
-    from ..plan import build_plan
-    from ..render.shell import shell_line
-    from ..resolve import NoCompatibleStack, Request, resolve
-
-    if host.driver.broken:  # no plan until the driver works: never the CPU backend on a GPU machine
-        return []
-    try:
-        res = resolve(host, m, Request(cpu=not host.gpus))
-    except NoCompatibleStack:
-        return []
-    return [shell_line(s.argv) for s in build_plan(m, res).steps]
-
-
-def _cmd_detect(args: argparse.Namespace) -> int:
+def cmd_detect(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from ..detect import Overrides, detect_host, fill_capabilities, probe_torch
@@ -491,7 +327,7 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_matrix_validate(args: argparse.Namespace) -> int:
+def cmd_matrix_validate(args: argparse.Namespace) -> int:
     from ..matrix import load_matrix
     from ..matrix.checks import awaiting_review
     from ..render import envelope, matrix_summary_view
@@ -523,7 +359,7 @@ def _print_review(review: list[dict[str, Any]]) -> None:
         print(f"  {r['file']} {r['version']}{carried}")
 
 
-def _cmd_matrix_show(args: argparse.Namespace) -> int:
+def cmd_matrix_show(args: argparse.Namespace) -> int:
     m = _load(args)
     from ..render import envelope, matrix_summary_view, matrix_table_human, matrix_table_view
 
@@ -565,7 +401,7 @@ def _pinned_by_vllm(root: Path, package: str) -> set[Any]:
     return out
 
 
-def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
+def cmd_matrix_refresh(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from rich.text import Text
@@ -695,35 +531,7 @@ def _variant_failures(base: str, problems: list[str]) -> list[str]:
     return lines
 
 
-def _cmd_fleet(args: argparse.Namespace) -> int:
-    from .fleet import cmd_fleet
-
-    return cmd_fleet(args)
-
-
-def _cmd_apply(args: argparse.Namespace) -> int:
-    from .apply import cmd_apply
-
-    return cmd_apply(args)
-
-
-def _cmd_matrix_grid(args: argparse.Namespace) -> int:
-    from .grid import cmd_grid
-    from .shared import sharing
-
-    with sharing():  # the matrix read once, for every plan (and every worker) too
-        return cmd_grid(args)
-
-
-def _cmd_site(args: argparse.Namespace) -> int:
-    from .grid import cmd_site
-    from .shared import sharing
-
-    with sharing():  # the matrix read once, for every plan (and every worker) too
-        return cmd_site(args)
-
-
-def _cmd_completion(args: argparse.Namespace) -> int:
+def cmd_completion(args: argparse.Namespace) -> int:
     from ..render.completion import completion_script
 
     script = completion_script(build_parser("*"), args.shell)
@@ -736,75 +544,3 @@ def _cmd_completion(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def json_name(args: argparse.Namespace) -> str:
-    """The name in the ``schema`` of this command's --json (``vresolve.NAME/1``), one per shape: a command's, or
-    for matrix and fleet its action's (fleet detect's inventory and fleet plan share DESIGN.md's vresolve.fleet/1;
-    matrix grid keeps vresolve.grid/1)."""
-    command = _opt(args, "command") or "cli"
-    action = _opt(args, f"{command}_command")
-    if command == "matrix" and action == "show":
-        return f"matrix.{_opt(args, 'table') or 'summary'}"
-    if command == "matrix" and action == "grid":
-        return "grid"
-    if action and (command, action) not in (("fleet", "detect"), ("fleet", "plan")):
-        return f"{command}.{action}"
-    return command
-
-
-def _setup_logging(args: argparse.Namespace) -> None:
-    verbose, quiet = _opt(args, "verbose", 0) or 0, _opt(args, "quiet", 0) or 0
-    if not verbose and not quiet:
-        return  # the default: warnings only, and nothing logs below that by default
-    import logging
-
-    level = logging.WARNING - 10 * verbose + 10 * quiet
-    logging.basicConfig(level=max(logging.DEBUG, level), format="vresolve: %(message)s", stream=sys.stderr)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    only = command_of(argv)
-    parser = shared(("parser", only), lambda: build_parser(only))  # only the flags of the command at hand
-    command = "cli"
-    try:
-        args = parser.parse_args(argv)
-        args.argv = tuple(argv)  # as given: the plan's next-step line repeats its flags
-        _setup_logging(args)
-        command = json_name(args)
-        run = {"plan": _cmd_plan, "lock": _cmd_lock, "apply": _cmd_apply, "doctor": _cmd_doctor,
-               "detect": _cmd_detect, "fleet": _cmd_fleet, "site": _cmd_site,
-               "completion": _cmd_completion}.get(args.command)
-        if run is not None:
-            if args.command != "completion":  # the machine's overrides, checked as their flags are
-                from .targets import check_env_overrides
-
-                check_env_overrides(os.environ)
-            return run(args)
-        if args.command == "matrix":
-            action = {"validate": _cmd_matrix_validate, "show": _cmd_matrix_show,
-                      "refresh": _cmd_matrix_refresh, "grid": _cmd_matrix_grid}.get(args.matrix_command)
-            if action is None:
-                raise UsageError("vresolve matrix: expected an action: validate, show, refresh or grid")
-            return action(args)
-        parser.print_help()
-        return EXIT_USAGE
-    except VresolveError as e:
-        from ..render.shell import escape_controls
-
-        if "--json" in argv:
-            from ..render import error_envelope
-
-            print_json(error_envelope(command, e))
-        else:
-            print(f"vresolve: error: {escape_controls(str(e), lines=True)}", file=sys.stderr)
-        return e.exit_code
-    except KeyboardInterrupt as e:  # SIGINT; SIGTERM and SIGHUP too, under the entry point (vresolve._entry)
-        from .._signals import HungUp, Terminated
-
-        word, code = ("hung up", 129) if isinstance(e, HungUp) else ("terminated", 143) if isinstance(
-            e, Terminated) else ("interrupted", 130)
-        try:  # after SIGHUP the terminal is gone: nothing to say it on
-            print(f"vresolve: {word}", file=sys.stderr)
-        except (OSError, ValueError):
-            pass
-        return code

@@ -38,11 +38,13 @@ def plan_argv(gpu: str, driver: str, python: str, *, installer: str, platform: s
 
 
 def _run(argv: Sequence[str]) -> tuple[int, str, str]:
-    from .commands import main
+    """``vresolve ARGV`` (a plan) in this process, as :func:`vresolve.cli.main` runs it: (exit code, stdout, stderr)."""
+    from .commands import cmd_plan
+    from .run import run_cli
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
+        code = run_cli(list(argv), {"plan": cmd_plan}, {})
     return code, out.getvalue(), err.getvalue()
 
 
