@@ -25,8 +25,7 @@ from ..host import (
     PlatformInfo,
     Toolkit,
 )
-from ..values import Capability
-from .parsers import (
+from ..parsers import (
     NVML_MISMATCH,
     SMI_FIELDS,
     driver_or_none,
@@ -42,6 +41,7 @@ from .parsers import (
     parse_smi_query,
     version_or_none,
 )
+from ..values import Capability
 
 if TYPE_CHECKING:
     import subprocess
