@@ -1,5 +1,6 @@
 """What the commands of the CLI share: a one-line quoting of inputs in messages, the console (rich) that human
-output goes through, the ``--json`` printer, the ``-o DIR`` check and reading a lock's header (``--lock FILE``).
+output goes through, the ``--json`` printer, the ``-o DIR`` check, reading a lock's header (``--lock FILE``), and
+the words of a progress line (whether to show one; a Ray cluster named).
 
 Light on purpose (every command imports it): rich, the renderers and the lock reader are imported when used.
 """
