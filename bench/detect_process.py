@@ -43,26 +43,27 @@ def _time(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
 
 
 def probe_table(repeat: int) -> None:
-    """Each probe of vresolve.detect.probes, timed in this process."""
+    """Each probe of vresolve.detect (its driver probes, then the rest), timed in this process."""
+    from vresolve.detect import driver as d
     from vresolve.detect import probes as p
 
     o = p.Overrides.from_env()
     rows: list[tuple[str, Callable[[], object]]] = [
         ("import pynvml", lambda: __import__("pynvml")),
-        ("_probe_nvml (init, queries, shutdown)", lambda: p._probe_nvml(o, p._Found())),
-        ("_probe_proc", lambda: p._probe_proc(o, p._Found())),
-        ("_probe_libcuda", lambda: p._probe_libcuda(o, p._Found())),
-        ("_smi_query (nvidia-smi --query-gpu)", lambda: p._smi_query(o, p._Found())),
-        ("_smi_banner (nvidia-smi)", lambda: p._smi_banner(o, p._Found())),
-        ("_kernel_evidence", lambda: p._kernel_evidence(o)),
-        ("_pci_gpus", lambda: p._pci_gpus(o)),
-        ("_library_evidence", lambda: p._library_evidence(o)),
+        ("_probe_nvml (init, queries, shutdown)", lambda: d._probe_nvml(o, d._Found())),
+        ("_probe_proc", lambda: d._probe_proc(o, d._Found())),
+        ("_probe_libcuda", lambda: d._probe_libcuda(o, d._Found())),
+        ("_smi_query (nvidia-smi --query-gpu)", lambda: d._smi_query(o, d._Found())),
+        ("_smi_banner (nvidia-smi)", lambda: d._smi_banner(o, d._Found())),
+        ("_kernel_evidence", lambda: d._kernel_evidence(o)),
+        ("_pci_gpus", lambda: d._pci_gpus(o)),
+        ("_library_evidence", lambda: d._library_evidence(o)),
         ("_probe_platform", lambda: p._probe_platform(o, [])),
         ("_probe_memory", lambda: p._probe_memory(o)),
         ("_probe_toolkits", lambda: p._probe_toolkits(o, [])),
         ("_probe_tools", lambda: p._probe_tools(o)),
         ("_probe_installed", p._probe_installed),
-        ("_probe_gpus (as detect runs it)", lambda: p._probe_gpus(o, p._Found())),
+        ("_probe_gpus (as detect runs it)", lambda: d._probe_gpus(o, d._Found())),
         ("detect_host(installed=False)", lambda: p.detect_host(o, installed=False)),
         ("detect_host()", lambda: p.detect_host(o)),
     ]

@@ -2,6 +2,7 @@
 
     python bench/outputs.py write DIR [--src SRC]     run every command, write DIR/NNN.{argv,out,err,rc}
     python bench/outputs.py compare OLD NEW           exit 1 and show the first differences if any differ
+                                                      (a progress line's elapsed seconds are masked)
 
 A refactor that must not change behaviour (issue 29: one pipeline for every target) is checked with it:
 record before (``--src`` an earlier checkout's ``src``, e.g. from ``git worktree add /tmp/base main``), record
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -125,13 +127,21 @@ def write(dest: Path, src: Path) -> None:
     print(f"{len(commands())} commands recorded in {dest}")
 
 
+#: what a progress line says of the time it took (render/progress.py's Ticker): different on every run, so masked
+_ELAPSED = re.compile(r"(: done in )\d+\.\d s$", re.MULTILINE)
+
+
+def _timeless(text: str) -> str:
+    return _ELAPSED.sub(r"\1<T> s", text)
+
+
 def compare(old: Path, new: Path) -> int:
     names = sorted({p.name for p in old.iterdir()} | {p.name for p in new.iterdir()})
     differ = []
     for name in names:
         a, b = old / name, new / name
-        ta = a.read_text() if a.exists() else "<missing>\n"
-        tb = b.read_text() if b.exists() else "<missing>\n"
+        ta = _timeless(a.read_text()) if a.exists() else "<missing>\n"
+        tb = _timeless(b.read_text()) if b.exists() else "<missing>\n"
         if ta != tb:
             differ.append(name)
             if len(differ) <= 5:

@@ -21,7 +21,7 @@ import pytest
 
 from vresolve.cli import main
 from vresolve.detect import Overrides, detect_host
-from vresolve.detect.parsers import parse_nvml_library_version
+from vresolve.parsers import parse_nvml_library_version
 
 from .test_detect import H200, PROBES, _script, fake_smi, h200_query
 

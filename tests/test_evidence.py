@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vresolve.detect.parsers import machine_text
 from vresolve.doctor.evidence import Evidence, read_evidence, summary, to_host_facts
 from vresolve.doctor.evidence import symbols as symbols_module
 from vresolve.doctor.evidence.lines import clean
 from vresolve.doctor.evidence.symbols import attribute, outer_name
+from vresolve.parsers import machine_text
 from vresolve.values import Capability
 
 from .conftest import DATA

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vresolve.detect.parsers import machine_text
+from vresolve.parsers import machine_text
 from vresolve.render.lockfiles import env_sh, environment_yml, header_text, requirements_text
 from vresolve.render.shell import comment, dotenv_value, escape_controls, exports_text, fish_quote, sh_value
 

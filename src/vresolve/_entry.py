@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import sys
 
+from ._signals import HungUp, Terminated
+
 __all__ = ["main"]
 
 
@@ -23,15 +25,6 @@ class _Tee:
 
     def __getattr__(self, name: str) -> object:  # isatty, fileno, flush, encoding, ...
         return getattr(self._real, name)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the program is, so that ``finally`` blocks and context managers clean up
-    (temporary directories, a running uv) as for Ctrl-C; the process then exits 143 (128 + SIGTERM)."""
-
-
-class HungUp(Terminated):
-    """SIGHUP (the terminal or the ssh connection went away): cleaned up as for SIGTERM, then exit 129."""
 
 
 def _on_sigterm(signum: int, frame: object) -> None:

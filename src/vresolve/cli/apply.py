@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_OK, UsageError, VresolveError
-from .args import _load, _opt, plan_inputs, probe_timeout, refuse_broken_driver, shown
-from .commands import _console, _print_json, jetson_wheel_plan, lock_header_of
+from .args import _load, _opt, plan_inputs, probe_timeout, refuse_broken_driver
+from .commands import jetson_wheel_plan
+from .common import lock_header_of, new_console, print_json, shown
 
 EXIT_NOT_READY = 1
 
@@ -53,7 +54,7 @@ def _guarded(args: argparse.Namespace, m: Any, this: Any, job: Any, plan: Any, h
     if not _opt(args, "json") and not _opt(args, "quiet"):
         from ..render.apply import job_human
 
-        console = _console()
+        console = new_console()
         for item in job_human(job, head):
             console.print(item)
     _confirm(args, job)
@@ -285,7 +286,7 @@ def _confirm(args: argparse.Namespace, job: Any) -> None:
 
     from ..render.shell import escape_controls
 
-    answer = _console(stderr=True).input(Text(escape_controls(f"Install {job.what} into {job.env_dir}? [y/N] ")))
+    answer = new_console(stderr=True).input(Text(escape_controls(f"Install {job.what} into {job.env_dir}? [y/N] ")))
     if answer.strip().lower() not in ("y", "yes"):
         raise _Declined("apply: nothing changed (not confirmed)")
 
@@ -324,7 +325,7 @@ def _apply(args: argparse.Namespace, m: Any, this: Any, job: Any, plan: Any, c: 
 
     cwd, has_gpu = Path.cwd(), bool(this.gpus)
     checks: list[Any] = []
-    with ApplyProgress(_console(stderr=True), verbose=bool(_opt(args, "verbose")),
+    with ApplyProgress(new_console(stderr=True), verbose=bool(_opt(args, "verbose")),
                        quiet=bool(_opt(args, "quiet"))) as progress:
         steps = run_steps(job, progress, cwd=cwd, has_gpu=has_gpu, claimed=c)
         if steps and steps[-1].status == "failed":
@@ -366,7 +367,7 @@ def _failed_step(args: argparse.Namespace, m: Any, this: Any, job: Any, steps: l
         from ..render import envelope
         from ..render.apply import apply_view
 
-        _print_json(envelope("apply", apply_view(job, steps, [], [], ready=False, causes=causes, cleanup=cleanup,
+        print_json(envelope("apply", apply_view(job, steps, [], [], ready=False, causes=causes, cleanup=cleanup,
                                                  doctor_skipped="not run: a step failed")))
     else:
         for line in [*failure_lines(failed, causes, job.log), *cleanup]:
@@ -439,7 +440,7 @@ def _report(args: argparse.Namespace, job: Any, steps: list[Any], checks: list[A
     if _opt(args, "json"):
         from ..render import envelope
 
-        _print_json(envelope("apply", apply_view(job, steps, checks, findings, ready=ready, cleanup=cleanup,
+        print_json(envelope("apply", apply_view(job, steps, checks, findings, ready=ready, cleanup=cleanup,
                                                  lock=lock, activate=activate, lock_check=lock_check or (),
                                                  doctor_skipped=doctor_skipped)))
         return EXIT_OK if ready else EXIT_NOT_READY

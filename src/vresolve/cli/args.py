@@ -9,6 +9,7 @@ import argparse
 from .. import __version__
 from ..errors import UsageError
 from ..names import INSTALLERS, POLICIES, SHELLS, SOURCE_BUILD_MODES, TABLES
+from .common import shown
 from .shared import shared
 
 TYPE_CHECKING = False  # typing is not imported at run time: --help stays cheap
@@ -99,13 +100,6 @@ def index_url(text: str) -> str:
     if bad:
         raise argparse.ArgumentTypeError(f"invalid URL {shown(text)} ({expected})")
     return text
-
-
-def shown(text: str, limit: int = 60) -> str:
-    """``text`` quoted for a one-line message, cut to ``limit`` characters (a 5000-digit input stays readable)."""
-    if len(text) <= limit:
-        return repr(text)
-    return f"{text[:limit]!r}... ({len(text)} characters)"
 
 
 def _common() -> _Parser:

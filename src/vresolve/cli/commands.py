@@ -1,52 +1,22 @@
 """One function per command: inputs from :mod:`.args`, results from the pure layers, output through
-:mod:`vresolve.render`. :func:`main` maps errors to exit codes.
+:mod:`vresolve.render`. :mod:`.dispatch` names them; :mod:`.run` maps errors to exit codes.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 
-from ..errors import EXIT_NO_STACK, EXIT_OK, EXIT_USAGE, UsageError, VresolveError
-from .args import _load, _opt, build_parser, command_of, plan_inputs, shown
-from .shared import shared, shared_call
+from ..errors import EXIT_NO_STACK, EXIT_OK, UsageError
+from .args import _load, _opt, build_parser, command_of, plan_inputs
+from .common import check_output_dir, new_console, print_json, shown
+from .shared import shared_call
 
 TYPE_CHECKING = False  # typing is not imported at run time: --help stays cheap
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
-
-
-def _console(stderr: bool = False) -> Any:
-    from rich.console import Console
-
-    no_color = bool(os.environ.get("NO_COLOR"))
-    console = Console(stderr=stderr, no_color=no_color, highlight=False, soft_wrap=not stderr)
-    if not console.is_terminal and not os.environ.get("COLUMNS"):
-        # piped or redirected (stdout or stderr, to a file or a CI log): no terminal to fit, so tables keep their
-        # whole cells and lines are not broken (rich would cut or wrap them at 80 columns); a table is as wide as its
-        # widest row, never padded out to this width
-        console.width = _PIPE_WIDTH
-    console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign]  # rich's own exits 1, a no-stack's code
-    return console
-
-
-def _broken_pipe() -> None:
-    """The reader of stdout left (``| head``): the entry point exits quietly, as for any other write."""
-    raise BrokenPipeError
-
-
-_PIPE_WIDTH = 100_000
-
-
-
-
-def _print_json(obj: dict[str, Any]) -> None:
-    from ..render import to_json
-
-    sys.stdout.write(to_json(obj) + "\n")
 
 
 def _exports(env: Sequence[tuple[str, str]], shell: Any) -> str:
@@ -59,7 +29,7 @@ def _exports(env: Sequence[tuple[str, str]], shell: Any) -> str:
         raise UsageError(f"--shell {shell}: {e}; use --shell bash or fish") from None
 
 
-def _cmd_plan(args: argparse.Namespace) -> int:
+def cmd_plan(args: argparse.Namespace) -> int:
     from ..plan import build_plan
     from ..render import envelope, error_human, plan_error_view, plan_human, plan_view
     from ..render.shell import escape_controls
@@ -70,7 +40,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         res, into = _wheel_resolution(args, m, host, request, detected_by)
     except NoCompatibleStack as e:
         if _opt(args, "json"):
-            _print_json(envelope("plan", plan_error_view(e)))
+            print_json(envelope("plan", plan_error_view(e)))
         else:
             print(escape_controls(error_human(e), lines=True), file=sys.stderr)
         return e.exit_code
@@ -84,7 +54,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         sys.stdout.write(_exports(plan.env, args.shell))
         return EXIT_OK
     if _opt(args, "json"):
-        _print_json(envelope("plan", plan_view(plan, detected_by)))
+        print_json(envelope("plan", plan_view(plan, detected_by)))
         return EXIT_OK
     from .._proc import uv_command  # subprocess: not for --json
 
@@ -93,7 +63,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
         sys.stdout.write(commands_text(plan.steps, plan.env, uv_command()))
         return EXIT_OK
-    console = _console()
+    console = new_console()
     # apply makes new environments only: an install into this one (--keep-torch) is the user's to run
     for item in plan_human(plan, detected_by, uv=uv_command(), apply=_apply_flags(args) if into is None else None):
         console.print(item)
@@ -174,7 +144,7 @@ def _print_recipe(args: argparse.Namespace, p: Any, renderers: tuple[Any, Any, A
     if args.shell:
         sys.stdout.write(_exports(p.env, args.shell))
     elif _opt(args, "json"):
-        _print_json(envelope("plan", view(p, detected_by)))
+        print_json(envelope("plan", view(p, detected_by)))
     elif _opt(args, "quiet"):
         sys.stdout.write(script(p) + "\n")
     else:
@@ -182,7 +152,7 @@ def _print_recipe(args: argparse.Namespace, p: Any, renderers: tuple[Any, Any, A
 
         # as for a wheel plan: apply refuses --keep-torch (a build into this environment is the recipe's to run)
         flags = None if args.keep_torch else _apply_flags(args)
-        console = _console()
+        console = new_console()
         for item in human(p, detected_by, uv=uv_command(), apply=flags):
             console.print(item)
     return EXIT_OK
@@ -204,7 +174,7 @@ def jetson_wheel_plan(args: argparse.Namespace, m: Any, host: Any, request: Any)
                                                          env_dir=args.venv)
 
 
-def _cmd_lock(args: argparse.Namespace) -> int:
+def cmd_lock(args: argparse.Namespace) -> int:
     from ..lock import FILE_NAMES, FORMATS
     from ..render import envelope
 
@@ -216,12 +186,12 @@ def _cmd_lock(args: argparse.Namespace) -> int:
         raise UsageError("vresolve lock locks wheel plans, not source builds (plan them with vresolve plan)")
     jobs = _lock_jobs(args)
     for _, _, dir_ in jobs:
-        _check_output(dir_, writing=not args.check)
+        check_output_dir(dir_, writing=not args.check)
     _refuse_foreign(args, jobs, formats)
     report = [_lock_one(args, name, a, dir_, formats) for name, a, dir_ in jobs]
     stale_all = [s for item in report for s in item.get("stale", ())]
     if _opt(args, "json"):
-        _print_json(envelope("lock", {"locks": report, "check": bool(args.check), "up_to_date": not stale_all}))
+        print_json(envelope("lock", {"locks": report, "check": bool(args.check), "up_to_date": not stale_all}))
     else:
         for item in report:
             what = (", ".join(item.get("stale") or []) or "up to date") if args.check else \
@@ -289,28 +259,6 @@ def _lock_jobs(args: argparse.Namespace) -> list[tuple[str, argparse.Namespace, 
     return jobs
 
 
-def _check_output(path: Path, writing: bool = True) -> None:
-    """``-o DIR`` must be a directory that can be written, or one that can be made: checked before uv runs."""
-    import stat
-
-    here = path
-    while True:  # the directory itself, else the nearest existing one above it, which must take the new one
-        try:
-            mode = os.stat(here).st_mode
-            break
-        except FileNotFoundError:
-            if here.parent == here or not writing:
-                return
-            here = here.parent
-        except OSError as e:  # not a directory on the way, a name too long, a loop of links
-            raise UsageError(f"-o: {shown(str(path), 200)} cannot be used ({e.strerror or e})") from None
-    if not stat.S_ISDIR(mode):
-        what = "is not a directory" if here == path else f"cannot be made: {shown(str(here), 200)} is not a directory"
-        raise UsageError(f"-o: {shown(str(path), 200)} {what}")
-    if writing and not os.access(here, os.W_OK | os.X_OK):
-        raise UsageError(f"-o: {shown(str(path), 200)} cannot be written: {shown(str(here), 200)} is not writable")
-
-
 def _lock_one(args: argparse.Namespace, name: str, a: argparse.Namespace, dir_: Path, formats: list[str]
               ) -> dict[str, Any]:
     """One lock: resolved, compiled by uv, then written (or checked against what is in ``dir_``)."""
@@ -347,193 +295,7 @@ def _lock_one(args: argparse.Namespace, name: str, a: argparse.Namespace, dir_: 
     return entry
 
 
-def _env_python(flag: str | None) -> str:
-    if flag:
-        return flag
-    for var, rel in (("VIRTUAL_ENV", "bin/python"), ("CONDA_PREFIX", "bin/python")):
-        root = os.environ.get(var)
-        if root and os.path.exists(os.path.join(root, rel)):
-            return os.path.join(root, rel)
-    return sys.executable
-
-
-def _cmd_doctor(args: argparse.Namespace) -> int:
-    from .._bounded import InputLimit
-    from ..detect import Overrides, detect_host, fill_capabilities, library_shadows, probe_environment
-    from ..doctor import check_against_lock, diagnose, worst_exit_code
-
-    m = _load(args)
-    kept, header = _doctor_inputs(args)
-    evidence = None
-    try:
-        if kept is not None:
-            from ..doctor.evidence import read_evidence
-
-            evidence = read_evidence(kept)  # the whole log, line by line, in bounded memory
-    except OSError as e:
-        raise UsageError(f"--log: cannot read {args.log!r} ({e.strerror or e})") from None
-    except InputLimit as e:
-        raise UsageError(f"--log: {args.log!r}: {e}") from None
-    finally:
-        if kept is not None:
-            kept.close()
-    log = kept.text() if kept is not None else None
-    if evidence is not None:
-        _readable(args, evidence, log)
-    unclear: list[Any] = []
-    unseen: frozenset[str] = frozenset()  # what a paste does not show (said so in what was checked)
-    if evidence is not None and args.no_env and header is None:
-        # only the pasted text: its facts (collect_env, nvidia-smi, pip list, tracebacks...) are judged
-        # by the same checks as a live environment's, those it does not show left out
-        from ..doctor.evidence import to_host_facts
-
-        facts = to_host_facts(evidence)
-        host, env = fill_capabilities(facts.host, m), facts.env
-        unseen = facts.unknown
-        # the corrected plan for the pasted machine, when the paste names all it needs (never from defaults)
-        whole = (host.driver.version is not None and host.known_gpus()
-                 and not {"python", "platform.os", "platform.machine"} & facts.unknown)
-        from ..doctor.pasted import cite
-
-        findings = cite(diagnose(host, m, env, log=log, unknown=facts.unknown,
-                                 reinstall=_reinstall_lines(host, m) if whole else ()), evidence)
-    else:
-        host = fill_capabilities(detect_host(Overrides.from_env(), installed=False), m)
-        env = None if args.no_env else probe_environment(_env_python(args.env_python), timeout=args.timeout)
-        findings = diagnose(host, m, env, shadows=() if args.no_env else library_shadows(), log=log,
-                            reinstall=_reinstall_lines(host, m))
-    if evidence is not None:  # what only the log's typed lines show, judged the same way for both
-        from ..doctor.pasted import judge_pasted, keep_available, merge_log_findings
-
-        # a cause the log's typed lines show is cited by line; a signature's finding of it gives way
-        pasted, unclear = judge_pasted(evidence, m, [f for f in findings if f.source != "log"])
-        assert kept is not None
-        findings = keep_available(merge_log_findings(findings, pasted, kept.cite), evidence)
-        if args.no_env and not findings and not unclear and _holds_nothing(evidence):
-            raise UsageError(f"--log: {args.log!r} holds nothing doctor can read (no error line, version, GPU or "
-                             "driver): paste the error and the output of `vllm collect-env`")
-    if header is not None:
-        findings = check_against_lock(header, host, env, name=args.lock_file) + findings
-    nothing = _nothing_to_check(env) if evidence is None and header is None else None
-    _print_doctor(args, findings, host, env, unclear, unseen, nothing)
-    return 1 if unclear or nothing else worst_exit_code(findings)
-
-
-def _nothing_to_check(env: Any) -> str | None:
-    """What doctor says of an environment it probed that has neither torch nor vLLM (its own, typically): nothing was
-    checked, which is not healthy (exit 1); None when either is there, or the probe itself failed."""
-    if env is None or env.error is not None:
-        return None
-    if any(m.origin is not None for m in env.modules if m.name in ("torch", "vllm")):
-        return None
-    from ..render.shell import escape_controls
-
-    return (f"nothing to check here: no torch/vLLM in this environment ({escape_controls(env.python)}); point doctor "
-            "at your environment: --interpreter YOUR_ENV/bin/python")
-
-
-def _readable(args: argparse.Namespace, evidence: Any, log: str | None) -> None:
-    """A pasted log that is empty is an input error, not "no problems" (one that holds nothing doctor reads is
-    refused once judged: a known line may still name a cause)."""
-    if evidence.lines == 0 or not (log or "").strip():
-        raise UsageError(f"--log: {args.log!r} is empty: paste the error and the output of `vllm collect-env`")
-
-
-def _holds_nothing(evidence: Any) -> bool:
-    """No typed line and no fact at all in a pasted log."""
-    import dataclasses
-
-    return not evidence.kinds and not any(
-        getattr(evidence, f.name) for f in dataclasses.fields(evidence) if f.name not in ("lines", "cut_lines"))
-
-
-def _print_doctor(args: argparse.Namespace, findings: list[Any], host: Any, env: Any, unclear: list[Any],
-                  unseen: frozenset[str], nothing: str | None = None) -> None:
-    """doctor's answer: JSON, markdown, or the human view (``-q``: without the list of what was checked)."""
-    from ..doctor import observations
-    from ..render import doctor_human, envelope
-
-    if _opt(args, "json"):
-        _print_json(envelope("doctor", {"findings": [f.to_dict() for f in findings],
-                                        "unclear": [u.to_dict() for u in unclear], "nothing_checked": nothing,
-                                        "observations": observations(host, env, unseen),
-                                        "host": host.to_dict(), "environment": env.to_dict() if env else None}))
-    elif args.doctor_format == "markdown":
-        from ..render.markdown import doctor_markdown
-
-        sys.stdout.write(doctor_markdown(findings, observations(host, env, unseen), unclear, nothing))
-    else:
-        console = _console()
-        for item in doctor_human(findings, host, env, unclear, unseen, checked=not _opt(args, "quiet"),
-                                 nothing=nothing):
-            console.print(item)
-
-
-def _doctor_inputs(args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None]:
-    """(the log to read, as a KeptLog, or None; the lock's recorded assumptions), each from its flag."""
-    from ..doctor.logs import KeptLog
-
-    if _opt(args, "doctor_python") is not None:  # elsewhere --python is a version X.Y; doctor takes no version
-        raise UsageError(f"doctor --python {shown(args.doctor_python)}: the environment's interpreter is "
-                         "--interpreter EXE (doctor plans for no Python version)")
-    log = None
-    if args.log == "-":
-        stream = getattr(sys.stdin, "buffer", sys.stdin)
-        if sys.stdin.isatty():  # a terminal waits for the paste: say so (a pipe or a file needs no word)
-            print("vresolve: paste the log, then press Ctrl-D on a line of its own", file=sys.stderr, flush=True)
-            stream = getattr(stream, "raw", stream)  # one read per call: one Ctrl-D ends it (a buffer reads on)
-        log = KeptLog(stream)
-    elif args.log:
-        try:
-            log = KeptLog(open(args.log, "rb"))  # noqa: SIM115 - read to its end by the caller, then closed
-        except OSError as e:
-            raise UsageError(f"--log: cannot read {args.log!r} ({e.strerror or e})") from None
-    if args.no_env and log is None and not args.lock_file:
-        raise UsageError("--no-env: give a --log or --lock to read, or leave out --no-env")
-    if not args.lock_file:
-        return log, None
-    return log, lock_header_of(args.lock_file)
-
-
-def lock_header_of(path: str) -> dict[str, Any]:
-    """The recorded assumptions of the lock at ``path`` (``--lock FILE``), checked for shape; UsageError
-    naming the file when it is not a readable vresolve lock."""
-    from ..doctor.lock import lock_header_problem
-    from ..lock import read_lock_header
-
-    name = shown(path, 200)
-    try:
-        with open(path, "rb") as fh:  # the header is in the first lines: never more than 1 MiB
-            text = fh.read(1 << 20).decode("utf-8", errors="replace")
-        header = read_lock_header(text, strict=True)
-    except OSError as e:
-        raise UsageError(f"--lock: cannot read {name} ({e.strerror or e})") from None
-    except ValueError as e:
-        raise UsageError(f"--lock: {name} is not a valid vresolve lock: {e}") from None
-    if header is None:
-        raise UsageError(f"--lock: {name} is not a vresolve lock (no '# vresolve-lock:' line)")
-    problem = lock_header_problem(header)
-    if problem:
-        raise UsageError(f"--lock: {name} is not a valid vresolve lock: its header's {problem}")
-    return header
-
-
-def _reinstall_lines(host: Any, m: Any) -> list[str]:
-    """The corrected plan's steps, for the fix of a finding whose cure is a reinstall ([] when none fits)."""
-    from ..plan import build_plan
-    from ..render.shell import shell_line
-    from ..resolve import NoCompatibleStack, Request, resolve
-
-    if host.driver.broken:  # no plan until the driver works: never the CPU backend on a GPU machine
-        return []
-    try:
-        res = resolve(host, m, Request(cpu=not host.gpus))
-    except NoCompatibleStack:
-        return []
-    return [shell_line(s.argv) for s in build_plan(m, res).steps]
-
-
-def _cmd_detect(args: argparse.Namespace) -> int:
+def cmd_detect(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from ..detect import Overrides, detect_host, fill_capabilities, probe_torch
@@ -548,9 +310,9 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     if args.torch:
         host = replace(host, torch_runtime=probe_torch(host.python_executable))
     if _opt(args, "json"):
-        _print_json(envelope("detect", {"host": host.to_dict()}))
+        print_json(envelope("detect", {"host": host.to_dict()}))
     else:
-        _console().print(detect_human(host))
+        new_console().print(detect_human(host))
     if args.require_gpu and host.driver.broken:
         from ..render.shell import escape_controls
 
@@ -565,7 +327,7 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_matrix_validate(args: argparse.Namespace) -> int:
+def cmd_matrix_validate(args: argparse.Namespace) -> int:
     from ..matrix import load_matrix
     from ..matrix.checks import awaiting_review
     from ..render import envelope, matrix_summary_view
@@ -575,7 +337,7 @@ def _cmd_matrix_validate(args: argparse.Namespace) -> int:
     summary = matrix_summary_view(m)
     review = awaiting_review(m)
     if _opt(args, "json"):
-        _print_json(envelope("matrix.validate", {"valid": True, "awaiting_review": review, **summary}))
+        print_json(envelope("matrix.validate", {"valid": True, "awaiting_review": review, **summary}))
     else:
         counts = ", ".join(f"{k} {v['rows']}" + (f" (+{v['index_wheels']} index wheel sets)" if v.get("index_wheels")
                                                    else "") for k, v in summary["tables"].items())
@@ -597,7 +359,7 @@ def _print_review(review: list[dict[str, Any]]) -> None:
         print(f"  {r['file']} {r['version']}{carried}")
 
 
-def _cmd_matrix_show(args: argparse.Namespace) -> int:
+def cmd_matrix_show(args: argparse.Namespace) -> int:
     m = _load(args)
     from ..render import envelope, matrix_summary_view, matrix_table_human, matrix_table_view
 
@@ -605,7 +367,7 @@ def _cmd_matrix_show(args: argparse.Namespace) -> int:
     if _opt(args, "json"):
         body = ({"table": table, "rows": matrix_table_view(m, table)} if table
                 else matrix_summary_view(m))
-        _print_json(envelope(f"matrix.{table or 'summary'}", {"revision": m.revision, **body}))
+        print_json(envelope(f"matrix.{table or 'summary'}", {"revision": m.revision, **body}))
         return EXIT_OK
     if table is None:
         summary = matrix_summary_view(m)
@@ -615,7 +377,7 @@ def _cmd_matrix_show(args: argparse.Namespace) -> int:
             levels = ", ".join(f"{k} {v}" for k, v in t["verified"].items())
             print(f"  {name:7} {t['rows']:4} rows{extra}  (verified: {levels})")
         return EXIT_OK
-    _console().print(matrix_table_human(m, table))
+    new_console().print(matrix_table_human(m, table))
     return EXIT_OK
 
 
@@ -639,7 +401,7 @@ def _pinned_by_vllm(root: Path, package: str) -> set[Any]:
     return out
 
 
-def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
+def cmd_matrix_refresh(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from rich.text import Text
@@ -658,7 +420,7 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
     client = IndexClient(url, cache_dir=Path(cdir) / "index" if cdir else None, offline=args.offline,
                          timeout=args.timeout)
     quiet = _opt(args, "json") or _opt(args, "quiet")
-    err = _console(stderr=True)
+    err = new_console(stderr=True)
     if not quiet:  # the index as the user named it, less any user:password
         err.print(Text(escape_controls(f"index: {redacted(url)} (from {origin})"
                                        f"{', offline: from the cache' if args.offline else ''}")), soft_wrap=True)
@@ -674,7 +436,7 @@ def _cmd_matrix_refresh(args: argparse.Namespace) -> int:
     if args.apply:  # all or nothing, and only a matrix that validates
         apply_files(root, {name: new[name] for name in diffs})
     if _opt(args, "json"):
-        _print_json(envelope("matrix.refresh", {"index": redacted(url), "index_from": origin,
+        print_json(envelope("matrix.refresh", {"index": redacted(url), "index_from": origin,
                                                 "requests": client.requests, "cache_hits": client.cache_hits,
                                                 "changes": diffs, "applied": bool(args.apply),
                                                 "torch_variants": variant_report}))
@@ -769,116 +531,16 @@ def _variant_failures(base: str, problems: list[str]) -> list[str]:
     return lines
 
 
-def _cmd_fleet(args: argparse.Namespace) -> int:
-    from .fleet import cmd_fleet
-
-    return cmd_fleet(args)
-
-
-def _cmd_apply(args: argparse.Namespace) -> int:
-    from .apply import cmd_apply
-
-    return cmd_apply(args)
-
-
-def _cmd_matrix_grid(args: argparse.Namespace) -> int:
-    from .grid import cmd_grid
-    from .shared import sharing
-
-    with sharing():  # the matrix read once, for every plan (and every worker) too
-        return cmd_grid(args)
-
-
-def _cmd_site(args: argparse.Namespace) -> int:
-    from .grid import cmd_site
-    from .shared import sharing
-
-    with sharing():  # the matrix read once, for every plan (and every worker) too
-        return cmd_site(args)
-
-
-def _cmd_completion(args: argparse.Namespace) -> int:
+def cmd_completion(args: argparse.Namespace) -> int:
     from ..render.completion import completion_script
 
     script = completion_script(build_parser("*"), args.shell)
     if _opt(args, "json"):
         from ..render import envelope
 
-        _print_json(envelope("completion", {"shell": args.shell, "script": script}))
+        print_json(envelope("completion", {"shell": args.shell, "script": script}))
     else:
         sys.stdout.write(script)
     return EXIT_OK
 
 
-def json_name(args: argparse.Namespace) -> str:
-    """The name in the ``schema`` of this command's --json (``vresolve.NAME/1``), one per shape: a command's, or
-    for matrix and fleet its action's (fleet detect's inventory and fleet plan share DESIGN.md's vresolve.fleet/1;
-    matrix grid keeps vresolve.grid/1)."""
-    command = _opt(args, "command") or "cli"
-    action = _opt(args, f"{command}_command")
-    if command == "matrix" and action == "show":
-        return f"matrix.{_opt(args, 'table') or 'summary'}"
-    if command == "matrix" and action == "grid":
-        return "grid"
-    if action and (command, action) not in (("fleet", "detect"), ("fleet", "plan")):
-        return f"{command}.{action}"
-    return command
-
-
-def _setup_logging(args: argparse.Namespace) -> None:
-    verbose, quiet = _opt(args, "verbose", 0) or 0, _opt(args, "quiet", 0) or 0
-    if not verbose and not quiet:
-        return  # the default: warnings only, and nothing logs below that by default
-    import logging
-
-    level = logging.WARNING - 10 * verbose + 10 * quiet
-    logging.basicConfig(level=max(logging.DEBUG, level), format="vresolve: %(message)s", stream=sys.stderr)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    only = command_of(argv)
-    parser = shared(("parser", only), lambda: build_parser(only))  # only the flags of the command at hand
-    command = "cli"
-    try:
-        args = parser.parse_args(argv)
-        args.argv = tuple(argv)  # as given: the plan's next-step line repeats its flags
-        _setup_logging(args)
-        command = json_name(args)
-        run = {"plan": _cmd_plan, "lock": _cmd_lock, "apply": _cmd_apply, "doctor": _cmd_doctor,
-               "detect": _cmd_detect, "fleet": _cmd_fleet, "site": _cmd_site,
-               "completion": _cmd_completion}.get(args.command)
-        if run is not None:
-            if args.command != "completion":  # the machine's overrides, checked as their flags are
-                from .targets import check_env_overrides
-
-                check_env_overrides(os.environ)
-            return run(args)
-        if args.command == "matrix":
-            action = {"validate": _cmd_matrix_validate, "show": _cmd_matrix_show,
-                      "refresh": _cmd_matrix_refresh, "grid": _cmd_matrix_grid}.get(args.matrix_command)
-            if action is None:
-                raise UsageError("vresolve matrix: expected an action: validate, show, refresh or grid")
-            return action(args)
-        parser.print_help()
-        return EXIT_USAGE
-    except VresolveError as e:
-        from ..render.shell import escape_controls
-
-        if "--json" in argv:
-            from ..render import error_envelope
-
-            _print_json(error_envelope(command, e))
-        else:
-            print(f"vresolve: error: {escape_controls(str(e), lines=True)}", file=sys.stderr)
-        return e.exit_code
-    except KeyboardInterrupt as e:  # SIGINT; SIGTERM and SIGHUP too, under the entry point (vresolve._entry)
-        from .._entry import HungUp, Terminated
-
-        word, code = ("hung up", 129) if isinstance(e, HungUp) else ("terminated", 143) if isinstance(
-            e, Terminated) else ("interrupted", 130)
-        try:  # after SIGHUP the terminal is gone: nothing to say it on
-            print(f"vresolve: {word}", file=sys.stderr)
-        except (OSError, ValueError):
-            pass
-        return code

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import EXIT_OK, UsageError
-from .args import _load, shown
-from .commands import _console, _print_json
+from .args import _load
+from .common import new_console, no_progress, print_json, ray_cluster, shown
 
 _EXTRAS = {"ray": "ray", "kubernetes": "k8s"}
 JSON_LIMIT = 256 << 20  # an inventory or a node list: ~150,000 hosts' detect answers, past any cluster
@@ -90,7 +90,7 @@ def _cmd_detect(args: argparse.Namespace) -> int:
         from ..render.progress import note
 
         note(f"asking every alive node of {ray_cluster(args.ray)} to run vresolve detect (at most {args.timeout:g} s)"
-             " ...", quiet=_quiet(args))
+             " ...", quiet=no_progress(args))
         inv = detect_ray(args.ray or None, args.timeout)
         from dataclasses import replace
 
@@ -121,21 +121,10 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     if args.output:
         _write(args.output, doc_out)
     if getattr(args, "json", None):
-        _print_json(doc_out)
+        print_json(doc_out)
     else:
         _print_inventory(inv)
     return EXIT_OK
-
-
-def ray_cluster(address: str) -> str:
-    """``--ray [ADDRESS]`` in words, for a progress line."""
-    return f"the Ray cluster at {shown(address, 120)}" if address not in ("", "auto") else \
-        "the Ray cluster (RAY_ADDRESS, else a local one)"
-
-
-def _quiet(args: argparse.Namespace) -> bool:
-    """No progress on stderr: ``-q``, or ``--json`` (the JSON is the whole answer)."""
-    return bool(getattr(args, "json", None) or getattr(args, "quiet", None))
 
 
 def _write(path: str, doc: dict[str, Any]) -> None:
@@ -195,7 +184,7 @@ def _print_inventory(inv: Any) -> None:
     for h in inv.hosts:
         t.add_row(Text(h.name), h.source, h.host.platform.tag, Text(describe_gpus(h.host.gpus) or "none"),
                   str(h.host.driver.version or "-"), str(h.host.python_minor))
-    console = _console()
+    console = new_console()
     console.print(t)
     for f in inv.failed:
         console.print(Text(f"failed: {f.host}: {f.why}", style="red"))
@@ -233,9 +222,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     m, inv, request, python = fleet_inputs(args)
     plan = plan_fleet(inv, m, request, python=python)
     if getattr(args, "json", None):
-        _print_json(envelope("fleet", fleet_plan_view(plan)))
+        print_json(envelope("fleet", fleet_plan_view(plan)))
     else:
-        console = _console()
+        console = new_console()
         for item in fleet_plan_human(plan):
             console.print(item)
     return EXIT_OK if plan.ok else 1
@@ -249,14 +238,14 @@ def _cmd_lock(args: argparse.Namespace) -> int:
     from ..plan import build_plan
     from ..render import envelope
     from ..render.fleet import runtime_env
-    from .commands import _check_output
+    from .common import check_output_dir
 
     m, inv, request, python = fleet_inputs(args)
     plan = plan_fleet(inv, m, request, python=python)
     if not plan.common:
         raise UsageError(f"no common stack to lock: {plan.common_error}")
     out = Path(args.output)
-    _check_output(out)
+    check_output_dir(out)
     quiet = getattr(args, "json", None) or getattr(args, "quiet", None)
     report, reqs = [], {}
     for tag, res in plan.common.items():
@@ -276,7 +265,7 @@ def _cmd_lock(args: argparse.Namespace) -> int:
              "plan on each board; no lock of the Jetson index's wheels, whose files are replaced under the same "
              "name); keep the runtime_env off them") if plan.apart else None
     if getattr(args, "json", None):
-        _print_json(envelope("fleet.lock", {"locks": report, "runtime_env": str(out / "runtime_env.json"),
+        print_json(envelope("fleet.lock", {"locks": report, "runtime_env": str(out / "runtime_env.json"),
                                        "apart": list(plan.apart)}))
     else:
         for item in report:

@@ -15,7 +15,7 @@ from typing import Any
 from ..doctor.facts import Finding
 from ..host import EnvReport, Host
 from .args import _load
-from .commands import _console, _print_json, lock_header_of
+from .common import lock_header_of, new_console, print_json
 
 DRIFT = "fleet-drift"  # a fleet-only cause: the nodes do not all hold the same stack
 _DISTS = ("vllm", "torch", "torchvision", "torchaudio", "flashinfer-python", "xformers")
@@ -95,10 +95,10 @@ def fleet_doctor(args: argparse.Namespace) -> int:
     if args.lock_file and not os.path.isdir(args.lock_file):
         _lock_for(args.lock_file, "", cache)  # a bad lock is a usage error before any node is asked
     from ..render.progress import note
-    from .fleet import _quiet, ray_cluster
+    from .common import no_progress, ray_cluster
 
     note(f"asking every alive node of {ray_cluster(args.ray)} to run doctor's checks (at most {args.timeout:g} s)"
-         " ...", quiet=_quiet(args))
+         " ...", quiet=no_progress(args))
     answers = ray_nodes_run(args.ray or None, node_doctor, (args.timeout,), args.timeout + 30)
     by_dir = bool(args.lock_file) and os.path.isdir(args.lock_file)  # fleet lock's DIR: a lock per platform
     nodes: dict[str, Host] = {}
@@ -132,7 +132,7 @@ def fleet_doctor(args: argparse.Namespace) -> int:
     all_findings = [f for n in per_node for f in n["findings"]] + [f for _, f in fleet]
     code = max(worst_exit_code(all_findings), 1 if failed else 0)
     if getattr(args, "json", None):
-        _print_json(envelope("fleet.doctor", {
+        print_json(envelope("fleet.doctor", {
             "nodes": [{"host": n["host"], "findings": [f.to_dict() for f in n["findings"]]} for n in per_node],
             "fleet": [{"hosts": list(h), **f.to_dict()} for h, f in fleet], "failed": failed}))
         return code
@@ -144,7 +144,7 @@ def _print_human(per_node: list[dict[str, Any]], fleet: list[tuple[tuple[str, ..
                  failed: list[dict[str, Any]]) -> None:
     from rich.text import Text
 
-    console = _console()
+    console = new_console()
     style = {"error": "red", "warning": "yellow", "info": ""}
     for n in per_node:
         worst = [f for f in n["findings"] if f.severity != "info"]

@@ -12,7 +12,7 @@ from ..errors import UsageError
 from ..host import DriverInfo, Host, HostGpu, PlatformInfo
 from ..matrix import Matrix
 from ..values import Capability, DriverVersion
-from .args import shown
+from .common import shown
 
 MAX_GPUS = 1024
 """The most GPUs one ``--gpu`` may name. The largest single machines hold 8 to 16 GPUs and the largest

@@ -10,8 +10,8 @@ from typing import Any
 
 from packaging.version import InvalidVersion
 
-from ..detect.parsers import machine_text
 from ..host import Host
+from ..parsers import machine_text
 
 __all__ = ["SCHEMA", "FleetHost", "Failed", "Inventory", "InventoryError", "inventory_from_json", "MAX_NAME"]
 

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from ..detect.parsers import machine_text
 from ..host import DriverInfo, Host, HostGpu, PlatformInfo
+from ..parsers import machine_text
 from ..values import Capability, DriverVersion
 from .inventory import Failed, FleetHost, Inventory, InventoryError, clean_name
 

@@ -16,8 +16,8 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from ..detect.parsers import machine_text
 from ..errors import UsageError
+from ..parsers import machine_text
 from .inventory import Failed, FleetHost, Inventory, InventoryError, host_from_json
 
 __all__ = ["ray_nodes_run", "detect_ray", "node_detect", "node_doctor"]

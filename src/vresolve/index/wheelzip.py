@@ -13,7 +13,19 @@ from ..errors import PackageIndexError
 from .transport import _Answer, _human, _one_line
 
 if TYPE_CHECKING:
-    from .client import IndexClient  # the client reads through this module
+    from collections.abc import Mapping
+    from typing import Protocol
+
+    from .transport import Limits
+
+    class _Client(Protocol):
+        """What of the index's client (:class:`.client.IndexClient`, which reads wheels through this module) a
+        range reader uses: its limits and its one GET."""
+
+        limits: Limits
+
+        def _fetch(self, url: str, headers: Mapping[str, str] | None = None, *, limit: int,
+                   allow: tuple[int, ...] = (200,), refuse: Mapping[int, str] | None = None) -> _Answer: ...
 
 _TAIL = 64 * 1024  # first range read: the end of central directory and, usually, the directory
 
@@ -56,7 +68,7 @@ class _RangeReader(io.RawIOBase):
     most ``Limits.wheel_reads`` bytes: a read past that is refused before anything is fetched.
     """
 
-    def __init__(self, client: IndexClient, url: str) -> None:
+    def __init__(self, client: _Client, url: str) -> None:
         super().__init__()
         self.client, self.url = client, url
         self.budget = client.limits.wheel_reads

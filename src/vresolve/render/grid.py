@@ -14,7 +14,7 @@ import io
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..cli.grid import Grid
+    from ..grid import Grid
 
 __all__ = ["MissingExtra", "release_colours", "grid_view", "grid_html", "grid_image", "grid_text_rows",
            "row_label", "column_label", "NOTHING", "SOURCE"]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import fields, is_dataclass, replace
 from typing import Any
 
-from ...detect.parsers import machine_text
+from ...parsers import machine_text
 from .lines import Line
 from .model import Dist, Evidence, Seen
 

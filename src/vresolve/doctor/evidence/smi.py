@@ -1,6 +1,6 @@
 """What NVIDIA's tools print: ``nvidia-smi`` (banner, table, ``-L``, ``-q``, ``--query-gpu`` CSV), the NVML
 messages, ``/proc/driver/nvidia/version`` and ``nvcc --version``. The banner, /proc and nvcc lines are parsed by
-:mod:`vresolve.detect.parsers`, the live probe's own parsers.
+:mod:`vresolve.parsers`, the live probe's parsers too.
 
 Input::
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from ...detect.parsers import parse_nvcc_version, parse_proc_driver_version, parse_smi_banner
+from ...parsers import parse_nvcc_version, parse_proc_driver_version, parse_smi_banner
 from ...values import Capability, DriverVersion
 from .collect import Collector
 from .lines import Line

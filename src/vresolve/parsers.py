@@ -1,5 +1,7 @@
 """Parsers of what the machine's tools print: nvidia-smi (banner and CSV query), /proc/driver/nvidia,
-nvcc. Pure: text in, values out; malformed text is a ValueError naming what was expected.
+nvcc, L4T's release files. Pure: text in, values out; malformed text is a ValueError naming what was expected.
+Of no layer: detection reads the live machine's output with them, doctor the same output pasted into a log, and
+the fleet the names its nodes report (:func:`machine_text`).
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ import re
 
 from packaging.version import InvalidVersion, Version
 
-from ..values import INVISIBLE, DriverVersion
+from .values import INVISIBLE, DriverVersion
 
 NVML_MISMATCH = "Failed to initialize NVML: Driver/library version mismatch"
 
