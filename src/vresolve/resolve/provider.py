@@ -362,8 +362,8 @@ def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
     """The best stack for ``host`` under ``request``, or NoCompatibleStack with causes and hints.
 
     A Jetson is answered by its JetPack (:mod:`.jetson`, its facts): the wheel set of its JetPack's path of the
-    Jetson index, when the request allows one (``own_index``); the generic aarch64 builds under its JetPack's CUDA major, where
-    that CUDA is the unified ARM build (Thor); else the way forward, as a NoCompatibleStack."""
+    Jetson index, when the request allows one (``own_index``); the generic aarch64 builds under its JetPack's CUDA
+    major, where that CUDA is the unified ARM build (Thor); else the way forward, as a NoCompatibleStack."""
     if not request.cpu and not request.generic and may_be_jetson(host, matrix):
         from .jetson import UnifiedArm, jetson_answer
 
