@@ -276,7 +276,7 @@ def test_source_build_on_thor_is_the_generic_one(matrix: Matrix) -> None:
 
 def test_orin_jp62_gets_the_jetson_index_wheels(matrix: Matrix) -> None:
     """The newest set of jetson.yaml's index_wheels for JetPack 6.2, from the path under the index's root."""
-    from vresolve.plan.jetson import build_jetson_plan
+    from vresolve.plan.wheels import plan_index_wheels as build_jetson_plan
     from vresolve.resolve.jetson import jetson_wheel_choice
 
     host = _jetson(matrix, "orin-r36.4.3", "Orin (nvgpu)")
@@ -302,7 +302,7 @@ def test_orin_jp62_gets_the_jetson_index_wheels(matrix: Matrix) -> None:
 
 
 def test_the_older_set_holds_numpy_below_2_and_says_the_file_was_replaced(matrix: Matrix) -> None:
-    from vresolve.plan.jetson import build_jetson_plan
+    from vresolve.plan.wheels import plan_index_wheels as build_jetson_plan
     from vresolve.resolve.jetson import jetson_wheel_choice
 
     host = _jetson(matrix, "orin-r36.4.3", "Orin (nvgpu)")
@@ -408,7 +408,7 @@ def test_the_plans_install_step_resolves_with_uv_against_a_loopback_jetson_path(
     import subprocess
 
     from vresolve._proc import uv_bin
-    from vresolve.plan.jetson import build_jetson_plan
+    from vresolve.plan.wheels import plan_index_wheels as build_jetson_plan
     from vresolve.resolve.jetson import jetson_wheel_choice
 
     from .test_index import _Server, make_wheel
@@ -457,8 +457,10 @@ def test_apply_of_a_jetson_plan_stops_at_l4ts_toolkit_on_a_machine_without_it(tm
     """The job apply runs: its first check (L4T's ptxas) runs before any step, and fails here, so nothing is made."""
     import subprocess
 
-    from vresolve.apply import jetson_job, run_steps
-    from vresolve.plan.jetson import CUDA_HOME, build_jetson_plan
+    from vresolve.apply import run_steps
+    from vresolve.apply import wheel_job as jetson_job
+    from vresolve.plan.wheels import L4T_CUDA_HOME as CUDA_HOME
+    from vresolve.plan.wheels import plan_index_wheels as build_jetson_plan
     from vresolve.resolve.jetson import jetson_wheel_choice
 
     from .test_apply import _Recorder

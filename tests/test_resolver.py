@@ -75,7 +75,7 @@ def test_case(path: Path, matrix: Matrix) -> None:
 
 
 def _jetson_case(want: dict[str, Any], host: Host, matrix: Matrix, request: Request) -> None:
-    from vresolve.plan.jetson import build_jetson_plan
+    from vresolve.plan.wheels import plan_index_wheels as build_jetson_plan
     from vresolve.resolve.jetson import jetson_wheel_choice
 
     choice = jetson_wheel_choice(host, matrix, request)

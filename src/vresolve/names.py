@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     Shell = Literal["bash", "fish", "dotenv"]
     SourceBuildMode = Literal["auto", "never", "always"]
     InstallKind = Literal["wheel", "source"]
-    Where = Literal["pypi", "vllm-index", "release-assets"]  # where a vLLM build comes from
+    Where = Literal["pypi", "vllm-index", "release-assets", "jetson-index"]  # where a vLLM build comes from
     RejectionKind = Literal["driver", "gpu", "python", "platform", "glibc"]
 
 INSTALLERS: tuple[Installer, ...] = ("uv", "pip", "conda")

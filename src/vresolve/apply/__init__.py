@@ -28,7 +28,6 @@ from .job import (
     claim,
     environ,
     installed_versions,
-    jetson_job,
     lock_job,
     run_checks,
     run_steps,
@@ -44,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ACTIVATE", "MARKER", "Guard", "recover", "CheckOutcome", "Claim", "Downloads", "Job", "Ran", "Reporter", "StepOutcome", "check_targets", "check_unsafe", "claim",
            "environ", "failure_causes", "installed_versions", "lock_differences", "lock_job", "run_checks", "run_command",
-           "run_steps", "source_job", "wheel_job", "jetson_job"]
+           "run_steps", "source_job", "wheel_job"]
 
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
 

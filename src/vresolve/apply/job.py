@@ -20,9 +20,8 @@ from .run import Ran, run_command
 
 if TYPE_CHECKING:
     from ..plan import InstallPlan, SourcePlan
-    from ..plan.jetson import JetsonPlan
 
-__all__ = ["Job", "Claim", "Reporter", "StepOutcome", "CheckOutcome", "wheel_job", "source_job", "lock_job", "jetson_job",
+__all__ = ["Job", "Claim", "Reporter", "StepOutcome", "CheckOutcome", "wheel_job", "source_job", "lock_job",
            "check_targets", "check_unsafe", "claim", "run_steps", "run_checks", "installed_versions", "ACTIVATE"]
 
 ACTIVATE = "vresolve-env.sh"  # the activation file apply writes into the environment
@@ -52,11 +51,19 @@ def _abs(base: Path, p: str) -> Path:
 
 
 def wheel_job(plan: InstallPlan, cwd: Path) -> Job:
+    """A wheel plan; one with checks before its install (a wheel set of a target's own index: L4T's toolkit) runs
+    them first, with the plan's exports set for the install and the checks."""
     r = plan.resolution
     env_dir = _abs(cwd, plan.env_dir)
-    return Job(what=f"vLLM {r.vllm.version} + torch {r.torch.version}+{r.torch.variant.variant}", kind="wheel",
-               env_dir=env_dir, python=str(env_dir / "bin" / "python"), steps=plan.steps, verify=plan.verify,
-               exports=plan.env, creates=(env_dir,))
+    if r.index is not None:
+        w = r.index.wheels
+        what = f"vLLM {w.vllm} + torch {w.torch} from the Jetson index's {w.path} path"
+    else:
+        what = f"vLLM {r.vllm.version} + torch {r.torch.version}+{r.torch.variant.variant}"
+    first = bool(plan.checks)
+    return Job(what=what, kind="wheel", env_dir=env_dir, python=str(env_dir / "bin" / "python"), steps=plan.steps,
+               verify=plan.verify, exports=plan.env, creates=(env_dir,), build_from=0 if first else None,
+               build_env=plan.env if first else (), pre_checks=plan.checks)
 
 
 def lock_job(plan: InstallPlan, lock_file: Path, header: Mapping[str, object], cwd: Path) -> Job:
@@ -71,16 +78,6 @@ def lock_job(plan: InstallPlan, lock_file: Path, header: Mapping[str, object], c
     steps = (fresh, install_lock(plan.installer, plan.env_dir, str(lock_file)), *after)
     return Job(what=what, kind="lock", env_dir=job.env_dir, python=job.python, steps=steps, verify=job.verify,
                exports=job.exports, creates=job.creates)
-
-
-def jetson_job(p: JetsonPlan, cwd: Path) -> Job:
-    """A Jetson's wheels from the Jetson index: L4T's toolkit checked first, the plan's exports set for the install
-    and the checks."""
-    env_dir = _abs(cwd, p.env_dir)
-    w = p.choice.wheels
-    return Job(what=f"vLLM {w.vllm} + torch {w.torch} from the Jetson index's {w.path} path", kind="wheel",
-               env_dir=env_dir, python=str(env_dir / "bin" / "python"), steps=p.steps, verify=p.verify,
-               exports=p.env, creates=(env_dir,), build_from=0, build_env=p.env, pre_checks=p.checks)
 
 
 def source_job(sp: SourcePlan, cwd: Path, parallelism: Sequence[tuple[str, str]] = ()) -> Job:

@@ -19,7 +19,6 @@ from typing import Any
 
 from ..errors import EXIT_OK, UsageError, VresolveError
 from .args import _load, _opt, plan_inputs, probe_timeout, refuse_broken_driver
-from .commands import jetson_wheel_plan
 from .common import lock_header_of, new_console, print_json, shown
 
 EXIT_NOT_READY = 1
@@ -78,7 +77,7 @@ def _refuse_foreign_lock(args: argparse.Namespace, job: Any, plan: Any) -> None:
     from ..lock import FORMATS, foreign_files
 
     if job.kind != "lock" and plan is None:
-        return  # a source build, a Jetson's wheels: no lock written
+        return  # a source build, a plan that is not locked (a Jetson index's wheels): no lock written
     names = ["requirements"] if job.kind == "lock" else list(FORMATS)
     lock_dir = Path(args.lock_dir).resolve() if args.lock_dir else job.env_dir.with_name(job.env_dir.name + ".lock")
     found = foreign_files(lock_dir, names)
@@ -114,12 +113,13 @@ def _this_machine(m: Any, timeout: float) -> Any:
 
 
 def _plan_job(args: argparse.Namespace, m: Any, this: Any) -> tuple[Any, Any, list[Any]]:
-    """(the job, the wheel plan or None for a source build, what to show) from the plan flags."""
+    """(the job, the wheel plan or None for a source build or a plan that is not locked, what to show) from the
+    plan flags."""
     from dataclasses import replace
 
-    from ..apply import jetson_job, source_job, wheel_job
+    from ..apply import source_job, wheel_job
     from ..plan import build_plan
-    from ..render.text import jetson_plan_human, source_table, stack_table
+    from ..render.text import source_table, stack_table
     from ..resolve import NoCompatibleStack, resolve
 
     m, host, request, detected_by = plan_inputs(args)
@@ -129,9 +129,6 @@ def _plan_job(args: argparse.Namespace, m: Any, this: Any) -> tuple[Any, Any, li
         raise UsageError(f"--platform: apply installs on this machine ({this.platform.tag}), not "
                          f"{host.platform.tag}")
     sp = None
-    jetson = jetson_wheel_plan(args, m, host, request)
-    if jetson is not None:  # a Jetson's wheels from the Jetson index: its script is the record (no lock)
-        return jetson_job(jetson, Path.cwd()), None, [jetson_plan_human(jetson, detected_by)[0]]
     if args.source_build == "always" or args.precompiled:
         sp = _source_plan(args, m, host, request, None)
     else:
@@ -143,7 +140,8 @@ def _plan_job(args: argparse.Namespace, m: Any, this: Any) -> tuple[Any, Any, li
     if sp is not None:
         return source_job(sp, cwd, _parallelism(sp, this)), None, [source_table(sp, detected_by)]
     plan = build_plan(m, res, installer=args.installer, env_dir=args.venv)
-    return wheel_job(plan, cwd), plan, [stack_table(plan.resolution, detected_by)]
+    # a plan that cannot be locked by hash (a Jetson index's wheels): its script is the record, no lock written
+    return wheel_job(plan, cwd), plan if plan.lockable else None, [stack_table(plan.resolution, detected_by)]
 
 
 def _source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any, e: Any) -> Any:

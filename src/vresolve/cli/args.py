@@ -419,7 +419,7 @@ def plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
     _check_values(args)
     glibc = parse_glibc(args.glibc) if args.glibc else None
     request = Request(vllm=_spec("--vllm", args.vllm), torch=_spec("--torch", args.torch), variant=args.variant,
-                      driver_policy=args.driver_policy, pypi_only=args.pypi_only,
+                      driver_policy=args.driver_policy, pypi_only=args.pypi_only, own_index=True,
                       allow_unknown_glibc=getattr(args, "allow_unknown_glibc", False), **_jetson_flags(args))
     if request.jetpack is not None:
         from ..resolve.jetson import find_jetpack

@@ -59,9 +59,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .._proc import uv_command  # subprocess: not for --json
 
     if _opt(args, "quiet"):
-        from ..render.shell import commands_text
+        from ..render.shell import plan_commands
 
-        sys.stdout.write(commands_text(plan.steps, plan.env, uv_command()))
+        sys.stdout.write(plan_commands(plan, uv_command()))
         return EXIT_OK
     console = new_console()
     # apply makes new environments only: an install into this one (--keep-torch) is the user's to run
@@ -98,13 +98,6 @@ def _wheel_resolution(args: argparse.Namespace, m: Any, host: Any, request: Any,
     if args.source_build == "always" or args.precompiled:
         _print_source_plan(args, m, host, request, detected_by, ())
         return None, None
-    jetson = jetson_wheel_plan(args, m, host, request)
-    if jetson is not None:  # a Jetson on L4T's own CUDA: the Jetson index's wheels for its JetPack
-        from ..render import jetson_plan_human, jetson_plan_view
-        from ..render.shell import render_jetson_script
-
-        _print_recipe(args, jetson, (jetson_plan_view, jetson_plan_human, render_jetson_script), detected_by)
-        return None, None
     try:
         return shared_call(("resolve", m.revision, host, request), lambda: resolve(host, m, request)), None
     except NoCompatibleStack as e:
@@ -136,7 +129,7 @@ def _print_source_plan(args: argparse.Namespace, m: Any, host: Any, request: Any
 
 
 def _print_recipe(args: argparse.Namespace, p: Any, renderers: tuple[Any, Any, Any], detected_by: str) -> int:
-    """A plan printed with its script (a source build, a Jetson's wheels): exports, JSON, the script alone
+    """A source build printed with its script: exports, JSON, the script alone
     (``-q``) or the human view; ``renderers``: (its JSON view, its human view, its script)."""
     from ..render import envelope
 
@@ -156,22 +149,6 @@ def _print_recipe(args: argparse.Namespace, p: Any, renderers: tuple[Any, Any, A
         for item in human(p, detected_by, uv=uv_command(), apply=flags):
             console.print(item)
     return EXIT_OK
-
-
-def jetson_wheel_plan(args: argparse.Namespace, m: Any, host: Any, request: Any) -> Any:
-    """The Jetson index's wheels for a Jetson on L4T's own CUDA (a JetsonPlan), or None: not a Jetson, a Thor (the
-    generic wheels), no wheels for its JetPack, or a build asked for. NoCompatibleStack when the wheels exist but no
-    index was named."""
-    from ..resolve.provider import may_be_jetson
-
-    if args.source_build == "always" or args.precompiled or args.keep_torch or not may_be_jetson(host, m):
-        return None
-    from ..plan.jetson import build_jetson_plan
-    from ..resolve.jetson import jetson_wheel_choice
-
-    choice = jetson_wheel_choice(host, m, request)
-    return None if choice is None else build_jetson_plan(host, request, choice, installer=args.installer,
-                                                         env_dir=args.venv)
 
 
 def cmd_lock(args: argparse.Namespace) -> int:
@@ -265,19 +242,18 @@ def _lock_one(args: argparse.Namespace, name: str, a: argparse.Namespace, dir_: 
     from ..lock import check_lock, compile_lock, write_lock
     from ..plan import build_plan
     from ..resolve import NoCompatibleStack, resolve
-    from ..resolve.jetson import jetson_wheel_choice
 
     m, host, request, _ = plan_inputs(a)
     try:
-        if jetson_wheel_choice(host, m, request) is not None:
-            raise UsageError(f"{name + ': ' if name else ''}no lock for a Jetson's wheels: the Jetson index has replaced "
-                             "files under the same name, so hashes recorded now may not install later; the plan "
-                             "(vresolve plan with --jetson-index) pins every package by version, and its recipe is "
-                             "the record")
         res = resolve(host, m, request)
     except NoCompatibleStack as e:
         raise UsageError(f"{name + ': ' if name else ''}no stack to lock: {e.headline}") from None
     plan = build_plan(m, res, installer=a.installer, env_dir=a.venv)
+    if not plan.lockable:
+        raise UsageError(f"{name + ': ' if name else ''}no lock for a Jetson's wheels: the Jetson index has replaced "
+                         "files under the same name, so hashes recorded now may not install later; the plan "
+                         "(vresolve plan with --jetson-index) pins every package by version, and its recipe is "
+                         "the record")
     quiet = _opt(args, "json") or _opt(args, "quiet")
     progress = None if quiet else (lambda msg, n=name: print(f"{n + ': ' if n else ''}{msg}", file=sys.stderr,
                                                              flush=True))

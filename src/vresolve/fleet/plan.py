@@ -29,7 +29,6 @@ from ..resolve.jetson import (
     JetsonWheelChoice,
     capability_only_jetson,
     is_jetson,
-    jetson_wheel_choice,
     named_by_capability,
     with_board_gpu,
 )
@@ -127,9 +126,8 @@ def _group(names: list[str], h: Host, m: Matrix, request: Request) -> Group:
         res, why = _try(h, m, request)
         return Group(hosts=tuple(names), host=h, resolution=res, why_not=why)
     try:  # a Jetson that listed no GPU is no CPU machine: the resolver asks for its module instead
-        choice = jetson_wheel_choice(h, m, request)
-        return Group(hosts=tuple(names), host=h, resolution=None if choice else resolve(h, m, request),
-                     jetson=choice, apart=True)
+        res = resolve(h, m, replace(request, own_index=True))  # its JetPack's path of the Jetson index: candidates
+        return Group(hosts=tuple(names), host=h, resolution=None if res.index else res, jetson=res.index, apart=True)
     except NoCompatibleStack as e:
         return Group(hosts=tuple(names), host=h, resolution=None, why_not=e.headline, apart=True)
 

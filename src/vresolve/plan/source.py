@@ -196,11 +196,11 @@ def plan_source_build(host: Host, matrix: Matrix, request: Request, *, keep_torc
 def _jetson_torch_first(host: Host, matrix: Matrix, request: Request) -> None:
     """A Jetson whose JetPack CUDA is L4T's own: a source build needs NVIDIA's JetPack torch installed first (and
     --keep-torch), never the torch of the PyTorch index; the refusal says how (:mod:`..resolve.jetson`)."""
-    from ..resolve.jetson import jetson_of, resolve_jetson, runs_unified_arm
+    from ..resolve.jetson import jetson_of, refusal, runs_unified_arm
 
     j = jetson_of(host, matrix, request.jetpack)
     if j is not None and not runs_unified_arm(matrix, j):
-        resolve_jetson(host, matrix, request, j, index=request.jetson_index)  # raises with the way forward
+        raise refusal(host, matrix, request, j)  # with the way forward
 
 
 def _choose(host: Host, matrix: Matrix, request: Request, r: VllmRelease, target: str, caps: tuple[Capability, ...],

@@ -6,6 +6,12 @@ names the torch the first step installed, and pip / uv keep an installed distrib
 exact pin. The install goes into a fresh virtual environment by default (vLLM pins torch exactly and
 would replace the torch of an existing environment), or into the existing one with ``--keep-torch``
 when a wheel pins exactly the torch there.
+
+A wheel set of a target's own index (a Jetson's JetPack path of the Jetson index: ``Resolution.index``)
+is the same plan with the steps it needs: checks before the install (L4T's CUDA toolkit, the system
+libraries the wheels load), one install of every package pinned from that path alone (``--index-url``:
+an installer given a second index could pick that index's build of the same version number), into a
+fresh environment of the wheels' Python, the exports its kernels compile with, and the checks after.
 """
 
 from __future__ import annotations
@@ -18,11 +24,16 @@ from packaging.version import InvalidVersion, Version
 
 from ..matrix import Matrix
 from ..names import INSTALLERS
-from ..resolve import Resolution, TorchBuild, VllmBuild
-from .steps import Check, Step, extension_check, fresh_environment, pip_install, program_check
+from ..resolve import Resolution, Stack, TorchBuild, VllmBuild
+from .steps import Check, Expand, Step, extension_check, fresh_environment, pip_install, program_check
 
 if TYPE_CHECKING:
+    from ..host import Host
     from ..names import Installer
+    from ..resolve import Request
+    from ..resolve.candidates import JetsonWheelChoice
+
+L4T_CUDA_HOME = "/usr/local/cuda"  # where JetPack installs L4T's CUDA toolkit (the cuda-toolkit-X-Y packages)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -35,6 +46,25 @@ class InstallPlan:
     env_reasons: tuple[tuple[str, str], ...]
     verify: tuple[Check, ...]
     alternatives: tuple[tuple[Resolution, str], ...] = field(default=())
+    checks: tuple[Check, ...] = ()  # before the install (a wheel set of a target's own index: L4T's toolkit, ...)
+
+    @property
+    def stack(self) -> Stack:
+        return self.resolution.stack
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return self.resolution.reasons
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.resolution.warnings
+
+    @property
+    def lockable(self) -> bool:
+        """Whether ``vresolve lock`` (and ``apply``'s lock) can record it by hash: not a wheel set of a target's own
+        index, whose files that index replaces under the same name."""
+        return self.resolution.index is None
 
 
 def _local(version: str, variant: str) -> str:
@@ -190,6 +220,8 @@ def build_plan(matrix: Matrix, res: Resolution, *, installer: Installer = "uv", 
     torch (``--keep-torch``), instead of a fresh environment."""
     if installer not in INSTALLERS:
         raise ValueError(f"installer {installer!r} (expected one of: {', '.join(INSTALLERS)})")
+    if res.index is not None:
+        return _index_plan(res, res.index, installer, env_dir)
     if into is not None and installer == "conda":
         installer = "pip"  # the environment exists: its own pip installs into it
     env_dir = env_dir or (f"vllm-{res.vllm.version}" if installer == "conda" else ".venv-vllm")
@@ -211,3 +243,77 @@ def build_plan(matrix: Matrix, res: Resolution, *, installer: Installer = "uv", 
     return InstallPlan(resolution=res, installer=installer, env_dir=env_dir,
                        steps=tuple(_steps(matrix, res, installer, env_dir, into)),
                        env=tuple(env), env_reasons=tuple(why), verify=tuple(checks), alternatives=tuple(alternatives))
+
+
+def plan_index_wheels(host: Host, request: Request, choice: JetsonWheelChoice, *, installer: Installer = "uv",
+                      env_dir: str | None = None) -> InstallPlan:
+    """The plan of a wheel set chosen from a target's own index (:func:`vresolve.resolve.jetson.jetson_wheel_choice`):
+    what :func:`build_plan` makes of the Resolution :func:`vresolve.resolve.resolve` gives for it."""
+    from ..resolve.jetson import wheel_resolution
+
+    return _index_plan(wheel_resolution(host, request, choice), choice, installer, env_dir)
+
+
+def _index_plan(res: Resolution, choice: JetsonWheelChoice, installer: Installer, env_dir: str | None
+                ) -> InstallPlan:
+    """A wheel set of a target's own index, installed into a fresh environment of the wheels' Python."""
+    w = choice.wheels
+    env_dir = env_dir or (f"vllm-{w.vllm.public}" if installer == "conda" else ".venv-vllm")
+    if installer == "conda":
+        python: tuple[str, ...] = ("conda", "run", "-n", env_dir, "python")
+        base: tuple[str, ...] = ("conda", "run", "-n", env_dir, "python", "-m", "pip", "install")
+    else:
+        python = (f"{env_dir}/bin/python",)
+        base = pip_install(installer, python)
+    requirements = [f"vllm=={w.vllm}", f"torch=={w.torch}", *(f"{k}=={v}" for k, v in sorted(w.companions.items())),
+                    *w.constraints]
+    install = Step(tool=base[0] if installer != "conda" else "conda",
+                   argv=(*base, "--index-url", choice.index, *requirements),
+                   why=f"vLLM {w.vllm}, torch {w.torch} and their companions from the Jetson index's {w.path} path "
+                       "only, every one pinned")
+    env, why = _index_exports(choice)
+    fresh = fresh_environment(installer, f"{w.python.major}.{w.python.minor}", env_dir)
+    return InstallPlan(resolution=res, installer=installer, env_dir=env_dir, steps=(fresh, install), env=tuple(env),
+                       env_reasons=tuple(why), verify=tuple(_index_verify(choice, python)),
+                       checks=tuple(_index_checks(choice)))
+
+
+def _index_checks(choice: JetsonWheelChoice) -> list[Check]:
+    """Before the install: L4T's CUDA toolkit where JetPack puts it (Triton compiles with its ``ptxas``), and the
+    libraries the wheels load that JetPack does not ship (cuDSS for the index's newer torch)."""
+    cuda = choice.jetpack.cuda
+    release = f"release {cuda.major}.{cuda.minor}"
+    out = [Check(name=f"L4T's CUDA {cuda.major}.{cuda.minor} toolkit is installed (Triton compiles with its ptxas)",
+                 argv=(f"{L4T_CUDA_HOME}/bin/ptxas", "--version"), expect=release)]
+    out += [Check(name=f"{lib} is installed: the Jetson index's torch {choice.wheels.torch} loads it and JetPack does "
+                       "not ship it (NVIDIA's cuDSS for Jetson)" if lib.startswith("libcudss") else
+                       f"{lib} is installed (the Jetson index's wheels load it; JetPack does not ship it)",
+                  argv=("/sbin/ldconfig", "-p"), expect=lib) for lib in choice.wheels.system_libs]
+    return out
+
+
+def _index_verify(choice: JetsonWheelChoice, python: tuple[str, ...]) -> list[Check]:
+    """After it: vLLM's compiled extensions import, torch's CUDA and arch list, the GPU seen."""
+    w = choice.wheels
+    _, expect = extension_check(w.vllm, ())
+    cuda = choice.jetpack.cuda
+    return [program_check(python, "vllm-version", name="the Jetson index's vLLM is installed", expect=f"vllm {w.vllm}"),
+            program_check(python, "torch-version-cuda", name="torch is the Jetson index's build, for L4T's CUDA",
+                          expect=f"torch {w.torch} CUDA {cuda.major}.{cuda.minor}"),
+            program_check(python, "extensions", name="vLLM imports, with its compiled extensions", expect=expect),
+            program_check(python, "gpus", name="torch sees the GPU", expect="cuda available True 1", needs_gpu=True),
+            program_check(python, "arch-list", name="torch's arch list covers the GPU",
+                          expect="arch list covers every GPU", needs_gpu=True)]
+
+
+def _index_exports(choice: JetsonWheelChoice) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    cc = choice.jetson.cc
+    home = L4T_CUDA_HOME
+    env = [("CUDA_HOME", home), ("PATH", Expand("$CUDA_HOME/bin:$PATH")), ("CPATH", Expand("$CUDA_HOME/include")),
+           ("TRITON_PTXAS_PATH", f"{home}/bin/ptxas"), ("TORCH_CUDA_ARCH_LIST", f"{cc.major}.{cc.minor}")]
+    why = [("CUDA_HOME", "L4T's CUDA toolkit, which JetPack installs there: Triton and FlashInfer read its headers"),
+           ("PATH", "its nvcc and ptxas first"),
+           ("CPATH", "Triton compiles its launchers with cuda.h from there"),
+           ("TRITON_PTXAS_PATH", "Triton's bundled ptxas is not built for L4T: Triton compiles with L4T's"),
+           ("TORCH_CUDA_ARCH_LIST", "kernels compiled at run time target exactly this Jetson's GPU")]
+    return env, why

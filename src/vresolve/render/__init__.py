@@ -11,7 +11,6 @@ from __future__ import annotations
 from .json import (
     envelope,
     error_envelope,
-    jetson_plan_view,
     matrix_summary_view,
     matrix_table_view,
     plan_error_view,
@@ -25,7 +24,6 @@ from .text import (
     detect_human,
     doctor_human,
     error_human,
-    jetson_plan_human,
     matrix_table_human,
     plan_human,
     source_plan_human,
@@ -34,4 +32,4 @@ from .text import (
 __all__ = ["envelope", "error_envelope", "to_json", "matrix_summary_view", "matrix_table_view",
            "matrix_table_human", "detect_human", "plan_view", "plan_error_view", "plan_human", "stack_view",
            "error_human", "source_plan_view", "source_plan_human", "doctor_human", "SHELLS", "exports_text",
-           "render_script", "sh_value", "shell_line", "jetson_plan_view", "jetson_plan_human"]
+           "render_script", "sh_value", "shell_line"]

@@ -166,11 +166,13 @@ def stack_view(s: Stack) -> dict[str, Any]:
 
 
 def plan_view(p: Any, detected_by: str) -> dict[str, Any]:
-    """The ``vresolve.plan/1`` body of an InstallPlan (DESIGN.md fixes the field names)."""
-    from .shell import shell_line
+    """The ``vresolve.plan/1`` body of an InstallPlan (DESIGN.md fixes the field names). A plan with checks before
+    its install has them (``checks``) and its script; a wheel set of a target's own index says where it comes from
+    (``jetson``) instead of the builds the resolver turned down (it turned none down: that index decides)."""
+    from .shell import render_install_script, shell_line
 
     r = p.resolution
-    return {
+    out = {
         "host": _host_view(r.host, detected_by),
         "stack": stack_view(r.stack),
         "requires": {"min_driver": str(r.min_driver) if r.min_driver else None,
@@ -185,32 +187,19 @@ def plan_view(p: Any, detected_by: str) -> dict[str, Any]:
         "reasons": list(r.reasons), "warnings": list(r.warnings),
         "alternatives": [{"stack": stack_view(a.stack), "min_driver": str(a.min_driver) if a.min_driver else None,
                           "why_not_chosen": why} for a, why in p.alternatives],
-        "rejected": [{"candidate": x.candidate, "kind": x.kind, "reason": x.reason} for x in r.rejections[:50]],
     }
+    if p.checks:
+        out["checks"] = [{"name": x.name, "argv": list(x.argv), "expect": x.expect} for x in p.checks]
+        out["script"] = render_install_script(p)
+    if r.index is not None:
+        out["jetson"] = jetson_choice_view(r.index)
+    else:
+        out["rejected"] = [{"candidate": x.candidate, "kind": x.kind, "reason": x.reason} for x in r.rejections[:50]]
+    return out
 
 
 def plan_error_view(err: Any) -> dict[str, Any]:
     return {"error": {"code": err.code, "message": err.headline, "causes": list(err.causes), "hints": list(err.hints)}}
-
-
-def jetson_plan_view(p: Any, detected_by: str) -> dict[str, Any]:
-    """The ``vresolve.plan/1`` body of a Jetson's wheel plan: the plan's fields, the Jetson's, and the script."""
-    from .shell import render_jetson_script, shell_line
-
-    return {
-        "host": _host_view(p.host, detected_by), "stack": stack_view(p.stack),
-        "requires": {"min_driver": None, "driver_policy": p.request.driver_policy, "glibc": None},
-        "installer": p.installer, "environment": p.env_dir,
-        "steps": [{"tool": s.tool, "argv": list(s.argv), "shell": shell_line(s.argv), "why": s.why,
-                   "needs_gpu": s.needs_gpu} for s in p.steps],
-        "env": dict(p.env),
-        "checks": [{"name": x.name, "argv": list(x.argv), "expect": x.expect} for x in p.checks],
-        "verify": [{"name": x.name, "argv": list(x.argv), "expect": x.expect, "needs_gpu": x.needs_gpu}
-                   for x in p.verify],
-        "reasons": list(p.reasons), "warnings": list(p.warnings), "alternatives": [],
-        "jetson": jetson_choice_view(p.choice),
-        "script": render_jetson_script(p),
-    }
 
 
 def jetson_choice_view(c: Any) -> dict[str, Any]:

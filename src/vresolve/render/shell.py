@@ -16,7 +16,7 @@ from ..values import INVISIBLE
 
 if TYPE_CHECKING:
     from ..names import Shell
-    from ..plan.jetson import JetsonPlan
+    from ..plan import InstallPlan
     from ..plan.source import SourcePlan
 
 
@@ -195,18 +195,32 @@ def _verify_lines(verify: Sequence[Check]) -> list[str]:
     return [comment("verify"), *(f"{_line(c.argv)} | tee /dev/stderr | grep -qF {shlex.quote(c.expect)}" for c in verify), ""]
 
 
-def render_jetson_script(p: JetsonPlan, uv: str = "uv") -> str:
-    """A Jetson's wheel plan as one bash script: L4T's toolkit checked, the environment, the install from the
-    Jetson index's path, the exports, the checks. ``uv``: as for :func:`render_script`."""
-    w = p.choice.wheels
-    out = ["#!/usr/bin/env bash",
-           comment(f"vLLM {w.vllm} + torch {w.torch} for {p.choice.jetson.module.name} under JetPack "
-                   f"{p.choice.jetpack.version}, from the Jetson index's {w.path} path -- made by vresolve"),
-           "set -euo pipefail", "", comment("L4T's CUDA toolkit, before anything is installed")]
+def render_install_script(p: InstallPlan, uv: str = "uv") -> str:
+    """A wheel plan with checks before its install (a wheel set of a target's own index) as one bash script: the
+    checks (L4T's toolkit), the environment and the install, the exports, the checks after. ``uv``: as for
+    :func:`render_script`."""
+    r = p.resolution
+    if r.index is not None:
+        c, w = r.index, r.index.wheels
+        title = (f"vLLM {w.vllm} + torch {w.torch} for {c.jetson.module.name} under JetPack {c.jetpack.version}, "
+                 f"from the Jetson index's {w.path} path -- made by vresolve")
+        first = "L4T's CUDA toolkit, before anything is installed"
+    else:
+        title = f"vLLM {r.vllm.version} + torch {r.torch.version}+{r.torch.variant.variant} -- made by vresolve"
+        first = "checks before anything is installed"
+    out = ["#!/usr/bin/env bash", comment(title), "set -euo pipefail", "", comment(first)]
     out += _check_lines(p.checks)
     out += _step_lines(p.steps, uv)
     out += [comment("the environment vLLM runs in"), *_export_lines(p.env, p.env_reasons), ""]
     return "\n".join(out + _verify_lines(p.verify))
+
+
+def plan_commands(p: InstallPlan, uv: str = "uv") -> str:
+    """What to run for a wheel plan, and nothing else (``plan -q``): its script when checks come before its install
+    (they are part of what to run), else :func:`commands_text`."""
+    if p.checks:
+        return render_install_script(p) + "\n"
+    return commands_text(p.steps, p.env, uv)
 
 
 def commands_text(steps: Sequence[Step], env: Sequence[tuple[str, str]], uv: str = "uv") -> str:

@@ -171,9 +171,11 @@ def plan_human(p: Any, detected_by: str, *, uv: str = "uv", apply: Sequence[str]
     ``apply``: the flags of this plan, for the line that says ``vresolve apply`` with them runs it."""
     from rich.text import Text
 
-    from .shell import _with_uv, sh_value, shell_line
+    from .shell import _with_uv, render_install_script, sh_value, shell_line
 
     r = p.resolution
+    if p.checks:  # checks before the install: the plan is shown as its script, which runs them first
+        return _recipe_human(stack_table(r, detected_by), p, render_install_script(p, uv), apply)
     out: list[Any] = [stack_table(r, detected_by), Text("Why:", style="bold")]
     out += [_t(f"  - {x}") for x in r.reasons]
     if r.warnings:
@@ -222,6 +224,8 @@ def next_step(flags: Sequence[str], what: str = "this plan") -> Text:
 def stack_table(r: Any, detected_by: str) -> Table:
     from rich.table import Table
 
+    if r.index is not None:
+        return _index_table(r, detected_by)
     t = Table(title=_t(f"vLLM stack for {_machine_line(r.host)} ({detected_by})"))
     # every cell a Text: a str cell is read as markup with emoji codes (rich then loads its table of ~3,600 emoji
     # names, ~5 ms of a cold plan), and none of these is markup
@@ -265,14 +269,13 @@ def source_plan_human(p: Any, detected_by: str, *, uv: str = "uv", apply: Sequen
     return _recipe_human(source_table(p, detected_by), p, render_script(p, uv), apply)
 
 
-def jetson_plan_human(p: Any, detected_by: str, *, uv: str = "uv", apply: Sequence[str] | None = None) -> list[Any]:
-    """A Jetson's wheel plan: what is installed from which path of the Jetson index, why, and the script."""
+def _index_table(r: Any, detected_by: str) -> Table:
+    """A wheel set of a target's own index: what is installed from which path of the Jetson index, for which
+    JetPack."""
     from rich.table import Table
 
-    from .shell import render_jetson_script
-
-    c, w = p.choice, p.choice.wheels
-    t = Table(title=_t(f"vLLM for {_machine_line(p.host)} ({detected_by})"))
+    c, w = r.index, r.index.wheels
+    t = Table(title=_t(f"vLLM for {_machine_line(r.host)} ({detected_by})"))
     for col in ("package", "version", "from"):
         t.add_column(_t(col))
     where = f"the Jetson index's {w.path} path"
@@ -280,7 +283,7 @@ def jetson_plan_human(p: Any, detected_by: str, *, uv: str = "uv", apply: Sequen
                 *((k, str(v), where) for k, v in sorted(w.companions.items()))):
         t.add_row(*map(_t, row))
     t.add_row(*map(_t, ("JetPack", str(c.jetpack.version), f"L4T's CUDA {c.jetpack.cuda}")))
-    return _recipe_human(t, p, render_jetson_script(p, uv), apply)
+    return t
 
 
 class Commented:

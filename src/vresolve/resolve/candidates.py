@@ -1,27 +1,30 @@
-"""Candidates and requirements of the resolution, the driver rules, and rejections as data.
+"""Candidates and requirements of the resolution, the driver rules, rejections and the result as data.
 
 A candidate is a pinned build: :class:`VllmBuild` (a vLLM release x one of its wheel builds: the
-PyPI wheel or a CUDA variant from vLLM's index or release assets) or :class:`TorchBuild` (a torch
-release x variant x platform). A requirement is a name plus a constraint: :class:`VllmRequirement`
+PyPI wheel or a CUDA variant from vLLM's index or release assets, or the wheel of a target's own
+index: a Jetson's JetPack path) or :class:`TorchBuild` (a torch release x variant x platform). The
+answer is a :class:`Resolution`; what it installs, a :class:`Stack`. A requirement is a name plus a constraint: :class:`VllmRequirement`
 (the user's ``--vllm`` range) and :class:`TorchRequirement` (the exact torch a vLLM wheel pins, on
 the same CUDA major as the vLLM build). Pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from ..host import HostGpu
+from ..host import Host, HostGpu
 from ..matrix import Asset, Kernels, KnownIssue, Matrix, Provenance, TorchRelease, TorchVariant, VllmRelease, Wheel
 from ..values import ArchList, DriverVersion, exact_pin, variant_for_cuda
 
 if TYPE_CHECKING:
-    from ..names import Policy, RejectionKind, Where
+    from ..matrix.model import Gpu, JetPack, JetsonWheels
+    from ..names import InstallKind, Policy, RejectionKind, Where
+    from ..values import Capability
 
 COMPANIONS = ("torchvision", "torchaudio", "xformers", "flashinfer-python", "triton")
 
@@ -41,6 +44,10 @@ class Request:
     jetpack: str | None = None  # --jetpack: the JetPack of a Jetson named on the command line (else from its L4T)
     jetson_index: str | None = None  # --jetson-index: the index of NVIDIA's JetPack wheels (written into hints)
     generic: bool = False  # the host's facts as given, without the Jetson rules (the Jetson planner's own call)
+    # a target's own index is a source of candidates (a Jetson's JetPack path of the Jetson index): its wheel set is
+    # the answer where the request allows one (what a plan installs); False: the generic builds' question, which
+    # names that index's sets as a way forward
+    own_index: bool = False
     allow_unknown_glibc: bool = False  # a known glibc: use builds whose glibc floor is not recorded, as first choice
     gpu_driver: bool = True  # refuse a driver that cannot drive a GPU (False: a fleet's composite host, judged per node)
 
@@ -355,6 +362,100 @@ class Rejection:
                if self.ptx and self.policy != "toolkit" else f"under the {self.policy} policy")
         return (f"{self.build.label} needs driver >= {self.needs_driver} for CUDA {self.build.cuda} ({why}); "
                 f"driver {self.driver} serves CUDA {self.served or 'none'} at most")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Stack:
+    """What a plan installs: one record for a wheel plan, a source build, an alternative and a lock's header."""
+
+    vllm: Version
+    torch: str  # the version, without a local part
+    torchvision: str | None
+    torchaudio: str | None
+    companions: Mapping[str, str]  # the other pins of the vLLM wheel (xformers, flashinfer-python)
+    variant: str  # torch's build: cu128, cpu
+    vllm_variant: str  # vLLM's build: cu129, cpu, source
+    vllm_source: str  # pypi, release-assets, the vLLM index, git tag vX
+    torch_source: str  # pypi, pytorch-index, kept
+    cuda: Version | None
+    python: Version  # major.minor
+    install_kind: InstallKind
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Jetson:
+    """What makes this machine a Jetson: its module (a gpus.yaml row), its GPU, and its JetPack if known."""
+
+    module: Gpu
+    gpu: HostGpu | None
+    jetpack: JetPack | None
+    how: str  # how the JetPack was known ("L4T 36.4.3 from /etc/nv_tegra_release", "--jetpack 6.2", "")
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def cc(self) -> Capability:
+        return self.module.compute_capability
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JetsonWheelChoice:
+    """The wheel set of a target's own index that a Jetson installs: a vLLM wheel and its torch from one path of the
+    Jetson index (its JetPack's), and the facts that chose it."""
+
+    jetson: Jetson
+    jetpack: JetPack
+    wheels: JetsonWheels
+    index: str  # the URL of the path (the user's index, with the path the wheels are on)
+    reasons: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def stack(self) -> Stack:
+        w = self.wheels
+        cu = w.path.rsplit("/", 1)[1]
+        return Stack(vllm=Version(w.vllm.public), torch=str(w.torch),
+                     torchvision=str(w.companions["torchvision"]) if "torchvision" in w.companions else None,
+                     torchaudio=str(w.companions["torchaudio"]) if "torchaudio" in w.companions else None,
+                     companions={k: str(v) for k, v in w.companions.items() if k not in ("torchvision", "torchaudio")},
+                     variant=cu, vllm_variant=cu, vllm_source=f"jetson-index {w.path}", torch_source="jetson-index",
+                     cuda=w.cuda, python=w.python, install_kind="wheel")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Resolution:
+    host: Host
+    request: Request
+    vllm: VllmBuild
+    torch: TorchBuild
+    companions: Mapping[str, str]  # torchvision -> "0.29.0", ... (the vLLM wheel's own pins)
+    cuda: Version | None  # the newest CUDA in the stack: the one the driver must serve
+    min_driver: DriverVersion | None
+    ptx_gpus: tuple[HostGpu, ...]  # GPUs that run some part of the stack only through PTX JIT
+    glibc_floor: Version | None  # the newest manylinux floor among the planned wheels (None: not known)
+    reasons: tuple[str, ...]
+    warnings: tuple[str, ...]
+    # the builds turned down on the way: made into Rejections (and text) only when asked, once
+    turned_down: Callable[[], tuple[Rejection, ...]] = field(repr=False, compare=False)
+    glibc_by: tuple[str, ...] = ()  # the packages whose wheels set glibc_floor (llguidance, vllm, torch)
+    # the wheel set of the target's own index that was chosen (a Jetson's JetPack path): vllm and torch are its
+    # builds; its files are replaced on that index under the same name, so it is never locked by hash
+    index: JetsonWheelChoice | None = None
+
+    @property
+    def rejections(self) -> tuple[Rejection, ...]:
+        """The builds the resolver turned down on the way, and why (newest first)."""
+        return self.turned_down()
+
+    @property
+    def stack(self) -> Stack:
+        if self.index is not None:
+            return self.index.stack
+        return Stack(vllm=self.vllm.version, torch=str(self.torch.version),
+                     torchvision=self.companions.get("torchvision"), torchaudio=self.companions.get("torchaudio"),
+                     companions={k: v for k, v in self.companions.items() if k not in ("torchvision", "torchaudio")},
+                     variant=self.torch.variant.variant, vllm_variant=self.vllm.variant, vllm_source=self.vllm.where,
+                     torch_source="pypi" if self.torch.pypi else "pytorch-index", cuda=self.cuda,
+                     python=self.host.python_minor, install_kind="wheel")
 
 
 # Memo tables shared by every resolution in this process, keyed by the matrix's revision

@@ -1,12 +1,14 @@
-"""A failed resolution in hardware terms, and the stacks worth knowing about that were not chosen.
+"""A failed resolution in hardware terms.
 
 A cause is data (:class:`Cause`: a kind such as ``gpu`` or ``driver``, and its sentence); the
 command line decides on a source build by the kinds, and the render layer prints the sentences.
+The resolver calls :func:`explain` with its own ``resolve`` to try the relaxed requests its hints
+name (this module never imports the resolver).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,11 +18,12 @@ from packaging.version import Version
 from ..errors import EXIT_NO_STACK, VresolveError
 from ..host import Host, describe_gpus
 from ..matrix import Matrix
-from .candidates import Rejection, Request, VllmBuild, served_memo
+from .candidates import Rejection, Request, Resolution, VllmBuild, served_memo
 
 if TYPE_CHECKING:
     from ..names import Policy
-    from .provider import Resolution, _Checker, _Provider
+
+    Resolve = Callable[[Host, Matrix, Request], Resolution]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,27 +71,28 @@ class NoCompatibleStack(VresolveError):
         return frozenset(c.kind for c in self.cause_list)
 
 
-def explain(host: Host, matrix: Matrix, request: Request, checker: _Checker, provider: _Provider
-            ) -> NoCompatibleStack:
-    """Turn the rejections into a hardware-terms explanation and concrete hints."""
+def explain(host: Host, matrix: Matrix, request: Request, *, builds: Sequence[VllmBuild], platform: str,
+            turned_down: Sequence[Rejection], retry: Resolve) -> NoCompatibleStack:
+    """Turn the rejections into a hardware-terms explanation and concrete hints. ``builds``: the vLLM builds of
+    the platform; ``turned_down``: every rejection; ``retry``: the resolver, for the hints' relaxed requests."""
     any_version = len(request.vllm) == 0
-    wanted = [b for b in provider.vllm if request.cpu == (b.cuda is None)
+    wanted = [b for b in builds if request.cpu == (b.cuda is None)
               and (any_version or request.vllm.contains(b.version, prereleases=True))]
     if not wanted:
         what = f"vllm{request.vllm}" if str(request.vllm) else "vLLM"
-        known = [f"known vLLM releases: {provider.vllm[-1].version} .. {provider.vllm[0].version}"] \
-            if provider.vllm else []
+        known = [f"known vLLM releases: {builds[-1].version} .. {builds[0].version}"] \
+            if builds else []
         return NoCompatibleStack(
-            f"the matrix has no {'CPU' if request.cpu else 'CUDA'} build of {what} for {checker.platform}",
+            f"the matrix has no {'CPU' if request.cpu else 'CUDA'} build of {what} for {platform}",
             causes=known, hints=["ask for a vLLM version the matrix knows (vresolve matrix show vllm)",
                                  "build vLLM from source (--source-build always)"])
     # only what the request asked about: the pool records every build it turned down
-    rejections = [r for r in checker.rejections if not isinstance(r.build, VllmBuild)
+    rejections = [r for r in turned_down if not isinstance(r.build, VllmBuild)
                   or any_version or request.vllm.contains(r.build.version, prereleases=True)]
     headline = (f"no build of vLLM {request.vllm or ''}".rstrip() + f" runs on this machine "
                 f"({_machine_text(host, request)})")
     return NoCompatibleStack(headline, causes=_causes(host, matrix, request, rejections, wanted[0].version),
-                             hints=_hints(host, matrix, request, rejections))
+                             hints=_hints(host, matrix, request, rejections, retry))
 
 
 def _causes(host: Host, matrix: Matrix, request: Request, rejections: Sequence[Rejection],
@@ -117,7 +121,8 @@ def _causes(host: Host, matrix: Matrix, request: Request, rejections: Sequence[R
     return causes
 
 
-def _hints(host: Host, matrix: Matrix, request: Request, rejections: Sequence[Rejection]) -> list[str]:
+def _hints(host: Host, matrix: Matrix, request: Request, rejections: Sequence[Rejection], retry: Resolve
+           ) -> list[str]:
     """What would make a stack fit: a driver, the other policy, no vLLM constraint, a source build, ..."""
     from dataclasses import replace
 
@@ -125,17 +130,17 @@ def _hints(host: Host, matrix: Matrix, request: Request, rejections: Sequence[Re
     driver_rj = any(r.kind == "driver" and r.needs_driver is not None for r in rejections)
     if driver_rj and host.driver.version is not None:
         # the smallest driver upgrade that lets the newest wanted release through
-        relaxed = _try(host, matrix, request, driver=None)
+        relaxed = try_resolve(retry, host, matrix, request, driver=None)
         if relaxed is not None and relaxed.min_driver is not None:
             hints.append(f"install NVIDIA driver >= {relaxed.min_driver} (it serves vLLM {relaxed.vllm.version} "
                          f"with torch {relaxed.torch.version}+{relaxed.torch.variant.variant})")
     if request.driver_policy == "toolkit" and driver_rj:
-        alt = _try(host, matrix, request, policy="minor-compat")
+        alt = try_resolve(retry, host, matrix, request, policy="minor-compat")
         if alt is not None:
             hints.append(f"use --driver-policy minor-compat: vLLM {alt.vllm.version} runs on this driver under "
                          "CUDA minor-version compatibility")
     if str(request.vllm):
-        older = _try(host, matrix, replace(request, vllm=SpecifierSet()))  # the rest of the request kept
+        older = try_resolve(retry, host, matrix, replace(request, vllm=SpecifierSet()))  # the rest kept
         if older is not None:
             hints.append(f"drop the vLLM constraint ({request.vllm}): vLLM {older.vllm.version} runs here")
     kinds = {r.kind for r in rejections}
@@ -159,47 +164,14 @@ def _machine_text(host: Host, request: Request) -> str:
     return ", ".join(parts)
 
 
-def _try(host: Host, matrix: Matrix, request: Request, *, driver: Any = ..., policy: Policy | None = None
-         ) -> Resolution | None:
+def try_resolve(retry: Resolve, host: Host, matrix: Matrix, request: Request, *, driver: Any = ...,
+                policy: Policy | None = None) -> Resolution | None:
+    """``retry``'s answer with the driver (None: any) or the policy changed; None when none fits."""
     from dataclasses import replace
-
-    from .provider import resolve  # the resolver asks this module to explain its failures
 
     h = host if driver is ... else replace(host, driver=replace(host.driver, version=driver, cuda=None))
     r = request if policy is None else replace(request, driver_policy=policy)
     try:
-        return resolve(h, matrix, r)
+        return retry(h, matrix, r)
     except NoCompatibleStack:
         return None
-
-
-def alternatives(host: Host, matrix: Matrix, request: Request, chosen: Resolution) -> list[tuple[Resolution, str]]:
-    """Stacks worth knowing about that were not chosen, each with the reason.
-
-    A newer vLLM that a driver upgrade would allow (naming the driver); the simplest
-    install (PyPI wheels only) when a variant was chosen and a driver upgrade allows it.
-    """
-    out: list[tuple[Resolution, str]] = []
-    if host.driver.version is None or request.cpu:
-        return out
-    free = _try(host, matrix, request, driver=None)
-    if free is not None and (free.vllm.version, free.vllm.where == "pypi") > (chosen.vllm.version,
-                                                                             chosen.vllm.where == "pypi"):
-        newer = free.vllm.version > chosen.vllm.version
-        what = "a newer vLLM" if newer else "the simpler PyPI install"
-        out.append((free, f"{what} needs NVIDIA driver >= {free.min_driver}; this machine has {host.driver.version}"))
-    return out + _unknown_glibc_alternative(host, matrix, request, chosen)
-
-
-def _unknown_glibc_alternative(host: Host, matrix: Matrix, request: Request, chosen: Resolution
-                               ) -> list[tuple[Resolution, str]]:
-    """A newer vLLM that the cautious pass set aside: the glibc its wheels need is not recorded."""
-    from dataclasses import replace
-
-    if host.platform.glibc is None or request.allow_unknown_glibc or request.cpu:
-        return []
-    free = _try(host, matrix, replace(request, allow_unknown_glibc=True))
-    if free is None or free.vllm.version <= chosen.vllm.version:
-        return []
-    unknown = " and ".join(b.format_for_error() for b in (free.vllm, free.torch) if b.manylinux is None)
-    return [(free, f"a newer vLLM whose glibc floor is not recorded ({unknown}); --allow-unknown-glibc admits it")]

@@ -10,6 +10,10 @@ generic wheels run there when their arch lists cover sm_110 and their CUDA is th
 Where the JetPack comes from: ``--jetpack``, else the L4T release detection read
 (``/etc/nv_tegra_release``, ``nvidia-l4t-core``); a board named on the command line without either has
 no JetPack, and the answer covers each JetPack of its module.
+
+These are facts the one resolver checks (:func:`.provider.resolve` asks :func:`jetson_answer`): the wheel
+sets of the Jetson index are candidates like any index's, made into the resolver's own builds and
+:class:`Resolution`; this module never calls the resolver.
 """
 
 from __future__ import annotations
@@ -18,34 +22,19 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from ..host import DriverInfo, Host, HostGpu
 from ..matrix import Gpu, Matrix
-from ..matrix.model import JetPack, JetsonWheels, VllmRelease
+from ..matrix.model import JetPack, JetsonWheels, TorchRelease, TorchVariant, VllmRelease
 from ..values import Capability, exact_pin
-from .candidates import Request
+from .candidates import Jetson, JetsonWheelChoice, Request, Resolution, TorchBuild, VllmBuild
 from .explain import Cause, NoCompatibleStack
-from .provider import Resolution, Stack, resolve
 
-__all__ = ["Jetson", "jetson_of", "resolve_jetson", "find_jetpack", "with_board_gpu", "effective_jetpack",
-           "runs_unified_arm", "JetsonWheelChoice", "jetson_wheel_choice", "index_wheels", "is_jetson",
-           "jetson_by_capability", "capability_only_jetson", "named_by_capability"]
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Jetson:
-    """What makes this machine a Jetson: its module (a gpus.yaml row), its GPU, and its JetPack if known."""
-
-    module: Gpu
-    gpu: HostGpu | None
-    jetpack: JetPack | None
-    how: str  # how the JetPack was known ("L4T 36.4.3 from /etc/nv_tegra_release", "--jetpack 6.2", "")
-    warnings: tuple[str, ...] = ()
-
-    @property
-    def cc(self) -> Capability:
-        return self.module.compute_capability
+__all__ = ["Jetson", "jetson_of", "jetson_answer", "UnifiedArm", "refusal", "find_jetpack", "with_board_gpu",
+           "effective_jetpack", "runs_unified_arm", "JetsonWheelChoice", "jetson_wheel_choice", "wheel_resolution",
+           "index_wheels", "is_jetson", "jetson_by_capability", "capability_only_jetson", "named_by_capability"]
 
 
 def find_jetpack(matrix: Matrix, text: str) -> JetPack | None:
@@ -171,32 +160,49 @@ def _sbsa(j: Jetson, jp: JetPack) -> bool:
 # -------------------------------------------------------------------------------------- the SBSA path (Thor)
 
 
-def _resolve_sbsa(host: Host, matrix: Matrix, request: Request, j: Jetson, jp: JetPack, assumed: bool
-                  ) -> Resolution:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UnifiedArm:
+    """A Jetson whose JetPack runs CUDA's unified ARM build (Thor): the resolver resolves the generic aarch64 builds
+    for ``host`` under ``request`` (the JetPack's CUDA major only), then :meth:`finish` says why and what to mind."""
+
+    host: Host
+    request: Request
+    jetson: Jetson
+    jetpack: JetPack
+    assumed: bool
+    driver: object  # the driver the machine reported (L4T's), or None
+
+    def finish(self, res: Resolution) -> Resolution:
+        j, jp = self.jetson, self.jetpack
+        warnings = list(j.warnings)
+        if self.assumed:
+            warnings.append(f"the JetPack of this {j.module.name} is not known: planned for JetPack {jp.version} "
+                            f"(CUDA {jp.cuda}), the first for it; give --jetpack, or plan on the board (--gpu auto)")
+        if self.driver is not None:
+            warnings.append(f"a Jetson's driver {self.driver} is L4T's, not a desktop branch: read as serving "
+                            f"JetPack {jp.version}'s CUDA {jp.cuda}")
+        if not jp.provenance.trusted:
+            warnings.append(f"JetPack {jp.version}'s facts in the matrix are unverified")
+        cuda = res.cuda
+        if cuda is not None and (cuda.major, cuda.minor) > (jp.cuda.major, jp.cuda.minor):
+            warnings.append(f"this stack's CUDA {cuda} is newer than JetPack {jp.version}'s CUDA {jp.cuda}: it relies "
+                            "on minor-version compatibility, which the matrix has not verified on Jetson")
+        reason = (f"{j.module.name} (sm_{j.cc.major}{j.cc.minor}) under JetPack {jp.version}{_unverified(jp)} runs "
+                  f"CUDA's unified ARM (SBSA) build {jp.cuda}: the generic aarch64 wheels run there when their arch "
+                  f"lists cover sm_{j.cc.major}{j.cc.minor}" + (f" ({j.how})" if j.how else ""))
+        return replace(res, warnings=(*res.warnings, *warnings), reasons=(reason, *res.reasons))
+
+
+def _unified_arm(host: Host, matrix: Matrix, request: Request, j: Jetson, jp: JetPack, assumed: bool
+                 ) -> UnifiedArm:
     tk = matrix.toolkit(jp.cuda)
     floor = tk.min_driver.linux if tk is not None else None
     drv = DriverInfo(version=floor, cuda=jp.cuda, source=f"JetPack {jp.version}: L4T's driver serves CUDA {jp.cuda}")
     h = replace(host, driver=drv, platform=replace(host.platform, os="linux", machine="aarch64"))
     why = (f"{j.module.name} under JetPack {jp.version} runs CUDA {jp.cuda.major}.x builds only (the unified ARM "
            f"CUDA of its JetPack; other CUDA majors' aarch64 builds are not built for it)")
-    res = resolve(h, matrix, replace(request, cuda_major=jp.cuda.major, cuda_major_why=why, generic=True))
-    warnings = list(j.warnings)
-    if assumed:
-        warnings.append(f"the JetPack of this {j.module.name} is not known: planned for JetPack {jp.version} "
-                        f"(CUDA {jp.cuda}), the first for it; give --jetpack, or plan on the board (--gpu auto)")
-    if host.driver.version is not None:
-        warnings.append(f"a Jetson's driver {host.driver.version} is L4T's, not a desktop branch: read as serving "
-                        f"JetPack {jp.version}'s CUDA {jp.cuda}")
-    if not jp.provenance.trusted:
-        warnings.append(f"JetPack {jp.version}'s facts in the matrix are unverified")
-    cuda = res.cuda
-    if cuda is not None and (cuda.major, cuda.minor) > (jp.cuda.major, jp.cuda.minor):
-        warnings.append(f"this stack's CUDA {cuda} is newer than JetPack {jp.version}'s CUDA {jp.cuda}: it relies on "
-                        "minor-version compatibility, which the matrix has not verified on Jetson")
-    reason = (f"{j.module.name} (sm_{j.cc.major}{j.cc.minor}) under JetPack {jp.version}{_unverified(jp)} runs CUDA's "
-              f"unified ARM (SBSA) build {jp.cuda}: the generic aarch64 wheels run there when their arch lists "
-              f"cover sm_{j.cc.major}{j.cc.minor}" + (f" ({j.how})" if j.how else ""))
-    return replace(res, warnings=(*res.warnings, *warnings), reasons=(reason, *res.reasons))
+    return UnifiedArm(host=h, request=replace(request, cuda_major=jp.cuda.major, cuda_major_why=why, generic=True),
+                      jetson=j, jetpack=jp, assumed=assumed, driver=host.driver.version)
 
 
 # -------------------------------------------------------------------------- the JetPack-specific path (Orin, Xavier)
@@ -351,29 +357,6 @@ def _upgrade_hints(matrix: Matrix, request: Request, j: Jetson, newer: Sequence[
 # ------------------------------------------------------------------ the Jetson index's wheels (Orin on JetPack 6)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class JetsonWheelChoice:
-    """The JetPack-specific wheels a Jetson installs: a vLLM wheel and its torch from one path of the Jetson index."""
-
-    jetson: Jetson
-    jetpack: JetPack
-    wheels: JetsonWheels
-    index: str  # the URL of the path (the user's index, with the path the wheels are on)
-    reasons: tuple[str, ...]
-    warnings: tuple[str, ...]
-
-    @property
-    def stack(self) -> Stack:
-        w = self.wheels
-        cu = w.path.rsplit("/", 1)[1]
-        return Stack(vllm=Version(w.vllm.public), torch=str(w.torch),
-                     torchvision=str(w.companions["torchvision"]) if "torchvision" in w.companions else None,
-                     torchaudio=str(w.companions["torchaudio"]) if "torchaudio" in w.companions else None,
-                     companions={k: str(v) for k, v in w.companions.items() if k not in ("torchvision", "torchaudio")},
-                     variant=cu, vllm_variant=cu, vllm_source=f"jetson-index {w.path}", torch_source="jetson-index",
-                     cuda=w.cuda, python=w.python, install_kind="wheel")
-
-
 def is_jetson(host: Host, matrix: Matrix) -> bool:
     """Whether this host is a Jetson (a board detection found, an L4T release, or a Jetson module's GPU): its
     JetPack decides its stack, so it never shares one with other machines."""
@@ -412,12 +395,16 @@ def _wheel_cause(w: JetsonWheels, jp: JetPack) -> str:
 
 def jetson_wheel_choice(host: Host, matrix: Matrix, request: Request) -> JetsonWheelChoice | None:
     """The Jetson index's wheels for this host, when it is a Jetson on L4T's own CUDA whose JetPack (known) has a
-    wheel set the request allows; None otherwise (the other answers: :func:`resolve_jetson`). Raises
+    wheel set the request allows; None otherwise (the other answers: :func:`jetson_answer`). Raises
     NoCompatibleStack when such wheels exist but no index was named: they are installed from it, not guessed."""
     if request.cpu or request.generic:
         return None
     j = jetson_of(host, matrix, request.jetpack)
-    if j is None or j.jetpack is None or _sbsa(j, j.jetpack):
+    return None if j is None else _wheel_choice(host, matrix, request, j)
+
+
+def _wheel_choice(host: Host, matrix: Matrix, request: Request, j: Jetson) -> JetsonWheelChoice | None:
+    if j.jetpack is None or _sbsa(j, j.jetpack):
         return None
     jp = j.jetpack
     sets = index_wheels(matrix, j.module.name, jp, request)
@@ -435,6 +422,26 @@ def jetson_wheel_choice(host: Host, matrix: Matrix, request: Request) -> JetsonW
     index = _path_url(request.jetson_index, w.path)
     return JetsonWheelChoice(jetson=j, jetpack=jp, wheels=w, index=index, reasons=_wheel_reasons(host, j, jp, w),
                              warnings=(*j.warnings, *_wheel_warnings(host, jp, w, sets)))
+
+
+def wheel_resolution(host: Host, request: Request, choice: JetsonWheelChoice) -> Resolution:
+    """The Resolution of a wheel set of the Jetson index: its vLLM wheel and its torch as the resolver's builds (from
+    the ``jetson-index``), every fact of the choice kept with it (:attr:`Resolution.index`)."""
+    w, prov = choice.wheels, choice.wheels.provenance
+    cu = w.path.rsplit("/", 1)[1]
+    release = VllmRelease(version=Version(w.vllm.public), cuda=w.cuda, kernels=None, variants=(), wheels=(),
+                          provenance=prov)
+    vllm = VllmBuild(release=release, variant=cu, cuda=w.cuda, where="jetson-index", kernels=None, wheel=None,
+                     pins={"torch": SpecifierSet(f"=={w.torch}")}, provenance=prov, trusted=prov.trusted,
+                     label=f"vLLM {w.vllm} (the Jetson index's {w.path} path)")
+    variant = TorchVariant(variant=cu, cuda=w.cuda, pypi_default=frozenset(), archs={}, provenance=prov)
+    torch = TorchBuild(release=TorchRelease(version=w.torch, python=(w.python,), companions=w.companions,
+                                            variants=(variant,), wheels=(), provenance=prov),
+                       variant=variant, platform=host.platform.tag, pypi=False, where="jetson-index")
+    return Resolution(host=host, request=request, vllm=vllm, torch=torch,
+                      companions={k: str(v) for k, v in w.companions.items()}, cuda=w.cuda, min_driver=None,
+                      ptx_gpus=(), glibc_floor=None, reasons=choice.reasons, warnings=choice.warnings,
+                      turned_down=tuple, index=choice)
 
 
 def _wheel_reasons(host: Host, j: Jetson, jp: JetPack, w: JetsonWheels) -> tuple[str, ...]:
@@ -490,13 +497,23 @@ def runs_unified_arm(matrix: Matrix, j: Jetson) -> bool:
     return jp is not None and _sbsa(j, jp)
 
 
-def resolve_jetson(host: Host, matrix: Matrix, request: Request, j: Jetson, *, index: str | None = None
-                   ) -> Resolution | None:
-    """The Resolution for a Jetson whose JetPack runs the unified ARM builds (Thor), else NoCompatibleStack with
-    the way forward (the JetPack's torch and a source build, an upgrade of JetPack, or none)."""
-    if request.cpu:
-        return None  # the CPU backend: no CUDA, the generic planner answers
+def refusal(host: Host, matrix: Matrix, request: Request, j: Jetson) -> NoCompatibleStack:
+    """Why no generic wheel runs on this Jetson on L4T's own CUDA, and the way forward: the JetPack's torch and a
+    source build, an upgrade of JetPack, or none."""
+    return _refuse(matrix, request, j, request.jetson_index, host.driver.version)
+
+
+def jetson_answer(host: Host, matrix: Matrix, request: Request) -> Resolution | UnifiedArm | None:
+    """What a Jetson's facts answer, for the resolver: None (not a Jetson); the Resolution of its JetPack's wheel set
+    of the Jetson index (when the request's ``own_index`` makes that index a source of candidates); the generic builds to resolve
+    under its JetPack's CUDA (:class:`UnifiedArm`, a Thor); else NoCompatibleStack with the way forward."""
+    j = jetson_of(host, matrix, request.jetpack)
+    if j is None:
+        return None
+    choice = _wheel_choice(host, matrix, request, j) if request.own_index else None
+    if choice is not None:
+        return wheel_resolution(host, request, choice)
     jp, assumed = effective_jetpack(matrix, j)
     if jp is not None and _sbsa(j, jp):
-        return _resolve_sbsa(host, matrix, request, j, jp, assumed)
-    raise _refuse(matrix, request, j, index, host.driver.version)
+        return _unified_arm(host, matrix, request, j, jp, assumed)
+    raise refusal(host, matrix, request, j)

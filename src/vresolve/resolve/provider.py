@@ -9,8 +9,8 @@ never reaches resolvelib, and the reason is recorded in hardware terms (:class:`
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
@@ -28,6 +28,8 @@ from .candidates import (
     Rejection,
     Request,
     Requirement,
+    Resolution,
+    Stack,
     TorchBuild,
     TorchRequirement,
     VllmBuild,
@@ -44,13 +46,15 @@ from .candidates import (
     vllm_builds,
     where_text,
 )
-from .explain import NoCompatibleStack, explain
+from .explain import NoCompatibleStack, explain, try_resolve
 from .gpudriver import refuse_unsupported_driver
+
+__all__ = ["Resolution", "Stack", "resolve", "resolve_kept_torch", "alternatives", "may_be_jetson"]
 
 if TYPE_CHECKING:
     from typing import Literal
 
-    from ..names import InstallKind, Policy, RejectionKind
+    from ..names import Policy, RejectionKind
 
     _Verdict = tuple[Literal["ok", "ptx"] | RejectionKind, str]  # ("ok", "") | ("ptx", "") | (kind, reason)
 
@@ -301,56 +305,6 @@ class _Provider(AbstractProvider):
         return []
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Stack:
-    """What a plan installs: one record for a wheel plan, a source build, an alternative and a lock's header."""
-
-    vllm: Version
-    torch: str  # the version, without a local part
-    torchvision: str | None
-    torchaudio: str | None
-    companions: Mapping[str, str]  # the other pins of the vLLM wheel (xformers, flashinfer-python)
-    variant: str  # torch's build: cu128, cpu
-    vllm_variant: str  # vLLM's build: cu129, cpu, source
-    vllm_source: str  # pypi, release-assets, the vLLM index, git tag vX
-    torch_source: str  # pypi, pytorch-index, kept
-    cuda: Version | None
-    python: Version  # major.minor
-    install_kind: InstallKind
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Resolution:
-    host: Host
-    request: Request
-    vllm: VllmBuild
-    torch: TorchBuild
-    companions: Mapping[str, str]  # torchvision -> "0.29.0", ... (the vLLM wheel's own pins)
-    cuda: Version | None  # the newest CUDA in the stack: the one the driver must serve
-    min_driver: DriverVersion | None
-    ptx_gpus: tuple[HostGpu, ...]  # GPUs that run some part of the stack only through PTX JIT
-    glibc_floor: Version | None  # the newest manylinux floor among the planned wheels (None: not known)
-    reasons: tuple[str, ...]
-    warnings: tuple[str, ...]
-    # the builds turned down on the way: made into Rejections (and text) only when asked, once
-    turned_down: Callable[[], tuple[Rejection, ...]] = field(repr=False, compare=False)
-    glibc_by: tuple[str, ...] = ()  # the packages whose wheels set glibc_floor (llguidance, vllm, torch)
-
-    @property
-    def rejections(self) -> tuple[Rejection, ...]:
-        """The builds the resolver turned down on the way, and why (newest first)."""
-        return self.turned_down()
-
-    @property
-    def stack(self) -> Stack:
-        return Stack(vllm=self.vllm.version, torch=str(self.torch.version),
-                     torchvision=self.companions.get("torchvision"), torchaudio=self.companions.get("torchaudio"),
-                     companions={k: v for k, v in self.companions.items() if k not in ("torchvision", "torchaudio")},
-                     variant=self.torch.variant.variant, vllm_variant=self.vllm.variant, vllm_source=self.vllm.where,
-                     torch_source="pypi" if self.torch.pypi else "pytorch-index", cuda=self.cuda,
-                     python=self.host.python_minor, install_kind="wheel")
-
-
 def _min_driver(matrix: Matrix, res_vllm: VllmBuild, res_torch: TorchBuild, gpus: Sequence[HostGpu],
                 policy: Policy, platform: str | None = None) -> tuple[DriverVersion | None, list[HostGpu]]:
     floors: list[DriverVersion] = []
@@ -407,16 +361,17 @@ def may_be_jetson(host: Host, matrix: Matrix) -> bool:
 def resolve(host: Host, matrix: Matrix, request: Request) -> Resolution:
     """The best stack for ``host`` under ``request``, or NoCompatibleStack with causes and hints.
 
-    A Jetson is answered by its JetPack (:mod:`.jetson`): the generic aarch64 wheels only where its JetPack's
-    CUDA is the unified ARM build (Thor), else the way forward as a NoCompatibleStack."""
+    A Jetson is answered by its JetPack (:mod:`.jetson`, its facts): the wheel set of its JetPack's path of the
+    Jetson index, when the request allows one (``own_index``); the generic aarch64 builds under its JetPack's CUDA
+    major, where that CUDA is the unified ARM build (Thor); else the way forward, as a NoCompatibleStack."""
     if not request.cpu and not request.generic and may_be_jetson(host, matrix):
-        from .jetson import jetson_of, resolve_jetson
+        from .jetson import UnifiedArm, jetson_answer
 
-        j = jetson_of(host, matrix, request.jetpack)
-        if j is not None:
-            res = resolve_jetson(host, matrix, request, j, index=request.jetson_index)
-            if res is not None:
-                return res
+        answer = jetson_answer(host, matrix, request)
+        if isinstance(answer, UnifiedArm):
+            return answer.finish(resolve(answer.host, matrix, answer.request))
+        if answer is not None:
+            return answer
     if request.driver_policy not in POLICIES:
         raise ValueError(request.driver_policy)
     gpu_driver = refuse_unsupported_driver(host, matrix) if request.gpu_driver and not request.cpu else []
@@ -462,7 +417,8 @@ def _pick(host: Host, matrix: Matrix, request: Request) -> tuple[VllmBuild, Torc
             return result.mapping["vllm"], result.mapping["torch"], checker
         except ResolutionImpossible:
             if allow_unverified or not checker.skipped_unverified:  # a second pass would see the same
-                raise explain(host, matrix, request, checker, provider) from None
+                raise explain(host, matrix, request, builds=provider.vllm, platform=checker.platform,
+                              turned_down=checker.rejections, retry=resolve) from None
     raise AssertionError("unreachable: the second pass either resolves or raises")
 
 
@@ -594,10 +550,43 @@ def resolve_kept_torch(host: Host, matrix: Matrix, request: Request) -> Resoluti
         raise NoCompatibleStack(f"--variant {request.variant}: the kept torch {kept.version} is a {variant} build")
     pinned = SpecifierSet(f"=={version.public}") & request.torch
     try:
-        return resolve(host, matrix, replace(request, torch=pinned, variant=variant, cpu=request.cpu or cuda is None))
+        # (not a target's own index: its wheel set would replace the kept torch)
+        return resolve(host, matrix, replace(request, torch=pinned, variant=variant, cpu=request.cpu or cuda is None,
+                                             own_index=False))
     except NoCompatibleStack as e:
         raise NoCompatibleStack(f"no vLLM wheel pins your torch {kept.version} and runs here ({e.headline})",
                                 causes=e.causes) from None
+
+
+def alternatives(host: Host, matrix: Matrix, request: Request, chosen: Resolution) -> list[tuple[Resolution, str]]:
+    """Stacks worth knowing about that were not chosen, each with the reason.
+
+    A newer vLLM that a driver upgrade would allow (naming the driver); the simplest
+    install (PyPI wheels only) when a variant was chosen and a driver upgrade allows it.
+    None for a wheel set of a target's own index (a Jetson's: its JetPack decides, not a driver).
+    """
+    out: list[tuple[Resolution, str]] = []
+    if host.driver.version is None or request.cpu or chosen.index is not None:
+        return out
+    free = try_resolve(resolve, host, matrix, request, driver=None)
+    if free is not None and (free.vllm.version, free.vllm.where == "pypi") > (chosen.vllm.version,
+                                                                             chosen.vllm.where == "pypi"):
+        newer = free.vllm.version > chosen.vllm.version
+        what = "a newer vLLM" if newer else "the simpler PyPI install"
+        out.append((free, f"{what} needs NVIDIA driver >= {free.min_driver}; this machine has {host.driver.version}"))
+    return out + _unknown_glibc_alternative(host, matrix, request, chosen)
+
+
+def _unknown_glibc_alternative(host: Host, matrix: Matrix, request: Request, chosen: Resolution
+                               ) -> list[tuple[Resolution, str]]:
+    """A newer vLLM that the cautious pass set aside: the glibc its wheels need is not recorded."""
+    if host.platform.glibc is None or request.allow_unknown_glibc or request.cpu:
+        return []
+    free = try_resolve(resolve, host, matrix, replace(request, allow_unknown_glibc=True))
+    if free is None or free.vllm.version <= chosen.vllm.version:
+        return []
+    unknown = " and ".join(b.format_for_error() for b in (free.vllm, free.torch) if b.manylinux is None)
+    return [(free, f"a newer vLLM whose glibc floor is not recorded ({unknown}); --allow-unknown-glibc admits it")]
 
 
 def _exact_text(spec: SpecifierSet) -> str:
