@@ -104,6 +104,12 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("gpu-off-bus", "xid", r"\bXid \(PCI:[0-9A-Fa-f:.]+\): 79\b"),
         ("gpu-off-bus", "gpu_is_lost", r"ERROR_GPU_IS_LOST"),
         ("gpu-off-bus", "device handle", r"Unable to determine the device handle for GPU ?[0-9A-Fa-f:.]+: Unknown Error"),
+        # NVML's NVML_ERROR_GPU_IS_LOST, as nvidia-smi and NVML's users print it ("... GPU is lost. Reboot the system
+        # to recover this GPU")
+        ("gpu-off-bus", "gpu is lost", r"(?:^|:)\s*GPU is lost\b|\bGPU is lost\.\s*Reboot the system"),
+        # torch's shared-memory tensors are files /torch_<pid>_<n> in /dev/shm (libshm, MapAllocator): writing one
+        # fails when /dev/shm has no room left
+        ("shm-exhausted", "unable to write to file", r"unable to write to file </torch_\w*>"),
         ("no-c-compiler", "failed to find c compiler", r"Failed to find C compiler"),
     )
 )
