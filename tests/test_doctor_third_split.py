@@ -2,6 +2,9 @@
 see tests/data/heldout/README.md, "The third split"): nvidia-smi's "GPU is lost" (NVML's GPU-is-lost error) is a GPU
 fallen off the bus; torch's shared-memory files (``</torch_...>``) that cannot be written are a full /dev/shm; a
 program saying it failed to initialize CUDA is a failure, and a GPU the user names in prose beside it is no cause.
+From older development pastes (tests/data/corpus): a source package that imports torch undeclared (flash-attn,
+xFormers) failing at "Getting requirements to build wheel" is build isolation; an updater that uninstalled a
+``+cuNNN`` torch replaced it.
 
 Each paste is real text from the public thread its sidecar names.
 """
@@ -65,3 +68,34 @@ def test_lookalikes_are_not_typed(line: str) -> None:
     e = read_evidence(line + "\n")
     assert [s.value.code for s in e.signals if s.value.code in ("gpu-off-bus", "shm-exhausted")] == []
     assert [f.value for f in e.failures if f.value == "cuda"] == []
+
+
+CORPUS = Path(__file__).parent / "data" / "corpus"
+
+
+@pytest.mark.parametrize("stem", ["086-build-isolation-flash-attn-torch-installed-first",
+                                  "088-build-isolation-flash-attn-py313-venv"])
+def test_a_source_package_importing_torch_fails_in_the_isolated_build(stem: str, capsys: Capsys) -> None:
+    """flash-attn's sdist failing at "Getting requirements to build wheel" (the pastes end before its own error):
+    pip's isolated build has no torch (flash-attn's README: install with --no-build-isolation)."""
+    code, doc = _doctor(CORPUS / f"{stem}.txt", capsys)
+    (f,) = [f for f in doc["findings"] if f["cause"] == "build-isolation"]
+    assert code == 1 and f["title"].startswith("The package's source build needs torch")
+    assert any("Getting requirements to build wheel" in ev for ev in f["evidence"])
+    assert "--no-build-isolation" in f["fix"]
+
+
+def test_a_build_that_fails_for_another_named_reason_is_not_isolation() -> None:
+    """The same failed step with the build's own error naming CUDA_HOME (torch imported fine): not re-typed."""
+    head = (CORPUS / "088-build-isolation-flash-attn-py313-venv.txt").read_text()
+    e = read_evidence(head + "\n      OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA "
+                             "install root.\n")
+    codes = [s.value.code for s in e.signals]
+    assert "sdist-imports-torch" not in codes and "build-requirements-failed" in codes
+
+
+def test_an_updater_uninstalling_a_cuda_torch_replaced_it(capsys: Capsys) -> None:
+    """ "It even uninstalled the 2.9.1+cu128 ..." (a version with torch's +cuNNN tag) is the installer replacing torch."""
+    code, doc = _doctor(CORPUS / "186-installer-replaced-torch-textgen-updater-211-over-291-cu128.txt", capsys)
+    (f,) = [f for f in doc["findings"] if f["cause"] == "installer-replaced-torch"]
+    assert code == 0 and f["severity"] == "warning" and "2.9.1+cu128" in f["evidence"][0]
