@@ -21,10 +21,7 @@ from vresolve.cli import main
 CORPUS = Path(__file__).parent / "data" / "corpus"
 NOT_YET = {  # what the pasted text itself does not show (see each sidecar's why): doctor says what to paste instead
     "041-python-314-unsupported-vllm-install",  # Python 3.14 and an install command; today's vLLM wheels take 3.14
-    "086-build-isolation-flash-attn-torch-installed-first",  # cut before the build's own error
-    "088-build-isolation-flash-attn-py313-venv",  # cut before the build's own error
     "148-uv-installs-cpu-torch-for-vllm-cuda-env",  # shows the working uv run; the failing one is only in prose
-    "186-installer-replaced-torch-textgen-updater-211-over-291-cu128",  # "uninstalled the 2.9.1+cu128": no name
     "191-companion-torchaudio-undefined-symbol-node-name-cxx11",  # the title names no library: torch's ABI, then
     "660-nvml-mismatch-nvtop-apt-ubuntu",  # named, but the signature's finding cites nvtop's line without its number
 }

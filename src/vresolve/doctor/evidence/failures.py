@@ -5,6 +5,7 @@ Input (kind of each)::
 
     RuntimeError: CUDA error: an illegal memory access was encountered             cuda
     CUDA error at kernel.cu:596 code=700(cudaErrorIllegalAddress)                   cuda
+    ggml_cuda_init: failed to initialize CUDA: initialization error                 cuda
     RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO)     nccl
     ValueError: The checkpoint you are trying to load has model type ...            exception
     Killed                                                                          killed
@@ -28,7 +29,7 @@ __all__ = ["FAILURE_KINDS", "FailureReader"]
 _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
     (kind, needle, re.compile(pattern)) for kind, needle, pattern in (
         ("cuda", "cuda", r"\bCUDA error\b|\bcudaError[A-Z]\w*|\bCUDA_ERROR_[A-Z_]+|CUBLAS_STATUS_(?!SUCCESS)[A-Z_]+"
-                         r"|CUDNN_STATUS_(?!SUCCESS)[A-Z_]+"),
+                         r"|CUDNN_STATUS_(?!SUCCESS)[A-Z_]+|\b[Ff]ailed to initiali[sz]e CUDA\b"),
         ("nccl", "nccl", r"\bNCCL error\b|\bnccl(?:UnhandledCuda|System|Internal|InvalidUsage|InvalidArgument|Remote)"
                          r"Error\b"),
         ("exception", "error", r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Error: \S"),

@@ -15,6 +15,7 @@ from .collect_env import CollectEnvReader
 from .environment import EnvironmentReader
 from .failures import FailureReader
 from .installer import InstallerReader
+from .isolation import retype_isolation
 from .lines import LINE_LIMIT, Line, Source, iter_lines, strip_prefix
 from .lists import ListReader
 from .messages import MessageReader
@@ -76,4 +77,4 @@ def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
             prose.feed(line, out)
     if out.has("signals") and not out.kinds:
         out.kinds.add("log")
-    return out.freeze(count, cut_lines)
+    return retype_isolation(out.freeze(count, cut_lines))

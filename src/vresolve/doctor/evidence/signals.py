@@ -68,6 +68,8 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("flash-attn-not-found", "flash_attn is not found", r"flash_attn is not found"),
         ("torch-replaced", "torch", r"(?i:uninstall(?:ed|s)? (?:the )?(?:existing |installed |my )?(?:version of )?`?torch\b"
                                     r"|replaces? (?:it )?with `?torch\b)"),
+        # a CUDA build of torch (its "+cuNNN" local version) said to be uninstalled by an installer or updater
+        ("torch-replaced", "uninstall", r"(?i:uninstall(?:ed|s)? (?:the )?(?:torch[- ]?)?\d+\.\d+(?:\.\d+)?\+cu\d{2,3}\b)"),
         ("fp8-unsupported-arch", "fp8e4nv", r"type fp8e4nv not supported in this architecture"),
         ("torchvision-nms-missing", "torchvision::nms", r"operator torchvision::nms does not exist"),
         ("vllm-c-obsolete", "custom op", r"Error in calling custom op (?P<detail>\w+)"),
@@ -104,7 +106,21 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("gpu-off-bus", "xid", r"\bXid \(PCI:[0-9A-Fa-f:.]+\): 79\b"),
         ("gpu-off-bus", "gpu_is_lost", r"ERROR_GPU_IS_LOST"),
         ("gpu-off-bus", "device handle", r"Unable to determine the device handle for GPU ?[0-9A-Fa-f:.]+: Unknown Error"),
+        # NVML's NVML_ERROR_GPU_IS_LOST, as nvidia-smi and NVML's users print it ("... GPU is lost. Reboot the system
+        # to recover this GPU")
+        ("gpu-off-bus", "gpu is lost", r"(?:^|:)\s*GPU is lost\b|\bGPU is lost\.\s*Reboot the system"),
+        # torch's shared-memory tensors are files /torch_<pid>_<n> in /dev/shm (libshm, MapAllocator): writing one
+        # fails when /dev/shm has no room left
+        ("shm-exhausted", "unable to write to file", r"unable to write to file </torch_\w*>"),
         ("no-c-compiler", "failed to find c compiler", r"Failed to find C compiler"),
+        # pip ran a source package's build backend for its build requirements (in its isolated build environment,
+        # unless told otherwise) and that failed; re-typed sdist-imports-torch where the package is one whose setup.py
+        # imports torch without declaring it (:mod:`.isolation`)
+        ("build-requirements-failed", "build wheel",
+         r"Getting requirements to build wheel(?: \.\.\. error\b| did not run successfully)"),
+        ("build-requirements-failed", "preparing metadata", r"Preparing metadata \((?:setup\.py|pyproject\.toml)\) \.\.\. error\b"),
+        ("sdist-imports-torch", "no module named 'torch'",
+         r"(?P<detail>flash[-_]attn|xformers)\b[^\n]{0,200}?No module named 'torch'"),
     )
 )
 

@@ -1,0 +1,49 @@
+"""A source package that imports torch in its setup.py without declaring it, failing in pip's isolated build.
+
+flash-attn's and xFormers' source packages (sdists) import torch to compute their build requirements, but do not list
+torch among them: pip builds them in a fresh environment holding only what they declare, so "Getting requirements to
+build wheel" fails there, whatever torch is installed (``pip install flash-attn --no-build-isolation`` is their
+documented way). The line ``build-requirements-failed`` is re-typed ``sdist-imports-torch`` when the paste shows such
+a package's source archive being built and no other typed error line names another reason.
+
+Input::
+
+    Collecting flash-attn
+      Using cached flash_attn-2.7.4.post1.tar.gz (6.0 MB)
+      Installing build dependencies ... done
+      Getting requirements to build wheel ... error                     sdist-imports-torch
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .model import Evidence, Seen, Signal
+
+__all__ = ["FAILED", "IMPORTS_TORCH", "SDISTS_IMPORTING_TORCH", "retype_isolation"]
+
+FAILED = "build-requirements-failed"
+IMPORTS_TORCH = "sdist-imports-torch"
+#: source packages whose setup.py imports torch without declaring it as a build requirement
+SDISTS_IMPORTING_TORCH = ("flash-attn", "xformers")
+
+
+def _building_one(e: Evidence) -> str | None:
+    """The package of that kind whose source archive the paste shows downloaded (or taken from pip's cache)."""
+    return next((d.value.name for d in e.dists if d.how == "download" and d.value.name in SDISTS_IMPORTING_TORCH),
+                None)
+
+
+def retype_isolation(e: Evidence) -> Evidence:
+    """``e`` with a failed build-requirements step typed ``sdist-imports-torch`` where the paste shows it so."""
+    failed = [s for s in e.signals if s.value.code == FAILED]
+    if not failed or any(s.value.code not in (FAILED, IMPORTS_TORCH) for s in e.signals):
+        return e
+    if any(f.value.module != "torch" for f in e.import_failures):
+        return e
+    name = _building_one(e)
+    if name is None:
+        return e
+    out: list[Seen[Signal]] = [replace(s, value=Signal(code=IMPORTS_TORCH, detail=name)) if s.value.code == FAILED
+                               else s for s in e.signals]
+    return replace(e, signals=tuple(out))
