@@ -7,11 +7,12 @@ through JSON (for ``--json`` and for the machine assumptions recorded in lockfil
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from packaging.version import Version
 
+from ._record import dataclass
 from .values import Capability, DriverVersion
 
 __all__ = ["DriverInfo", "HostGpu", "Toolkit", "InstalledDist", "TorchRuntime", "PlatformInfo", "Host", "ModuleReport",

@@ -9,10 +9,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
+
+from ._record import dataclass
 
 # EXTENSION_FILE_PATTERN (a compiled extension module's file name) and EXTENSION_HELPERS (the code that finds and
 # loads them inside an environment) live with the check programs, which run there (checks/verify.py, stdlib only)

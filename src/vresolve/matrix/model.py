@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from .._record import dataclass
 from ..values import ArchList, Capability, DriverVersion
 
 if TYPE_CHECKING:

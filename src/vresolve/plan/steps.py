@@ -5,10 +5,11 @@ environment an install goes into, the installer's argv, and the verification scr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from packaging.version import Version
+
+from .._record import dataclass
 
 if TYPE_CHECKING:
     from ..names import Installer

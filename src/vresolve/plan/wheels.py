@@ -11,11 +11,12 @@ when a wheel pins exactly the torch there.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
+from .._record import dataclass
 from ..matrix import Matrix
 from ..names import INSTALLERS
 from ..resolve import Resolution, TorchBuild, VllmBuild

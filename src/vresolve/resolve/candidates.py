@@ -10,12 +10,13 @@ the same CUDA major as the vLLM build). Pure.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from .._record import dataclass
 from ..host import HostGpu
 from ..matrix import Asset, Kernels, KnownIssue, Matrix, Provenance, TorchRelease, TorchVariant, VllmRelease, Wheel
 from ..values import ArchList, DriverVersion, exact_pin, variant_for_cuda

@@ -7,12 +7,12 @@ command line decides on a source build by the kinds, and the render layer prints
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from .._record import dataclass
 from ..errors import EXIT_NO_STACK, VresolveError
 from ..host import Host, describe_gpus
 from ..matrix import Matrix

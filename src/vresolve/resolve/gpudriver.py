@@ -9,9 +9,9 @@ marked ``unverified`` only warns.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .._record import dataclass
 from ..host import Host, HostGpu
 
 if TYPE_CHECKING:

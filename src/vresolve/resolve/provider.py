@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
 
+from .._record import dataclass
 from ..host import Host, HostGpu, describe_gpus
 from ..matrix import Matrix
 from ..names import POLICIES
