@@ -9,12 +9,13 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
+from .._record import dataclass
 from ..errors import UsageError
 from ..host import (
     DriverInfo,
