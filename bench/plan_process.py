@@ -12,10 +12,11 @@ the YAML). ``--baseline DIR``: every vresolve row also run with ``PYTHONPATH=DIR
 checkout, e.g. ``git worktree add DIR COMMIT`` or ``git archive COMMIT | tar -x -C DIR``), interleaved
 with the current code: before and after under the same load.
 
-It also prints the floors: the same interpreter importing only the modules that cannot be left out
-(argparse for ``--help``, with a parser of nine commands printing its help; for a plan, what the
-resolver, the matrix's classes and the matrix cache need: argparse, dataclasses, packaging,
-resolvelib, pickle, hashlib, json, pathlib; rich's console and table for the human output).
+It also prints the import of the modules that a ``--json`` plan for a named GPU imports, running nothing (the
+rest of a cold plan is the matrix load, the resolution and the rendering), and the floors: the same interpreter
+importing only the modules that cannot be left out (argparse for ``--help``, with a parser of nine commands printing
+its help; for a plan, what the resolver, the matrix's classes and the matrix cache need: argparse, dataclasses,
+packaging, resolvelib, pickle, hashlib, json, pathlib; rich's console and table for the human output).
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ p.print_help()
 """
 _PLAN_FLOOR = ("import argparse, dataclasses, typing, pathlib, pickle, hashlib, json, packaging.specifiers, "
                "packaging.version, resolvelib")
+
+# what a plan for a named GPU imports (the console script's re too), run nothing: the rest of a cold plan is its work
+_PLAN_MODULES = ("import re, vresolve._entry, vresolve._cache, vresolve.cli, vresolve.cli.targets, vresolve.detect, "
+                 "vresolve.matrix.cache, vresolve.plan, vresolve.resolve, vresolve.render")
 
 
 def _medians(cmds: list[tuple[list[str], dict[str, str]]], runs: int) -> list[float]:
@@ -77,6 +82,7 @@ def main() -> None:
         ("floor of a plan (human): those and rich", [py, "-c", _PLAN_FLOOR + ", rich.console, rich.table"], base_env),
         ("vresolve --help (kept in the output cache)", [*cmd, "--help"], base_env),
         ("vresolve --help (no output cache)", [*cmd, "--help"], {**base_env, "VRESOLVE_PLAN_CACHE": "0"}),
+        ("vresolve's modules of a --json plan imported, nothing run", [py, "-c", _PLAN_MODULES], base_env),
     ]
     # warm: the plan's output is cached; cold: computed (the validated matrix still cached);
     # cold, no caches: the matrix's YAML parsed and validated too (the first run after any edit)
