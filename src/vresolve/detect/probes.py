@@ -359,22 +359,9 @@ def _said(text: str) -> str:
     return " ".join(lines)[:400] or "(no output)"
 
 
-def _machine() -> str:
-    import platform  # no os.uname (Windows): platform asks the system
-
-    return platform.machine()
-
-
-def _python_version() -> str:
-    """``platform.python_version()``: the version that begins ``sys.version`` ("3.12.4", "3.14.0rc1"), with a patch
-    level when it has none, read as platform reads it, without importing platform (a millisecond)."""
-    head = sys.version.split(None, 1)[0]
-    return head + ".0" if head.count(".") == 1 else head
-
-
 def _probe_platform(o: Overrides, problems: list[str]) -> PlatformInfo:
-    # platform.machine() is os.uname()'s machine where there is one (importing platform costs a millisecond)
-    machine = (os.uname().machine if hasattr(os, "uname") else _machine()).lower()
+    # platform.machine(): os.uname()'s where there is one (importing platform costs a millisecond), else platform's
+    machine = (os.uname() if hasattr(os, "uname") else __import__("platform").uname()).machine.lower()
     machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
     osname = {"linux": "linux", "win32": "windows", "darwin": "darwin"}.get(sys.platform, sys.platform)
     glibc = None
@@ -740,7 +727,7 @@ def detect_interpreter(o: Overrides | None = None) -> Host:
 def _python(o: Overrides) -> Version:
     """The Python to plan for: the override (``--python``, ``VRESOLVE_PYTHON``), else this interpreter's."""
     if not o.python:
-        return Version(_python_version())
+        return Version(sys.version.split()[0])  # platform.python_version(): the head of sys.version, as it reads it
     try:
         if len(o.python) > 32:
             raise ValueError
