@@ -220,8 +220,8 @@ class _Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
                  option_string: str | None = None) -> None:
         name = values[0]
         if name in self._name_parser_map and self._name_parser_map[name] is None:
-            del self._name_parser_map[name]
-            self.add_parser(name)  # as it was listed: a parser of no flags of its own
+            # the parser add_parser(name) makes (of no flags of its own), in its place: the choices keep their order
+            self._name_parser_map[name] = self._parser_class(prog=f"{self._prog_prefix} {name}")
         super().__call__(parser, namespace, values, option_string)
 
 
