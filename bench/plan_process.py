@@ -1,6 +1,6 @@
 """Time ``vresolve plan`` as a whole process against ``python -c pass`` on the same interpreter.
 
-    python bench/plan_process.py [--runs 15] [--baseline DIR] [-- PLAN ARGS...]
+    python bench/plan_process.py [--runs 15] [--cpu] [--baseline DIR] [-- PLAN ARGS...]
 
 Default plan arguments: ``--gpu "NVIDIA H200" --driver 580.159.04`` (no probing, so the
 figure is the cost of vresolve itself). Each command runs once to warm the OS caches and
@@ -8,14 +8,16 @@ vresolve's caches, then ``--runs`` rounds, each round running every command once
 on a shared, noisy machine every median sees the same load); prints the medians and their ratio
 to ``python -c pass``, for ``--help``, and for the human output and ``--json`` with the plan output
 cache, without it (the validated matrix still cached), and with no cache at all (every run parses
-the YAML). ``--baseline DIR``: every vresolve row also run with ``PYTHONPATH=DIR/src`` (an earlier
-checkout, e.g. ``git worktree add DIR COMMIT`` or ``git archive COMMIT | tar -x -C DIR``), interleaved
-with the current code: before and after under the same load.
+the YAML). ``--cpu``: CPU time (user + system) instead of wall time, steadier on a machine whose cores other work
+shares. ``--baseline DIR``: every vresolve row also run with ``PYTHONPATH=DIR/src`` (an earlier checkout, e.g.
+``git worktree add DIR COMMIT`` or ``git archive COMMIT | tar -x -C DIR``), interleaved with the current code:
+before and after under the same load.
 
-It also prints the floors: the same interpreter importing only the modules that cannot be left out
-(argparse for ``--help``, with a parser of nine commands printing its help; for a plan, what the
-resolver, the matrix's classes and the matrix cache need: argparse, dataclasses, packaging,
-resolvelib, pickle, hashlib, json, pathlib; rich's console and table for the human output).
+It also prints the import of the modules that a ``--json`` plan for a named GPU imports, running nothing (the
+rest of a cold plan is the matrix load, the resolution and the rendering), and the floors: the same interpreter
+importing only the modules that cannot be left out (argparse for ``--help``, with a parser of nine commands printing
+its help; for a plan, what the resolver, the matrix's classes and the matrix cache need: argparse, dataclasses,
+packaging, resolvelib, pickle, hashlib, json, pathlib; rich's console and table for the human output).
 """
 
 from __future__ import annotations
@@ -39,17 +41,31 @@ p.print_help()
 _PLAN_FLOOR = ("import argparse, dataclasses, typing, pathlib, pickle, hashlib, json, packaging.specifiers, "
                "packaging.version, resolvelib")
 
+# what a plan for a named GPU imports (the console script's re too), run nothing: the rest of a cold plan is its work
+_PLAN_MODULES = ("import re, vresolve._entry, vresolve._cache, vresolve.cli, vresolve.cli.targets, vresolve.detect, "
+                 "vresolve.matrix.cache, vresolve.plan, vresolve.resolve, vresolve.render")
 
-def _medians(cmds: list[tuple[list[str], dict[str, str]]], runs: int) -> list[float]:
-    """The median wall time (ms) of each command, run once to warm up, then ``runs`` interleaved rounds."""
+
+def _cpu_ms() -> float:
+    """CPU time (user + system, ms) of the children waited for so far."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r.ru_utime + r.ru_stime) * 1000
+
+
+def _medians(cmds: list[tuple[list[str], dict[str, str]]], runs: int, cpu: bool = False) -> list[float]:
+    """The median wall time (ms) of each command, or its CPU time with ``cpu``, run once to warm up, then ``runs``
+    interleaved rounds."""
+    clock = _cpu_ms if cpu else lambda: time.perf_counter() * 1000
     for argv, env in cmds:
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
     times: list[list[float]] = [[] for _ in cmds]
     for _ in range(runs):
         for i, (argv, env) in enumerate(cmds):
-            t = time.perf_counter()
+            t = clock()
             subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
-            times[i].append((time.perf_counter() - t) * 1000)
+            times[i].append(clock() - t)
     return [statistics.median(t) for t in times]
 
 
@@ -57,6 +73,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--baseline", metavar="DIR", help="also time the checkout in DIR (its src/), interleaved")
+    ap.add_argument("--cpu", action="store_true",
+                    help="CPU time (user + system) instead of wall time: steadier where other work shares the cores")
     ap.add_argument("plan_args", nargs="*")
     args = ap.parse_args()
     if args.runs < 9:
@@ -77,6 +95,7 @@ def main() -> None:
         ("floor of a plan (human): those and rich", [py, "-c", _PLAN_FLOOR + ", rich.console, rich.table"], base_env),
         ("vresolve --help (kept in the output cache)", [*cmd, "--help"], base_env),
         ("vresolve --help (no output cache)", [*cmd, "--help"], {**base_env, "VRESOLVE_PLAN_CACHE": "0"}),
+        ("vresolve's modules of a --json plan imported, nothing run", [py, "-c", _PLAN_MODULES], base_env),
     ]
     # warm: the plan's output is cached; cold: computed (the validated matrix still cached);
     # cold, no caches: the matrix's YAML parsed and validated too (the first run after any edit)
@@ -88,9 +107,10 @@ def main() -> None:
     if args.baseline:
         src = os.path.join(os.path.abspath(args.baseline), "src")
         rows += [(f"{label} [baseline]", argv, {**env, "PYTHONPATH": src}) for label, argv, env in rows[4:]]
-    medians = _medians([(argv, env) for _, argv, env in rows], args.runs)
+    medians = _medians([(argv, env) for _, argv, env in rows], args.runs, args.cpu)
     base = medians[0]
-    print(f"python -c pass: median {base:.1f} ms ({args.runs} interleaved runs, {sys.executable})")
+    print(f"python -c pass: median {base:.1f} ms{' of CPU' if args.cpu else ''} ({args.runs} interleaved runs, "
+          f"{sys.executable})")
     for (label, _, _), t in zip(rows[1:], medians[1:], strict=True):
         print(f"{label}: median {t:.1f} ms, ratio {t / base:.2f}x")
 

@@ -191,3 +191,24 @@ def test_human_plan_exports_are_quoted_for_a_shell(capsys: pytest.CaptureFixture
     """The Environment section is copied into a shell: a value with ';' must be quoted there too."""
     code, out, _ = run(["plan", "--gpu", "sm_90,sm_80", "--driver", "580.95.05", "--python", "3.12"], capsys)
     assert code == 0 and "  export TORCH_CUDA_ARCH_LIST='8.0;9.0'\n" in out
+
+
+@pytest.mark.parametrize("columns", [None, "1", "45", "200", "x"])
+def test_help_is_argparses_own_at_every_width(columns: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parser made for ``vresolve --help`` (commands only listed, the width found without shutil) prints what
+    argparse prints for the parser of every command, as wide as argparse's own formatter makes it."""
+    import argparse
+    import shutil
+
+    from vresolve.cli.args import _columns, build_parser
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert _columns() == shutil.get_terminal_size().columns
+    top, every = build_parser(None), build_parser("*")
+    assert top.format_help() == every.format_help()
+    every.formatter_class = argparse.HelpFormatter  # argparse's, which asks shutil for the width
+    assert top.format_help() == every.format_help()
+    assert build_parser("plan").parse_args(["--matrix", "x", "detect"]).command == "detect"  # a listed command

@@ -6,9 +6,12 @@ SIGTERM by the kernel when vresolve dies, even by SIGKILL. Used by ``lock`` (uv 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Callable
+
+TYPE_CHECKING = False  # subprocess (3 ms) only where a child is stopped: a human plan names uv without it
+if TYPE_CHECKING:
+    import subprocess
 
 __all__ = ["dies_with_us", "stop_group", "uv_bin", "uv_command"]
 
@@ -48,6 +51,7 @@ def uv_command() -> str:
 def stop_group(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
     """Stop a child and whatever it started (its own process group): SIGTERM, up to 5 s, then SIGKILL; reaped."""
     import signal
+    import subprocess
 
     try:
         try:

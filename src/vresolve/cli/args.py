@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .. import __version__
 from ..errors import UsageError
@@ -17,8 +18,44 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+def _columns() -> int:
+    """The columns ``shutil.get_terminal_size()`` gives (``$COLUMNS``, else the terminal behind stdout, else 80),
+    found as it finds them without importing shutil, which with bz2, lzma and fnmatch costs more than building the
+    parser (argparse imports it for the width of every formatter, and every ``add_argument`` makes one)."""
+    import os
+
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    try:
+        lines = int(os.environ["LINES"])
+    except (KeyError, ValueError):
+        lines = 0
+    if columns <= 0 or lines <= 0:
+        try:
+            size = os.get_terminal_size(sys.__stdout__.fileno())  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            size = os.terminal_size((80, 24))
+        if columns <= 0:
+            columns = size.columns or 80
+    return columns
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help formatter, as wide as argparse makes it (:func:`_columns` less 2)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that raises UsageError (exit 2, one line) instead of printing usage and exiting."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         # a subcommand's parser names itself ("vresolve plan: ..."); the top one is the "vresolve: error:" already
@@ -154,13 +191,32 @@ def build_parser(only: str | None = "*", *, profile: bool = False) -> argparse.A
     parser = cls(prog="vresolve", parents=[common],
                  description="Resolve a working NVIDIA driver / CUDA / PyTorch / vLLM stack.")
     parser.add_argument("-V", "--version", action="version", version=f"vresolve {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=cls)
+    sub: _Commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=cls,  # type: ignore[assignment]
+                                           action=_Commands)
     for name, help_text in COMMANDS.items():
         if only in ("*", name):
             _FLAGS[name](sub.add_parser(name, parents=[common], help=help_text), common)
         else:  # listed, not parsed: its flags are added only when it is the command at hand
-            sub.add_parser(name, help=help_text)
+            sub.list_only(name, help_text)
     return parser
+
+
+class _Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """The commands: one only listed (not the command at hand, :func:`command_of`) gets its bare parser only when
+    parsing reaches it, which it does not (``vresolve --help`` makes no parser but the top one: a parser costs as
+    much to make as the rest of the help)."""
+
+    def list_only(self, name: str, help_text: str) -> None:
+        self._choices_actions.append(self._ChoicesPseudoAction(name, (), help_text))
+        self._name_parser_map[name] = None
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        name = values[0]
+        if name in self._name_parser_map and self._name_parser_map[name] is None:
+            # the parser add_parser(name) makes (of no flags of its own), in its place: the choices keep their order
+            self._name_parser_map[name] = self._parser_class(prog=f"{self._prog_prefix} {name}")
+        super().__call__(parser, namespace, values, option_string)
 
 
 def _plan_command(pl: argparse.ArgumentParser, common: _Parser) -> None:

@@ -4,7 +4,9 @@ refusal) made once per key. Outside :func:`sharing` every run computes its own."
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing is not imported at run time: --help stays cheap
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["shared", "shared_call", "sharing"]
 

@@ -7,7 +7,6 @@ machine under them, :mod:`.overrides`'; the platform, toolkits, build tools and 
 from __future__ import annotations
 
 import os
-import platform as _platform
 import re
 import sys
 from dataclasses import replace
@@ -50,7 +49,8 @@ ENV_VARS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA
 
 
 def _probe_platform(o: Overrides, problems: list[str]) -> PlatformInfo:
-    machine = _platform.machine().lower()
+    # platform.machine(): os.uname()'s where there is one (importing platform costs a millisecond), else platform's
+    machine = (os.uname() if hasattr(os, "uname") else __import__("platform").uname()).machine.lower()
     machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
     osname = {"linux": "linux", "win32": "windows", "darwin": "darwin"}.get(sys.platform, sys.platform)
     glibc = None
@@ -307,7 +307,7 @@ def detect_interpreter(o: Overrides | None = None) -> Host:
 def _python(o: Overrides) -> Version:
     """The Python to plan for: the override (``--python``, ``VRESOLVE_PYTHON``), else this interpreter's."""
     if not o.python:
-        return Version(_platform.python_version())
+        return Version(sys.version.split()[0])  # platform.python_version(): the head of sys.version, as it reads it
     try:
         if len(o.python) > 32:
             raise ValueError

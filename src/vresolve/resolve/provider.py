@@ -72,6 +72,7 @@ class _Checker:
         self.gpus = [g for g in host.gpus if g.compute_capability is not None]
         self.platform = host.platform.tag
         self.python = host.python_minor
+        self._python_x = Version(f"{self.python}.0")  # what requires-python is matched against, parsed once
         self.driver = host.driver.version
         self.glibc = host.platform.glibc
         self._rejections: list[Rejection] = []
@@ -220,7 +221,7 @@ class _Checker:
         return f"{what} needs glibc >= {floor} (manylinux_{floor.major}_{floor.minor}); this host has {self.glibc}"
 
     def _python_reason(self, c: VllmBuild) -> str | None:
-        py = f"{self.python}.0"
+        py = self._python_x
         rp = c.release.requires_python
         if c.where == "pypi":
             tag = f"cp{self.python.major}{self.python.minor}-"
