@@ -11,12 +11,11 @@ from packaging.version import Version
 
 from ..host import EnvReport, Host, HostGpu, TorchRuntime, describe_gpus
 from ..matrix import Matrix
-from ..matrix.model import JetPack, Kernels
-from ..values import Capability, DriverVersion, core_extension, public_version
+from ..matrix.model import Kernels
+from ..values import DriverVersion, core_extension, public_version
 from .facts import (
     REINSTALL_CAUSES,
     Finding,
-    caps_covered,
     dedupe,
     hidden_by,
     is_source_tree,
@@ -24,8 +23,10 @@ from .facts import (
     torch_pin,
     with_version,
 )
+from .judge import Facts, judged
 from .logs import from_issue, issue_for, match_log
 from .pasted import classify
+from .predicates import jetson_here
 
 
 def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
@@ -41,13 +42,8 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
     out = _Findings(("\nReinstall into a fresh environment with the plan vresolve computes for this machine:\n  "
                      + "\n  ".join(reinstall)) if reinstall else "")
     gpus = [g for g in host.gpus if g.compute_capability is not None]
-    if host.driver.nvml_library_mismatch:
-        k = issue_for(matrix, "nvml-driver-mismatch")
-        out.add("nvml-driver-mismatch", "error", "The NVIDIA kernel module and its user-space library differ",
-                k.explanation,
-                k.fix,
-                [p for p in host.problems if "mismatch" in p])
-    elif host.driver.broken:
+    judged(Facts(host=host, matrix=matrix, env=env, unknown=unknown), out.add)  # the rows judged from facts
+    if host.driver.broken and not host.driver.nvml_library_mismatch:
         _broken_driver(host, out)
     if not {"driver", "gpus"} & unknown:
         _driver_cannot_drive(host, matrix, out.add)
@@ -56,16 +52,6 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
     torch_cuda = env.torch.cuda if env is not None and env.torch is not None else None
     if shadows:
         _shadows(shadows, torch_cuda, out)
-    if torch_cuda:
-        _toolkit_mismatch(host, matrix, torch_cuda, out)
-    old = [g for g in gpus if g.cc < Capability(8, 0)]
-    if old:
-        k = issue_for(matrix, "gpu-too-old-for-feature")
-        out.add("gpu-too-old-for-feature", "info", "These GPUs lack bfloat16 and FlashAttention 2",
-                "GPUs below compute capability 8.0 have no bfloat16 and do not run FlashAttention 2; models whose "
-                "config says bfloat16 must be run in float16.",
-                k.fix,
-                [f"GPU {g.index}: {g.label}" for g in old])
     if log:
         _log(matrix, log, torch_cuda, out)
     return dedupe(out.findings)
@@ -149,19 +135,6 @@ def _shadows(shadows: Sequence[tuple[str, Sequence[str]]], torch_cuda: str | Non
             [f"{d}: {', '.join(libs)}" for d, libs in shadows])
 
 
-def _toolkit_mismatch(host: Host, matrix: Matrix, torch_cuda: str, out: _Findings) -> None:
-    tc = public_version(torch_cuda)
-    for tk in host.toolkits:
-        if tc is not None and (tk.version.major, tk.version.minor) != (tc.major, tc.minor):
-            k = issue_for(matrix, "toolkit-mismatch")
-            out.add("toolkit-mismatch", "warning", f"nvcc {tk.version} is not torch's CUDA {torch_cuda}",
-                    "Building vLLM or any CUDA extension with this nvcc against this torch fails or produces "
-                    "kernels that do not load: the toolkit must be torch's CUDA major.minor.",
-                    k.fix + f"\nInstall CUDA {tc.major}.{tc.minor} and export CUDA_HOME to it before "
-                    "building anything against this torch.", [f"{tk.path}: nvcc {tk.version} ({tk.source})"])
-            return
-
-
 def _log(matrix: Matrix, log: str, torch_cuda: str | None, out: _Findings) -> None:
     """The log's lines matched against the known issues; a CUDA-major mismatch set against this environment."""
     for issue, ev in match_log(log, matrix.known_issues):
@@ -235,7 +208,6 @@ def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[Host
     _vllm(host, matrix, env, gpus, emit)
     if "vllm.kernels" not in unknown:
         _vllm_kernels(host, matrix, env, gpus, emit)
-    _companions(matrix, env, emit)
 
 
 def _torch(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostGpu],
@@ -248,24 +220,8 @@ def _torch(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostG
         return  # (a Jetson has its GPU, whether or not a paste lists it)
     shown = "torch.available" not in unknown
     below = _driver_below_torch(host, matrix, torch, shown, emit)
-    if torch.cuda is None and (gpus or host.gpus):
-        _cpu_torch(matrix, torch, gpus or host.gpus, emit)
-    elif not gpus or not shown:
-        return
-    elif not torch.available:
-        if not below:
-            _torch_sees_no_gpu(host, matrix, torch, gpus, emit)
-    elif torch.arch_list:  # (a paste may not show it)
-        missing = [g for g in gpus if not caps_covered(torch.arch_list, g.cc)]
-        if missing:
-            k = issue_for(matrix, "arch-not-in-build")
-            emit("arch-not-in-build", "error", f"torch {torch.version} has no kernels for "
-                 f"{', '.join(g.name for g in missing)}",
-                 f"torch's arch list ({' '.join(torch.arch_list)}) has neither SASS for "
-                 f"{', '.join(g.cc.sm for g in missing)} "
-                 "nor older PTX: kernels fail with 'no kernel image is available'.",
-                 k.fix,
-                 (f"torch.cuda.get_arch_list() = {torch.arch_list}",))
+    if torch.cuda is not None and gpus and shown and not torch.available and not below:
+        _torch_sees_no_gpu(host, matrix, torch, gpus, emit)
 
 
 def _driver_floors(host: Host, matrix: Matrix, cuda: Version) -> tuple[DriverVersion | None, DriverVersion | None]:
@@ -356,7 +312,7 @@ def _generic_torch_on_jetson(host: Host, matrix: Matrix, torch: TorchRuntime, em
     from ..resolve import Request
     from ..resolve.jetson import index_wheels
 
-    here = _jetson_here(host, matrix)
+    here = jetson_here(host, matrix)
     if here is None:
         return False
     module, jp, how = here
@@ -378,35 +334,9 @@ def _generic_torch_on_jetson(host: Host, matrix: Matrix, torch: TorchRuntime, em
     return True
 
 
-def _jetson_here(host: Host, matrix: Matrix) -> tuple[str, JetPack, str] | None:
-    """(the module, its JetPack, how the L4T release was known) of a Jetson on L4T's own CUDA whose L4T release the
-    matrix knows; None elsewhere (no L4T release, or a Thor on the unified ARM build)."""
-    from ..resolve import NoCompatibleStack
-    from ..resolve.jetson import jetson_of
-
-    if host.platform.l4t is None:
-        return None
-    try:
-        j = jetson_of(host, matrix)
-    except NoCompatibleStack:
-        return None
-    if j is None or j.jetpack is None or j.module.name in j.jetpack.sbsa_modules:
-        return None
-    return j.module.name, j.jetpack, j.how
-
-
-def _cpu_torch(matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostGpu], emit: Callable[..., None]) -> None:
-    k = issue_for(matrix, "cpu-only-build")
-    emit("cpu-only-build", "error", f"torch {torch.version} is a CPU build on a machine with NVIDIA GPUs",
-         "torch.version.cuda is None: this torch cannot use the GPUs, and vLLM's CUDA kernels cannot load "
-         "against it.", k.fix,
-         (f"torch {torch.version}, torch.version.cuda = None", f"GPUs: {', '.join(g.name for g in gpus)}"))
-
-
 def _vllm(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu], emit: Callable[..., None]) -> None:
     """vLLM's main kernel module and the others its wheel ships; the torch its wheel pins."""
     torch = env.torch
-    torch_version = public_version(torch.version) if torch else None
     vllm = env.module("vllm")
     expected, core = _extensions(matrix, host, env)
     vllm_c = env.module(core)
@@ -442,14 +372,6 @@ def _vllm(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu], e
                 _core_fails(matrix, env, core, text, vllm_c.error or "", emit)
         if not tree:
             _other_extensions(matrix, env, expected, core, no_driver, emit)
-        pin = torch_pin(env.requirement_lines("vllm"))
-        if pin is not None and torch is not None and torch_version is not None and pin != torch_version:
-            k = issue_for(matrix, "torch-abi-mismatch")
-            emit("torch-abi-mismatch", "error" if c_failed else "warning",
-                 f"vLLM {vllm.version} was built for torch {pin}, not the torch {torch.version} installed",
-                 "Every vLLM wheel pins an exact torch: its kernels link against that torch's C++ ABI. Something "
-                 "(another install, --no-deps, a later pip install torch) replaced it.",
-                 k.fix, (f"vllm requires torch=={pin}", f"installed torch {torch.version}"))
 
 
 def _release_kernels(matrix: Matrix, host: Host, env: EnvReport) -> tuple[str, Kernels, bool] | None:
@@ -523,25 +445,3 @@ def _core_fails(matrix: Matrix, env: EnvReport, core: str, text: str, error: str
     emit(hit.cause if hit else abi.cause, "error", hit.title if hit else f"{core} does not load",
          hit.explanation if hit else "vLLM's compiled extension fails to load with this torch.",
          hit.fix if hit else abi.fix, (error,))
-
-
-def _companions(matrix: Matrix, env: EnvReport, emit: Callable[..., None]) -> None:
-    """torchvision, torchaudio, xformers, FlashInfer, flash-attn: built for another torch, or failing."""
-    torch = env.torch
-    torch_version = public_version(torch.version) if torch else None
-    for dist, module in (("torchvision", "torchvision"), ("torchaudio", "torchaudio"), ("xformers", "xformers"),
-                         ("flashinfer-python", "flashinfer"), ("flash-attn", "flash_attn")):
-        rep = env.module(module)
-        pin = torch_pin(env.requirement_lines(dist))
-        failed = rep is not None and rep.error and "No module named" not in rep.error
-        mismatch = pin is not None and torch_version is not None and pin != torch_version
-        if failed or mismatch:
-            k = issue_for(matrix, "companion-mismatch")
-            ev = [e for e in ((rep.error if rep and failed else ""),
-                              (f"{dist} requires torch=={pin}; installed torch {torch.version}" if mismatch and torch else ""))
-                  if e]
-            emit("companion-mismatch", "error" if failed else "warning",
-                 f"{dist} does not match the installed torch",
-                 f"{dist} is built against one exact torch; with another its C++ operators fail to register or load.",
-                 k.fix,
-                 ev)

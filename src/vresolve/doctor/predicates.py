@@ -1,0 +1,233 @@
+"""The predicates that judge known-issues rows from facts, registered by name (a row's ``when:``).
+
+A predicate reads one fact model, :class:`Facts` (the live probe's :class:`~vresolve.host.Host` and
+:class:`~vresolve.host.EnvReport`, which a live environment fills and a paste fills through
+:func:`~vresolve.doctor.evidence.to_host_facts`; ``unknown`` names the facts a paste did not show) and yields a
+:class:`Hit` for each place its row holds: the specific evidence, the values of the placeholders (``{name}``) in
+the row's title, explanation and fix, and whether the finding is said one step softer (error -> warning: the
+matrix's fact is unverified, or the fault is not failing yet). Everything else a finding says -- cause, severity,
+title, explanation, fix, sources -- is its row's (:mod:`.judge` builds the findings). ``facts``: the facts it reads
+(the names :func:`~vresolve.doctor.pasted.cite` cites pasted lines by); ``fills``: the placeholders it fills.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from ..host import EnvReport, Host, HostGpu, TorchRuntime
+from ..matrix import Matrix
+from ..matrix.model import JetPack
+from ..values import Capability, public_version
+from .facts import caps_covered, needs_libcuda, torch_pin
+
+
+@dataclass(frozen=True, kw_only=True)
+class Facts:
+    """What is known of the machine and the environment, live or pasted; ``unknown``: fields holding a default,
+    not an observation (a paste that does not show them), which no predicate reads as a fact."""
+
+    host: Host
+    matrix: Matrix
+    env: EnvReport | None = None
+    unknown: frozenset[str] = frozenset()
+
+    @property
+    def gpus(self) -> tuple[HostGpu, ...]:
+        """The GPUs whose compute capability is known."""
+        return tuple(g for g in self.host.gpus if g.compute_capability is not None)
+
+    @property
+    def torch(self) -> TorchRuntime | None:
+        return self.env.torch if self.env is not None and not self.env.error else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hit:
+    """Where a row holds: its evidence, its placeholders' values, and whether it is said one step softer."""
+
+    evidence: tuple[str, ...] = ()
+    fill: dict[str, str] = field(default_factory=dict)
+    softer: bool = False
+
+
+Test = Callable[[Facts], Iterator[Hit]]
+
+
+@dataclass(frozen=True)
+class Predicate:
+    name: str
+    facts: tuple[str, ...]
+    fills: tuple[str, ...]
+    test: Test
+
+
+#: every predicate by name: a known-issues row's ``when:`` names one (``matrix validate`` checks both ways)
+PREDICATES: dict[str, Predicate] = {}
+
+
+def predicate(name: str, facts: tuple[str, ...], fills: tuple[str, ...] = ()) -> Callable[[Test], Test]:
+    def register(test: Test) -> Test:
+        if name in PREDICATES:
+            raise ValueError(f"predicate {name!r} registered twice")
+        PREDICATES[name] = Predicate(name, facts, fills, test)
+        return test
+    return register
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the driver
+# ------------------------------------------------------------------------------------------------------------
+
+@predicate("nvml-library-mismatch", ("nvml_library", "driver"))
+def _nvml_library_mismatch(f: Facts) -> Iterator[Hit]:
+    """The kernel module and the driver's user-space library are of other versions (NVML says so)."""
+    if f.host.driver.nvml_library_mismatch:
+        yield Hit(evidence=tuple(p for p in f.host.problems if "mismatch" in p))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# torch
+# ------------------------------------------------------------------------------------------------------------
+
+def jetson_here(host: Host, matrix: Matrix) -> tuple[str, JetPack, str] | None:
+    """(the module, its JetPack, how the L4T release was known) of a Jetson on L4T's own CUDA whose L4T release the
+    matrix knows; None elsewhere (no L4T release, or a Thor on the unified ARM build)."""
+    from ..resolve import NoCompatibleStack
+    from ..resolve.jetson import jetson_of
+
+    if host.platform.l4t is None:
+        return None
+    try:
+        j = jetson_of(host, matrix)
+    except NoCompatibleStack:
+        return None
+    if j is None or j.jetpack is None or j.module.name in j.jetpack.sbsa_modules:
+        return None
+    return j.module.name, j.jetpack, j.how
+
+
+def jetson_torch_mismatch(f: Facts, torch: TorchRuntime) -> tuple[str, JetPack, str] | None:
+    """(the module, its JetPack, how known) where torch is not built for the CUDA of a Jetson on L4T's own CUDA (a
+    CPU build, or a generic aarch64 build of another CUDA); None elsewhere."""
+    here = jetson_here(f.host, f.matrix)
+    if here is None:
+        return None
+    built = public_version(torch.cuda) if torch.cuda and re.fullmatch(r"\d+\.\d+", torch.cuda) else None
+    cuda = here[1].cuda
+    return None if built is not None and (built.major, built.minor) == (cuda.major, cuda.minor) else here
+
+
+def _torch_judged(f: Facts) -> TorchRuntime | None:
+    """torch, when which CUDA it is built for was seen, unless a Jetson's own rule judges it (a torch not built for
+    the JetPack's CUDA)."""
+    torch = f.torch
+    if torch is None or "torch.cuda" in f.unknown or jetson_torch_mismatch(f, torch) is not None:
+        return None
+    return torch
+
+
+@predicate("torch-cpu-build-beside-gpus", ("torch_cuda", "torch", "gpus"), ("torch",))
+def _cpu_torch(f: Facts) -> Iterator[Hit]:
+    """torch built without CUDA (torch.version.cuda is None) on a machine with NVIDIA GPUs."""
+    torch = _torch_judged(f)
+    gpus = f.gpus or f.host.gpus
+    if torch is not None and torch.cuda is None and gpus:
+        yield Hit(evidence=(f"torch {torch.version}, torch.version.cuda = None",
+                            f"GPUs: {', '.join(g.name for g in gpus)}"), fill={"torch": f"{torch.version}"})
+
+
+@predicate("torch-arch-list-misses-gpu", ("gpus", "torch_arch_list", "torch"), ("torch", "gpus", "arch_list", "sms"))
+def _torch_arch_list(f: Facts) -> Iterator[Hit]:
+    """torch sees the GPUs, and its arch list has neither SASS nor older PTX for one of them."""
+    torch = _torch_judged(f)
+    if torch is None or torch.cuda is None or "torch.available" in f.unknown or not torch.available:
+        return
+    missing = [g for g in f.gpus if not caps_covered(torch.arch_list, g.cc)] if torch.arch_list else []
+    if missing:
+        yield Hit(evidence=(f"torch.cuda.get_arch_list() = {torch.arch_list}",),
+                  fill={"torch": f"{torch.version}", "gpus": ", ".join(g.name for g in missing),
+                        "arch_list": " ".join(torch.arch_list), "sms": ", ".join(g.cc.sm for g in missing)})
+
+
+@predicate("nvcc-not-torch-cuda", ("nvcc", "torch_cuda", "torch"), ("nvcc", "torch_cuda", "cuda"))
+def _toolkit_mismatch(f: Facts) -> Iterator[Hit]:
+    """An nvcc on the machine of another CUDA major.minor than torch's (what a build against this torch uses)."""
+    torch = f.torch
+    tc = public_version(torch.cuda) if torch is not None and torch.cuda else None
+    for tk in f.host.toolkits:
+        if torch is not None and tc is not None and (tk.version.major, tk.version.minor) != (tc.major, tc.minor):
+            yield Hit(evidence=(f"{tk.path}: nvcc {tk.version} ({tk.source})",),
+                      fill={"nvcc": str(tk.version), "torch_cuda": str(torch.cuda), "cuda": f"{tc.major}.{tc.minor}"})
+            return
+
+
+@predicate("gpu-below-ampere", ("gpus",))
+def _below_ampere(f: Facts) -> Iterator[Hit]:
+    """GPUs below compute capability 8.0: no bfloat16, no FlashAttention 2."""
+    old = [g for g in f.gpus if g.cc < Capability(8, 0)]
+    if old:
+        yield Hit(evidence=tuple(f"GPU {g.index}: {g.label}" for g in old))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# vLLM and its companions
+# ------------------------------------------------------------------------------------------------------------
+
+@predicate("vllm-pins-other-torch", ("vllm", "torch"), ("vllm", "pin", "torch"))
+def _vllm_pins_other_torch(f: Facts) -> Iterator[Hit]:
+    """The installed vLLM's own requirement pins a torch other than the one installed (softer while its main
+    compiled module still loads)."""
+    env, torch = f.env, f.torch
+    vllm = env.module("vllm") if env is not None else None
+    if env is None or torch is None or vllm is None or not vllm.origin:
+        return
+    pin, have = torch_pin(env.requirement_lines("vllm")), public_version(torch.version)
+    if pin is None or have is None or pin == have:
+        return
+    core = env.module(_core_name(f))
+    no_driver = f.host.driver.version is None and not f.gpus
+    c_failed = core is not None and bool(core.error) and not (no_driver and needs_libcuda(core))
+    yield Hit(evidence=(f"vllm requires torch=={pin}", f"installed torch {torch.version}"),
+              fill={"vllm": str(vllm.version), "pin": str(pin), "torch": f"{torch.version}"}, softer=not c_failed)
+
+
+def _core_name(f: Facts) -> str:
+    """vLLM's main compiled module: the one its release's wheel ships for this platform, else judged from what the
+    installed package holds."""
+    from ..values import core_extension
+
+    assert f.env is not None
+    vllm = f.env.module("vllm")
+    version = public_version(vllm.version) if vllm is not None and f.host.platform.l4t is None else None
+    release = f.matrix.vllm_release(version) if version is not None else None
+    wheels = release.wheels_for(f.host.platform.tag) if release is not None else ()
+    expected = wheels[0].extensions if wheels else ()
+    return core_extension(expected or f.env.vllm_extensions)
+
+
+_COMPANION_MODULES = (("torchvision", "torchvision"), ("torchaudio", "torchaudio"), ("xformers", "xformers"),
+                      ("flashinfer-python", "flashinfer"), ("flash-attn", "flash_attn"))
+
+
+@predicate("companion-built-for-other-torch",
+           ("torch", "torchvision", "torchaudio", "xformers", "flashinfer", "flash-attn"), ("dist",))
+def _companions(f: Facts) -> Iterator[Hit]:
+    """torchvision, torchaudio, xformers, FlashInfer, flash-attn: failing to import, or pinning another torch
+    (softer while it still imports)."""
+    env = f.env
+    if env is None or env.error:
+        return
+    torch = env.torch
+    torch_version = public_version(torch.version) if torch else None
+    for dist, module in _COMPANION_MODULES:
+        rep = env.module(module)
+        pin = torch_pin(env.requirement_lines(dist))
+        failed = rep is not None and bool(rep.error) and "No module named" not in (rep.error or "")
+        mismatch = pin is not None and torch_version is not None and pin != torch_version
+        if failed or mismatch:
+            ev = [e for e in ((rep.error if rep and failed else ""),
+                              (f"{dist} requires torch=={pin}; installed torch {torch.version}"
+                               if mismatch and torch else "")) if e]
+            yield Hit(evidence=tuple(ev or ()), fill={"dist": dist}, softer=not failed)
