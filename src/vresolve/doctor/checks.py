@@ -249,7 +249,8 @@ def _driver_below_torch(host: Host, matrix: Matrix, torch: TorchRuntime, shown: 
         return False
     floor, own = _driver_floors(host, matrix, Version(f"{tc.major}.{tc.minor}"))
     served = host.driver.cuda
-    no_compat = matrix.cuda_major(tc.major) is None
+    major = matrix.cuda_major(tc.major)
+    no_compat = major is None or major.minor_compat_driver.linux is None  # CUDA 9, 10: none
     if floor is not None and driver < floor:
         need = f"NVIDIA driver >= {floor}"
         why = (f"CUDA {tc.major}.x minor-version compatibility starts at driver {floor}" if own is None or floor < own

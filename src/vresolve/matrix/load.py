@@ -174,9 +174,9 @@ class _Rows:
         return self._parsed(d, key, row, Capability.parse, "compute capability",
                             "MAJOR.MINOR such as '8.6'", **kw)
 
-    def date(self, d: dict[str, Any], key: str, row: str) -> str | None:
+    def date(self, d: dict[str, Any], key: str, row: str, **kw: Any) -> str | None:
         """An ISO date, to the day or to the month (``2025-01-23`` or ``2020-07``)."""
-        return self._parsed(d, key, row, _iso_date, "date", "YYYY-MM-DD or YYYY-MM")
+        return self._parsed(d, key, row, _iso_date, "date", "YYYY-MM-DD or YYYY-MM", **kw)
 
     def list_of(self, d: dict[str, Any], key: str, row: str, parse: Callable[[str], Any], what: str,
                 *, required: bool = True, fld: str | None = None, unique: bool = True) -> tuple[Any, ...] | None:
@@ -320,13 +320,15 @@ def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tu
             version = None
         if version is not None:
             r.once(("toolkit", version), "toolkit", row, "version")
-        released = r.date(d, "released", row)
+        # null where no source read gives it (the CUDA 9.x/10.x rows)
+        released = r.date(d, "released", row, required=d.get("released", "") is not None)
         floor = r.driver_floor(d, "min_driver", row)
         updates = _read_updates(d, row, r)
         lowest, highest, nvcc_list = _read_nvcc_archs(d, row, r)
         host = _read_toolkit_host(d, row, r)
         prov = r.provenance(d, row)
-        if (version is not None and released is not None and floor is not None and lowest is not None and
+        if (version is not None and (released is not None or d.get("released", "") is None) and floor is not None
+                and lowest is not None and
             highest is not None and prov is not None):
             toolkits.append(CudaToolkit(
                 version=version, released=released, min_driver=floor, updates=tuple(updates),

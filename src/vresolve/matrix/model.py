@@ -124,7 +124,7 @@ class ToolkitUpdate:
 @dataclass(frozen=True, kw_only=True)
 class CudaToolkit:
     version: Version  # major.minor
-    released: str  # "2025-01-23", or "2020-07" where only the month is sourced
+    released: str | None  # "2025-01-23", or "2020-07" where only the month is sourced; None where unsourced
     min_driver: DriverFloor
     updates: tuple[ToolkitUpdate, ...]
     nvcc_lowest: Capability
