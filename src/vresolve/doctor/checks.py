@@ -11,8 +11,7 @@ from packaging.version import Version
 
 from ..host import EnvReport, Host, HostGpu, TorchRuntime, describe_gpus
 from ..matrix import Matrix
-from ..matrix.model import Kernels
-from ..values import DriverVersion, core_extension, public_version
+from ..values import core_extension, public_version
 from .facts import (
     REINSTALL_CAUSES,
     Finding,
@@ -26,7 +25,7 @@ from .facts import (
 from .judge import Facts, judged
 from .logs import from_issue, issue_for, match_log
 from .pasted import classify
-from .predicates import jetson_here
+from .predicates import driver_below_torch, jetson_here
 
 
 def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
@@ -204,76 +203,25 @@ def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[Host
              (k.explanation if k else "importing torch fails in this environment."),
              (k.fix if k else "Reinstall torch."), (torch_mod.error,))
     if env.torch is not None:
-        _torch(host, matrix, env.torch, gpus, emit, unknown)
+        _torch(host, matrix, env, gpus, emit, unknown)
     _vllm(host, matrix, env, gpus, emit)
-    if "vllm.kernels" not in unknown:
-        _vllm_kernels(host, matrix, env, gpus, emit)
 
 
-def _torch(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostGpu],
+def _torch(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu],
            emit: Callable[..., None], unknown: frozenset[str] = frozenset()) -> None:
     """A CPU torch on a GPU machine, a torch that does not see the GPUs, or one without their kernels.
     Facts in ``unknown`` were not observed (pasted text): the checks that need them do not run."""
+    torch = env.torch
+    assert torch is not None
     if "torch.cuda" in unknown:
         return  # which CUDA torch is built with was not seen: nothing here can be judged
     if host.platform.l4t is not None and _generic_torch_on_jetson(host, matrix, torch, emit):
         return  # (a Jetson has its GPU, whether or not a paste lists it)
     shown = "torch.available" not in unknown
-    below = _driver_below_torch(host, matrix, torch, shown, emit)
+    gap = driver_below_torch(Facts(host=host, matrix=matrix, env=env, unknown=unknown))
+    below = gap is not None and not gap.works  # said by the row of driver-below-torch-cuda
     if torch.cuda is not None and gpus and shown and not torch.available and not below:
         _torch_sees_no_gpu(host, matrix, torch, gpus, emit)
-
-
-def _driver_floors(host: Host, matrix: Matrix, cuda: Version) -> tuple[DriverVersion | None, DriverVersion | None]:
-    """(the driver a build of CUDA ``cuda`` needs on this OS: its major's minor-version-compatibility floor, else
-    the toolkit's own floor; the toolkit's own floor). Windows (and WSL, whose driver is the Windows one) has
-    floors of its own. (None, None) where the matrix knows neither."""
-    windows = host.platform.os == "windows" or host.platform.wsl
-    tk, major = matrix.toolkit(cuda), matrix.cuda_major(cuda.major)
-    own = (tk.min_driver.windows if windows else tk.min_driver.linux) if tk is not None else None
-    compat = (major.minor_compat_driver.windows if windows else major.minor_compat_driver.linux) \
-        if major is not None else None
-    floors = [f for f in (own, compat) if f is not None]
-    return (min(floors) if floors else None), own
-
-
-def _driver_below_torch(host: Host, matrix: Matrix, torch: TorchRuntime, shown: bool,
-                        emit: Callable[..., None]) -> bool:
-    """torch built for a CUDA the driver cannot serve: the driver is below the floor of torch's CUDA (its major's
-    minor-version-compatibility floor, or the toolkit's own where the major has none), or the driver's own CUDA
-    (nvidia-smi's "CUDA Version") is of an older major, or older at all where CUDA had no minor-version
-    compatibility (before 11). ``shown``: whether torch.cuda.is_available() is a fact. True when said."""
-    tc = public_version(torch.cuda)
-    driver = host.driver.version
-    if tc is None or driver is None:
-        return False
-    floor, own = _driver_floors(host, matrix, Version(f"{tc.major}.{tc.minor}"))
-    served = host.driver.cuda
-    major = matrix.cuda_major(tc.major)
-    no_compat = major is None or major.minor_compat_driver.linux is None  # CUDA 9, 10: none
-    if floor is not None and driver < floor:
-        need = f"NVIDIA driver >= {floor}"
-        why = (f"CUDA {tc.major}.x minor-version compatibility starts at driver {floor}" if own is None or floor < own
-               else f"the CUDA {tc.major}.{tc.minor} toolkit needs driver {floor}")
-    elif served is not None and ((served.major, served.minor) < (tc.major, tc.minor)) and \
-            (served.major < tc.major or no_compat):
-        need = f"a driver that serves CUDA {tc.major}.{tc.minor}"
-        why = (f"the driver serves CUDA {served.major}.{served.minor} (nvidia-smi's CUDA Version), and "
-               + ("CUDA of another major does not run on it" if served.major < tc.major else
-                  f"CUDA {tc.major}.x has no minor-version compatibility"))
-    else:
-        return False
-    k = issue_for(matrix, "driver-too-old")
-    works = shown and torch.available
-    emit("driver-too-old", "warning" if works else "error",
-         f"driver {driver} is too old for torch's CUDA {torch.cuda}",
-         f"torch {torch.version} is built with CUDA {torch.cuda}; {why}, and this machine has driver {driver}. "
-         + ("The report says torch sees the GPU all the same (a CUDA forward-compatibility package, or a driver "
-            "line from another machine): kernels built for this CUDA may still fail to load."
-            if works else "torch's CUDA does not initialise on it, so nothing runs on the GPU."),
-         k.fix + f"\nInstall {need}, or a torch built for a CUDA this driver serves.",
-         (f"torch {torch.version}, torch.version.cuda = {torch.cuda}", f"driver {driver}"))
-    return not works
 
 
 def _torch_sees_no_gpu(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostGpu],
@@ -373,58 +321,6 @@ def _vllm(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu], e
                 _core_fails(matrix, env, core, text, vllm_c.error or "", emit)
         if not tree:
             _other_extensions(matrix, env, expected, core, no_driver, emit)
-
-
-def _release_kernels(matrix: Matrix, host: Host, env: EnvReport) -> tuple[str, Kernels, bool] | None:
-    """(the installed vLLM's version, the kernels of its release's build for this machine, whether the matrix's
-    fact is verified): the variant of the CUDA its local tag names (``0.6.1.post1+cu118``), else the PyPI wheel's
-    build for this platform. None for a vLLM the matrix does not know (a source build, a dev version), or one
-    built from a source tree here."""
-    vllm = env.module("vllm")
-    version = public_version(vllm.version) if vllm is not None and vllm.version else None
-    release = matrix.vllm_release(version) if version is not None and host.platform.l4t is None else None
-    if release is None or vllm is None or vllm.version is None or is_source_tree(vllm.origin):
-        return None
-    local = vllm.version.partition("+")[2].lower()
-    tagged = next((v for v in release.variants if v.cuda is not None and local
-                   and local == f"cu{v.cuda.major}{v.cuda.minor}"), None)
-    pypi = next((v for v in release.variants if v.where == "pypi" and host.platform.tag in v.platforms), None)
-    build = tagged or pypi
-    kernels = (build.kernels if build is not None else None) or release.kernels
-    if kernels is None:
-        return None
-    return vllm.version, kernels, (build.provenance if build is not None else release.provenance).trusted
-
-
-def _vllm_kernels(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu],
-                  emit: Callable[..., None]) -> None:
-    """GPUs the installed vLLM release's kernels do not cover: below vLLM's minimum compute capability
-    (gpu-too-old-for-feature), or of a capability its build has neither SASS nor PTX for (arch-not-in-build)."""
-    found = _release_kernels(matrix, host, env) if gpus else None
-    if found is None:
-        return
-    version, kernels, trusted = found
-    severity = "error" if trusted else "warning"
-    floor = kernels.min_compute_capability
-    old = [g for g in gpus if g.cc < floor]
-    if old:
-        emit("gpu-too-old-for-feature", severity, f"vLLM {version} does not run on the {old[0].name}",
-             f"vLLM {version} needs compute capability {floor} or newer; "
-             + ", ".join(f"{g.name} is {g.cc}" for g in old)
-             + ". Its wheels carry no kernels for these GPUs (\"no kernel image is available for execution on the "
-               "device\"), and its source build does not target them.",
-             f"Run vLLM on a GPU of compute capability {floor} or newer (vLLM's GPU requirement; the matrix's "
-             f"kernels of vLLM {version}). vLLM has no build for these GPUs; other engines (llama.cpp, "
-             "transformers in float16) still run on them.",
-             tuple(f"GPU {g.index}: {g.label}" for g in old) + (f"vllm {version}",))
-        return
-    missing = [g for g in gpus if not kernels.archs.covers(g.cc)]
-    if missing:
-        k = issue_for(matrix, "arch-not-in-build")
-        emit("arch-not-in-build", severity, f"vLLM {version}'s build has no kernels for the {missing[0].name}",
-             f"vLLM {version}'s wheel for this machine carries {kernels.archs}; it has neither SASS nor PTX for "
-             + ", ".join(g.cc.sm for g in missing) + ": its kernels fail with 'no kernel image is available'.",
-             k.fix, tuple(f"GPU {g.index}: {g.label}" for g in missing) + (f"vllm {version}",))
 
 
 def _core_fails(matrix: Matrix, env: EnvReport, core: str, text: str, error: str,

@@ -16,11 +16,13 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from packaging.version import Version
+
 from ..host import EnvReport, Host, HostGpu, TorchRuntime
 from ..matrix import Matrix
-from ..matrix.model import JetPack
-from ..values import Capability, public_version
-from .facts import caps_covered, needs_libcuda, torch_pin
+from ..matrix.model import JetPack, Kernels
+from ..values import Capability, DriverVersion, public_version
+from .facts import caps_covered, is_source_tree, needs_libcuda, torch_pin
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -231,3 +233,143 @@ def _companions(f: Facts) -> Iterator[Hit]:
                               (f"{dist} requires torch=={pin}; installed torch {torch.version}"
                                if mismatch and torch else "")) if e]
             yield Hit(evidence=tuple(ev or ()), fill={"dist": dist}, softer=not failed)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the driver under torch's CUDA
+# ------------------------------------------------------------------------------------------------------------
+
+def driver_floors(host: Host, matrix: Matrix, cuda: Version) -> tuple[DriverVersion | None, DriverVersion | None]:
+    """(the driver a build of CUDA ``cuda`` needs on this OS: its major's minor-version-compatibility floor, else
+    the toolkit's own floor; the toolkit's own floor). Windows (and WSL, whose driver is the Windows one) has
+    floors of its own. (None, None) where the matrix knows neither."""
+    windows = host.platform.os == "windows" or host.platform.wsl
+    tk, major = matrix.toolkit(cuda), matrix.cuda_major(cuda.major)
+    own = (tk.min_driver.windows if windows else tk.min_driver.linux) if tk is not None else None
+    compat = (major.minor_compat_driver.windows if windows else major.minor_compat_driver.linux) \
+        if major is not None else None
+    floors = [f for f in (own, compat) if f is not None]
+    return (min(floors) if floors else None), own
+
+
+@dataclass(frozen=True)
+class DriverGap:
+    """torch built for a CUDA the driver cannot serve: what it needs, why, and whether the report says torch sees
+    the GPU all the same."""
+
+    need: str
+    why: str
+    works: bool
+
+
+def driver_below_torch(f: Facts) -> DriverGap | None:
+    """The driver below the floor of torch's CUDA (its major's minor-version-compatibility floor, or the toolkit's
+    own where the major has none: CUDA 9, 10), or the driver's own CUDA (nvidia-smi's "CUDA Version") of an older
+    major, or older at all where CUDA had no minor-version compatibility; None otherwise."""
+    torch = _torch_judged(f)
+    tc = public_version(torch.cuda) if torch is not None else None
+    driver = f.host.driver.version
+    if torch is None or tc is None or driver is None:
+        return None
+    floor, own = driver_floors(f.host, f.matrix, Version(f"{tc.major}.{tc.minor}"))
+    served = f.host.driver.cuda
+    major = f.matrix.cuda_major(tc.major)
+    no_compat = major is None or major.minor_compat_driver.linux is None
+    works = "torch.available" not in f.unknown and torch.available
+    if floor is not None and driver < floor:
+        why = (f"CUDA {tc.major}.x minor-version compatibility starts at driver {floor}" if own is None or floor < own
+               else f"the CUDA {tc.major}.{tc.minor} toolkit needs driver {floor}")
+        return DriverGap(f"NVIDIA driver >= {floor}", why, works)
+    if served is not None and ((served.major, served.minor) < (tc.major, tc.minor)) and \
+            (served.major < tc.major or no_compat):
+        why = (f"the driver serves CUDA {served.major}.{served.minor} (nvidia-smi's CUDA Version), and "
+               + ("CUDA of another major does not run on it" if served.major < tc.major else
+                  f"CUDA {tc.major}.x has no minor-version compatibility"))
+        return DriverGap(f"a driver that serves CUDA {tc.major}.{tc.minor}", why, works)
+    return None
+
+
+_DRIVER_FACTS = ("driver", "cuda_driver", "torch_cuda", "torch", "cuda_available")
+_DRIVER_FILLS = ("driver", "torch", "torch_cuda", "why", "need")
+
+
+def _driver_hit(f: Facts, gap: DriverGap) -> Hit:
+    torch = f.torch
+    assert torch is not None
+    driver = str(f.host.driver.version)
+    return Hit(evidence=(f"torch {torch.version}, torch.version.cuda = {torch.cuda}", f"driver {driver}"),
+               fill={"driver": driver, "torch": f"{torch.version}", "torch_cuda": f"{torch.cuda}", "why": gap.why,
+                     "need": gap.need})
+
+
+@predicate("driver-below-torch-cuda", _DRIVER_FACTS, _DRIVER_FILLS)
+def _driver_below(f: Facts) -> Iterator[Hit]:
+    """torch's CUDA does not initialise on this driver (nor does the report say it does)."""
+    gap = driver_below_torch(f)
+    if gap is not None and not gap.works:
+        yield _driver_hit(f, gap)
+
+
+@predicate("driver-below-torch-cuda-but-runs", _DRIVER_FACTS, _DRIVER_FILLS)
+def _driver_below_but_runs(f: Facts) -> Iterator[Hit]:
+    """The same gap where the report says torch sees the GPU all the same."""
+    gap = driver_below_torch(f)
+    if gap is not None and gap.works:
+        yield _driver_hit(f, gap)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the installed vLLM release's kernels
+# ------------------------------------------------------------------------------------------------------------
+
+def release_kernels(f: Facts) -> tuple[str, Kernels, bool] | None:
+    """(the installed vLLM's version, the kernels of its release's build for this machine, whether the matrix's
+    fact is verified): the variant of the CUDA its local tag names (``0.6.1.post1+cu118``), else the PyPI wheel's
+    build for this platform. None for a vLLM the matrix does not know (a source build, a dev version), one built
+    from a source tree here, or one built for an arch list of its own (``vllm.kernels`` unknown)."""
+    env = f.env
+    vllm = env.module("vllm") if env is not None and not env.error and "vllm.kernels" not in f.unknown else None
+    version = public_version(vllm.version) if vllm is not None and vllm.version else None
+    release = f.matrix.vllm_release(version) if version is not None and f.host.platform.l4t is None else None
+    if release is None or vllm is None or vllm.version is None or is_source_tree(vllm.origin):
+        return None
+    local = vllm.version.partition("+")[2].lower()
+    tagged = next((v for v in release.variants if v.cuda is not None and local
+                   and local == f"cu{v.cuda.major}{v.cuda.minor}"), None)
+    pypi = next((v for v in release.variants if v.where == "pypi" and f.host.platform.tag in v.platforms), None)
+    build = tagged or pypi
+    kernels = (build.kernels if build is not None else None) or release.kernels
+    if kernels is None:
+        return None
+    return vllm.version, kernels, (build.provenance if build is not None else release.provenance).trusted
+
+
+@predicate("vllm-release-below-gpu", ("gpus", "vllm"), ("vllm", "gpu", "floor", "ccs"))
+def _vllm_below_floor(f: Facts) -> Iterator[Hit]:
+    """GPUs below the installed vLLM release's minimum compute capability (softer where the matrix's fact is
+    unverified)."""
+    found = release_kernels(f) if f.gpus else None
+    if found is None:
+        return
+    version, kernels, trusted = found
+    old = [g for g in f.gpus if g.cc < kernels.min_compute_capability]
+    if old:
+        yield Hit(evidence=tuple(f"GPU {g.index}: {g.label}" for g in old) + (f"vllm {version}",),
+                  fill={"vllm": version, "gpu": old[0].name, "floor": str(kernels.min_compute_capability),
+                        "ccs": ", ".join(f"{g.name} is {g.cc}" for g in old)}, softer=not trusted)
+
+
+@predicate("vllm-release-arch-misses-gpu", ("gpus", "vllm"), ("vllm", "gpu", "archs", "sms"))
+def _vllm_arch_misses(f: Facts) -> Iterator[Hit]:
+    """GPUs (at or above vLLM's floor) of a capability the release's build has neither SASS nor PTX for."""
+    found = release_kernels(f) if f.gpus else None
+    if found is None:
+        return
+    version, kernels, trusted = found
+    if any(g.cc < kernels.min_compute_capability for g in f.gpus):
+        return  # said by vllm-release-below-gpu
+    missing = [g for g in f.gpus if not kernels.archs.covers(g.cc)]
+    if missing:
+        yield Hit(evidence=tuple(f"GPU {g.index}: {g.label}" for g in missing) + (f"vllm {version}",),
+                  fill={"vllm": version, "gpu": missing[0].name, "archs": str(kernels.archs),
+                        "sms": ", ".join(g.cc.sm for g in missing)}, softer=not trusted)
