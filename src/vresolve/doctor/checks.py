@@ -9,14 +9,13 @@ from collections.abc import Callable, Sequence
 
 from packaging.version import Version
 
-from ..host import EnvReport, Host, HostGpu, TorchRuntime, describe_gpus
+from ..host import EnvReport, Host, HostGpu, TorchRuntime
 from ..matrix import Matrix
 from ..values import core_extension, public_version
 from .facts import (
     REINSTALL_CAUSES,
     Finding,
     dedupe,
-    hidden_by,
     is_source_tree,
     needs_libcuda,
     torch_pin,
@@ -25,7 +24,7 @@ from .facts import (
 from .judge import Facts, judged
 from .logs import from_issue, issue_for, match_log
 from .pasted import classify
-from .predicates import driver_below_torch, jetson_here
+from .predicates import jetson_here
 
 
 def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
@@ -42,10 +41,6 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
                      + "\n  ".join(reinstall)) if reinstall else "")
     gpus = [g for g in host.gpus if g.compute_capability is not None]
     judged(Facts(host=host, matrix=matrix, env=env, unknown=unknown), out.add)  # the rows judged from facts
-    if host.driver.broken and not host.driver.nvml_library_mismatch:
-        _broken_driver(host, out)
-    if not {"driver", "gpus"} & unknown:
-        _driver_cannot_drive(host, matrix, out.add)
     if env is not None:
         _environment(host, matrix, env, gpus, out.add, unknown)
     torch_cuda = env.torch.cuda if env is not None and env.torch is not None else None
@@ -54,34 +49,6 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
     if log:
         _log(matrix, log, torch_cuda, out)
     return dedupe(out.findings)
-
-
-def _driver_cannot_drive(host: Host, matrix: Matrix, emit: Callable[..., None]) -> None:
-    """A GPU the driver branch cannot drive at all: older than the GPU (driver-too-old), or past a legacy GPU's
-    last branch. No CUDA build runs there, whatever minor-version compatibility allows."""
-    from ..resolve.gpudriver import driver_gaps
-
-    seen: set[str] = set()
-    for gap in driver_gaps(host, matrix):
-        if gap.gpu.name in seen:
-            continue
-        seen.add(gap.gpu.name)
-        same = [g for g in host.gpus if g.name == gap.gpu.name]
-        evidence = (f"driver {gap.driver}", *(f"GPU {g.index}: {g.label}" for g in same))
-        unsure = "" if gap.trusted else " (the matrix's fact is unverified: check NVIDIA's supported-products list)"
-        if gap.kind == "too-old":
-            emit("driver-too-old", "error" if gap.trusted else "warning",
-                 f"driver {gap.driver} is older than the {gap.gpu.name}",
-                 f"{gap.text}.{unsure} A driver branch cannot drive a GPU released after it, and CUDA minor-version "
-                 "compatibility does not change that: nothing that uses CUDA runs on this GPU with this driver.",
-                 f"{gap.fix[0].upper()}{gap.fix[1:]}, then reboot (or reload the nvidia kernel modules); "
-                 f"then plan again for the new driver.",
-                 evidence)
-        else:
-            emit("gpu-too-old-for-feature", "error" if gap.trusted else "warning",
-                 f"driver {gap.driver} no longer supports the {gap.gpu.name}",
-                 f"{gap.text}.{unsure} Later driver branches dropped this GPU: it is not driven at all.",
-                 f"{gap.fix[0].upper()}{gap.fix[1:]}, or run on a supported GPU.", evidence)
 
 
 class _Findings:
@@ -97,30 +64,6 @@ class _Findings:
             fix += self.plan_text
         self.findings.append(Finding(cause=cause, severity=severity, title=title, explanation=explanation, fix=fix,
                                      evidence=tuple(evidence)))
-
-
-def _broken_driver(host: Host, out: _Findings) -> None:
-    """A driver installed but not working (module not loaded, nvidia-smi failing or hanging, NVML refusing), or
-    GPUs on the PCI bus without one: nothing CUDA runs here. ``library-not-found``: the driver, the library every
-    CUDA program loads first, is not usable (the vocabulary has no narrower code)."""
-    d = host.driver
-    evidence = [f"{d.failure}" if d.failure else "no driver probe answered", *d.evidence]
-    if d.state == "not-installed":
-        out.add("library-not-found", "error", "NVIDIA GPUs are present but no NVIDIA driver is installed",
-                "The PCI bus shows NVIDIA GPUs, but no NVIDIA kernel module, device node, driver library or "
-                "nvidia-smi is there: torch sees no GPU, and vLLM cannot run on them.",
-                "Install the NVIDIA driver (the distribution's driver package, or NVIDIA's), reboot, and check with "
-                "nvidia-smi.", evidence)
-        return
-    hung = "timed out after" in (d.failure or "")
-    out.add("library-not-found", "error", "The NVIDIA driver is installed but not working",
-            "The driver is installed (its module, device nodes or libraries are here) but "
-            + ("nvidia-smi hangs: the driver or a GPU is stuck. " if hung else "does not answer. ")
-            + "torch reports no GPU (or hangs), and an install planned on such a machine gets vLLM's CPU backend "
-            "(the failure behind \"No module named 'vllm._C'\" reports): plan once the driver works.",
-            ("Reboot; dmesg shows the GPU's Xid errors." if hung else
-             "Load the module (sudo modprobe nvidia; dmesg says why it does not load), or reboot after a driver or "
-             "kernel update; check with nvidia-smi."), evidence)
 
 
 def _shadows(shadows: Sequence[tuple[str, Sequence[str]]], torch_cuda: str | None, out: _Findings) -> None:
@@ -203,55 +146,9 @@ def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[Host
              (k.explanation if k else "importing torch fails in this environment."),
              (k.fix if k else "Reinstall torch."), (torch_mod.error,))
     if env.torch is not None:
-        _torch(host, matrix, env, gpus, emit, unknown)
+        if "torch.cuda" not in unknown and host.platform.l4t is not None:
+            _generic_torch_on_jetson(host, matrix, env.torch, emit)  # (the rest of torch's checks are rows)
     _vllm(host, matrix, env, gpus, emit)
-
-
-def _torch(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu],
-           emit: Callable[..., None], unknown: frozenset[str] = frozenset()) -> None:
-    """A CPU torch on a GPU machine, a torch that does not see the GPUs, or one without their kernels.
-    Facts in ``unknown`` were not observed (pasted text): the checks that need them do not run."""
-    torch = env.torch
-    assert torch is not None
-    if "torch.cuda" in unknown:
-        return  # which CUDA torch is built with was not seen: nothing here can be judged
-    if host.platform.l4t is not None and _generic_torch_on_jetson(host, matrix, torch, emit):
-        return  # (a Jetson has its GPU, whether or not a paste lists it)
-    shown = "torch.available" not in unknown
-    gap = driver_below_torch(Facts(host=host, matrix=matrix, env=env, unknown=unknown))
-    below = gap is not None and not gap.works  # said by the row of driver-below-torch-cuda
-    if torch.cuda is not None and gpus and shown and not torch.available and not below:
-        _torch_sees_no_gpu(host, matrix, torch, gpus, emit)
-
-
-def _torch_sees_no_gpu(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostGpu],
-                       emit: Callable[..., None]) -> None:
-    """GPUs present, torch.cuda.is_available() False: a driver too old, GPUs hidden, or no driver library."""
-    floor = None
-    tc = public_version(torch.cuda)
-    if tc is not None:
-        from ..resolve import driver_floor
-
-        floor = driver_floor(matrix, tc, "minor-compat", False)
-    if floor is not None and host.driver.version is not None and host.driver.version < floor:
-        k = issue_for(matrix, "driver-too-old")
-        emit("driver-too-old", "error", f"driver {host.driver.version} is too old for torch's CUDA {torch.cuda}",
-             f"torch {torch.version} is built with CUDA {torch.cuda}, which needs NVIDIA driver >= {floor} "
-             f"(CUDA minor-version compatibility); this machine has {host.driver.version}.",
-             k.fix + f"\nInstall NVIDIA driver >= {floor}, or a torch built for an older CUDA.",
-             ("torch.cuda.is_available() = False", f"driver {host.driver.version}"))
-    elif hidden_by(host.env):
-        k = issue_for(matrix, "gpu-not-visible")
-        emit("gpu-not-visible", "error", f"{len(gpus)} NVIDIA GPU(s) present, hidden from this process",
-             k.explanation, k.fix,
-             ("torch.cuda.is_available() = False", *hidden_by(host.env), f"GPUs: {describe_gpus(gpus)}"))
-    else:
-        emit("library-not-found", "error", "torch does not see the GPUs",
-             "torch.cuda.is_available() is False although NVIDIA GPUs are present and nothing in the "
-             "environment hides them: the CUDA driver library does not load in this environment "
-             "(a container without the NVIDIA runtime, or a broken driver install).",
-             "Run nvidia-smi; check the container's GPU options (--gpus all) and the driver install.",
-             ("torch.cuda.is_available() = False", *(torch.error or "",)))
 
 
 def _generic_torch_on_jetson(host: Host, matrix: Matrix, torch: TorchRuntime, emit: Callable[..., None]) -> bool:

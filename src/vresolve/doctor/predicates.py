@@ -373,3 +373,138 @@ def _vllm_arch_misses(f: Facts) -> Iterator[Hit]:
         yield Hit(evidence=tuple(f"GPU {g.index}: {g.label}" for g in missing) + (f"vllm {version}",),
                   fill={"vllm": version, "gpu": missing[0].name, "archs": str(kernels.archs),
                         "sms": ", ".join(g.cc.sm for g in missing)}, softer=not trusted)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# a driver that cannot drive a GPU, or does not work at all
+# ------------------------------------------------------------------------------------------------------------
+
+def _gaps(f: Facts, kind: str) -> Iterator[Hit]:
+    """The GPUs (one per model) the driver branch cannot drive: older than the GPU ("too-old"), or past a legacy
+    GPU's last branch; softer where the matrix's fact is unverified."""
+    from ..resolve.gpudriver import driver_gaps
+
+    if {"driver", "gpus"} & f.unknown:
+        return
+    seen: set[str] = set()
+    for gap in driver_gaps(f.host, f.matrix):
+        if gap.gpu.name in seen:
+            continue
+        seen.add(gap.gpu.name)
+        if (gap.kind == "too-old") != (kind == "too-old"):
+            continue
+        same = [g for g in f.host.gpus if g.name == gap.gpu.name]
+        unsure = "" if gap.trusted else " (the matrix's fact is unverified: check NVIDIA's supported-products list)"
+        yield Hit(evidence=(f"driver {gap.driver}", *(f"GPU {g.index}: {g.label}" for g in same)),
+                  fill={"driver": str(gap.driver), "gpu": gap.gpu.name, "gap": gap.text, "unsure": unsure,
+                        "action": f"{gap.fix[0].upper()}{gap.fix[1:]}"}, softer=not gap.trusted)
+
+
+@predicate("driver-older-than-gpu", ("driver", "gpus"), ("driver", "gpu", "gap", "unsure", "action"))
+def _driver_older_than_gpu(f: Facts) -> Iterator[Hit]:
+    """A driver branch older than the GPU: it cannot drive it, whatever minor-version compatibility allows."""
+    yield from _gaps(f, "too-old")
+
+
+@predicate("driver-dropped-gpu", ("driver", "gpus"), ("driver", "gpu", "gap", "unsure", "action"))
+def _driver_dropped_gpu(f: Facts) -> Iterator[Hit]:
+    """A driver branch past a legacy GPU's last one."""
+    yield from _gaps(f, "dropped")
+
+
+def _driver_evidence(f: Facts) -> tuple[str, ...]:
+    d = f.host.driver
+    return (f"{d.failure}" if d.failure else "no driver probe answered", *d.evidence)
+
+
+def _broken(f: Facts) -> bool:
+    return f.host.driver.broken and not f.host.driver.nvml_library_mismatch
+
+
+@predicate("driver-not-installed", ("driver", "gpus"))
+def _driver_not_installed(f: Facts) -> Iterator[Hit]:
+    """NVIDIA GPUs on the PCI bus and no driver at all."""
+    if _broken(f) and f.host.driver.state == "not-installed":
+        yield Hit(evidence=_driver_evidence(f))
+
+
+def _hung(f: Facts) -> bool:
+    return "timed out after" in (f.host.driver.failure or "")
+
+
+@predicate("driver-hangs", ("driver", "gpus"))
+def _driver_hangs(f: Facts) -> Iterator[Hit]:
+    """A driver installed whose nvidia-smi hangs."""
+    if _broken(f) and f.host.driver.state != "not-installed" and _hung(f):
+        yield Hit(evidence=_driver_evidence(f))
+
+
+@predicate("driver-not-answering", ("driver", "gpus"))
+def _driver_not_answering(f: Facts) -> Iterator[Hit]:
+    """A driver installed (module, device nodes or libraries) that does not answer: module not loaded, nvidia-smi
+    failing, NVML refusing."""
+    if _broken(f) and f.host.driver.state != "not-installed" and not _hung(f):
+        yield Hit(evidence=_driver_evidence(f))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# torch that does not see the GPUs
+# ------------------------------------------------------------------------------------------------------------
+
+def _unseen(f: Facts) -> TorchRuntime | None:
+    """torch, built for CUDA, reporting no GPU (a fact, not a paste's default) beside GPUs, where the driver is not
+    already said to be below torch's CUDA."""
+    torch = _torch_judged(f)
+    if (torch is None or torch.cuda is None or not f.gpus or "torch.available" in f.unknown or torch.available):
+        return None
+    gap = driver_below_torch(f)
+    return None if gap is not None and not gap.works else torch
+
+
+def _minor_compat_floor(f: Facts, torch: TorchRuntime) -> DriverVersion | None:
+    from ..resolve import driver_floor
+
+    tc = public_version(torch.cuda)
+    return driver_floor(f.matrix, tc, "minor-compat", False) if tc is not None else None
+
+
+@predicate("torch-sees-no-gpu-driver-floor", ("driver", "torch_cuda", "torch", "cuda_available"),
+           ("driver", "torch", "torch_cuda", "floor"))
+def _sees_no_gpu_floor(f: Facts) -> Iterator[Hit]:
+    """torch sees no GPU, and the driver is below the minor-version floor of torch's CUDA."""
+    torch = _unseen(f)
+    floor = _minor_compat_floor(f, torch) if torch is not None else None
+    driver = f.host.driver.version
+    if torch is not None and floor is not None and driver is not None and driver < floor:
+        yield Hit(evidence=("torch.cuda.is_available() = False", f"driver {driver}"),
+                  fill={"driver": str(driver), "torch": f"{torch.version}", "torch_cuda": f"{torch.cuda}",
+                        "floor": str(floor)})
+
+
+def _not_by_floor(f: Facts, torch: TorchRuntime) -> bool:
+    floor, driver = _minor_compat_floor(f, torch), f.host.driver.version
+    return not (floor is not None and driver is not None and driver < floor)
+
+
+@predicate("torch-sees-no-gpu-hidden", ("env", "cuda_available", "gpus", "container"), ("count",))
+def _sees_no_gpu_hidden(f: Facts) -> Iterator[Hit]:
+    """torch sees no GPU, and the environment hides them (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES)."""
+    from ..host import describe_gpus
+    from .facts import hidden_by
+
+    torch = _unseen(f)
+    hidden = hidden_by(f.host.env)
+    if torch is not None and _not_by_floor(f, torch) and hidden:
+        yield Hit(evidence=("torch.cuda.is_available() = False", *hidden, f"GPUs: {describe_gpus(f.gpus)}"),
+                  fill={"count": str(len(f.gpus))})
+
+
+@predicate("torch-sees-no-gpu-no-driver-library", ("cuda_available", "gpus", "ld_library_path"))
+def _sees_no_gpu_library(f: Facts) -> Iterator[Hit]:
+    """torch sees no GPU; nothing hides them and the driver is not below its floor: the driver library does not
+    load here."""
+    from .facts import hidden_by
+
+    torch = _unseen(f)
+    if torch is not None and _not_by_floor(f, torch) and not hidden_by(f.host.env):
+        yield Hit(evidence=("torch.cuda.is_available() = False", torch.error or ""))
