@@ -59,11 +59,11 @@ class _Findings:
         self.findings: list[Finding] = []
 
     def add(self, cause: str, severity: str, title: str, explanation: str, fix: str,
-            evidence: Sequence[str] = ()) -> None:
+            evidence: Sequence[str] = (), facts: tuple[str, ...] = ()) -> None:
         if cause in REINSTALL_CAUSES and self.plan_text and severity == "error":
             fix += self.plan_text
         self.findings.append(Finding(cause=cause, severity=severity, title=title, explanation=explanation, fix=fix,
-                                     evidence=tuple(evidence)))
+                                     evidence=tuple(evidence), facts=facts))
 
 
 def _shadows(shadows: Sequence[tuple[str, Sequence[str]]], torch_cuda: str | None, out: _Findings) -> None:

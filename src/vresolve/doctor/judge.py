@@ -46,10 +46,11 @@ def holds(facts: Facts, names: tuple[str, ...] | None = None) -> Iterator[tuple[
 
 def judged(facts: Facts, emit: Emit, names: tuple[str, ...] | None = None) -> None:
     """The findings of the rows that hold, each said with its row's words (see :func:`holds`), through ``emit``
-    (cause, severity, title, explanation, fix, evidence)."""
+    (cause, severity, title, explanation, fix, evidence; ``facts``: the facts its predicate reads)."""
     for row, hit in holds(facts, names):
         emit(row.cause, _softer(row.severity) if hit.softer else row.severity, fill(row.title, hit.fill),
-             fill(row.explanation, hit.fill), fill(row.fix, hit.fill), hit.evidence)
+             fill(row.explanation, hit.fill), fill(row.fix, hit.fill), hit.evidence,
+             facts=PREDICATES[row.when or ""].facts)
 
 
 def row_problems(matrix: Matrix) -> list[MatrixProblem]:
