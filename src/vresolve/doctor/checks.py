@@ -40,12 +40,11 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
     out = _Findings(("\nReinstall into a fresh environment with the plan vresolve computes for this machine:\n  "
                      + "\n  ".join(reinstall)) if reinstall else "")
     gpus = [g for g in host.gpus if g.compute_capability is not None]
-    judged(Facts(host=host, matrix=matrix, env=env, unknown=unknown), out.add)  # the rows judged from facts
+    judged(Facts(host=host, matrix=matrix, env=env, unknown=unknown,
+                 shadows=tuple((d, tuple(libs)) for d, libs in shadows)), out.add)  # the rows judged from facts
     if env is not None:
         _environment(host, matrix, env, gpus, out.add, unknown)
     torch_cuda = env.torch.cuda if env is not None and env.torch is not None else None
-    if shadows:
-        _shadows(shadows, torch_cuda, out)
     if log:
         _log(matrix, log, torch_cuda, out)
     return dedupe(out.findings)
@@ -64,17 +63,6 @@ class _Findings:
             fix += self.plan_text
         self.findings.append(Finding(cause=cause, severity=severity, title=title, explanation=explanation, fix=fix,
                                      evidence=tuple(evidence), facts=facts))
-
-
-def _shadows(shadows: Sequence[tuple[str, Sequence[str]]], torch_cuda: str | None, out: _Findings) -> None:
-    out.add("library-not-found" if not torch_cuda else "cuda-variant-mismatch", "warning",
-            "LD_LIBRARY_PATH puts other CUDA libraries before pip's",
-            "The dynamic loader searches LD_LIBRARY_PATH before the nvidia-* packages torch depends on, so these "
-            "libraries load instead of the ones torch was built and tested with"
-            + (f" (torch's CUDA: {torch_cuda})" if torch_cuda else "") + "; a different cuDNN, NCCL or cuBLAS there "
-            "fails with undefined symbols or wrong results.",
-            "Remove these directories from LD_LIBRARY_PATH for the vLLM environment, e.g.\n  unset LD_LIBRARY_PATH",
-            [f"{d}: {', '.join(libs)}" for d, libs in shadows])
 
 
 def _log(matrix: Matrix, log: str, torch_cuda: str | None, out: _Findings) -> None:

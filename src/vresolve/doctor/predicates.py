@@ -34,6 +34,8 @@ class Facts:
     matrix: Matrix
     env: EnvReport | None = None
     unknown: frozenset[str] = frozenset()
+    #: directories of LD_LIBRARY_PATH that hold CUDA libraries pip's nvidia-* packages also ship (live only)
+    shadows: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def gpus(self) -> tuple[HostGpu, ...]:
@@ -508,3 +510,27 @@ def _sees_no_gpu_library(f: Facts) -> Iterator[Hit]:
     torch = _unseen(f)
     if torch is not None and _not_by_floor(f, torch) and not hidden_by(f.host.env):
         yield Hit(evidence=("torch.cuda.is_available() = False", torch.error or ""))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the loader's search path
+# ------------------------------------------------------------------------------------------------------------
+
+def _shadows(f: Facts, cuda_torch: bool) -> Iterator[Hit]:
+    torch = f.env.torch if f.env is not None else None
+    torch_cuda = torch.cuda if torch is not None else None
+    if f.shadows and bool(torch_cuda) == cuda_torch:
+        yield Hit(evidence=tuple(f"{d}: {', '.join(libs)}" for d, libs in f.shadows),
+                  fill={"torch_cuda_note": f" (torch's CUDA: {torch_cuda})" if torch_cuda else ""})
+
+
+@predicate("ld-library-path-shadows-torch-cuda", ("ld_library_path", "torch_cuda"), ("torch_cuda_note",))
+def _shadows_torch_cuda(f: Facts) -> Iterator[Hit]:
+    """LD_LIBRARY_PATH puts other CUDA libraries before those of the CUDA torch is built with."""
+    yield from _shadows(f, True)
+
+
+@predicate("ld-library-path-shadows", ("ld_library_path",), ("torch_cuda_note",))
+def _shadows_no_torch_cuda(f: Facts) -> Iterator[Hit]:
+    """The same where torch's CUDA is not known (no CUDA torch): the libraries are simply not pip's."""
+    yield from _shadows(f, False)
