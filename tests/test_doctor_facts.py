@@ -67,7 +67,22 @@ def test_a_driver_that_serves_an_older_cuda_10(capsys: pytest.CaptureFixture[str
     assert main(["doctor", "--no-env", "--log", str(report), "--json"]) == 1
     findings = json.loads(capsys.readouterr().out)["findings"]
     assert _errors(findings) == ["driver-too-old"]
-    assert "serves CUDA 10.1" in findings[0]["explanation"] and "10.2" in findings[0]["fix"]
+    # the floor of NVIDIA's table (CUDA 10.2 needs 440.33) says it, and the fix names that driver
+    assert "10.2 toolkit needs driver 440.33" in findings[0]["explanation"] and ">= 440.33" in findings[0]["fix"]
+
+
+def test_cuda_10_floors_judge_a_report_without_the_drivers_cuda(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The same report cut to its collect_env lines (no nvidia-smi header, so not the CUDA the driver serves): the
+    CUDA 10.2 toolkit's own floor (440.33, NVIDIA's Table 3) above driver 418.67 still names the cause; a driver at
+    the floor is silent."""
+    report = (CORPUS / "274-collect-env-torch16-cu102-driver418-v100.txt").read_text()
+    cut = "\n".join(line for line in report.splitlines() if "NVIDIA-SMI" not in line and "CUDA Version" not in line)
+    code, findings = _doctor(tmp_path, cut, capsys)
+    assert code == 1 and _errors(findings) == ["driver-too-old"]
+    assert "440.33" in findings[0]["explanation"]
+    code, findings = _doctor(tmp_path, cut.replace("418.67", "440.33"), capsys)
+    assert "driver-too-old" not in {f["cause"] for f in findings}
 
 
 @pytest.mark.parametrize(("available", "severity"), [("", "error"), ("Is CUDA available: False\n", "error"),

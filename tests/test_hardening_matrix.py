@@ -319,7 +319,7 @@ DUPLICATES = [
                  ["vllm.yaml: releases[0] '0.33.0': variants[1].variant: variant 'cu128' for linux-x86_64 listed "
                   "twice (also variants[0])"], id="vllm-variant"),
     pytest.param({"known_issues.yaml": _again("issues")},
-                 ["known_issues.yaml: issues[25] 'vllm-c-missing': id: id listed twice (also issues[0] "
+                 ["known_issues.yaml: issues[46] 'vllm-c-missing': id: id listed twice (also issues[0] "
                   "'vllm-c-missing')"], id="known-issue"),
     pytest.param({"known_issues.yaml": _again("issues", 0, "signatures")},
                  ["known_issues.yaml: issues[0] 'vllm-c-missing': signatures[1]: \"No module named 'vllm\\\\._C'\" "

@@ -140,8 +140,9 @@ BROKEN = [
                   "(regenerate it, or remove the row)",
                   "wheels/vllm.yaml: release '0.32.0': version: the release has no row in vllm.yaml"],
                  id="generated-vs-curated"),
-    pytest.param({"known_issues.yaml": _set("issues.0.cause", "gremlins")},
-                 ["known_issues.yaml: issues[0] 'vllm-c-missing': cause: invalid value 'gremlins' (expected one of: "
+    pytest.param({"known_issues.yaml": _set("issues.1.cause", "gremlins")},  # the one row of its cause
+                 ["known_issues.yaml: issues[1] 'tiny-source-tree-shadowing': cause: invalid value 'gremlins' "
+                  "(expected one of: "
                   "source-tree-shadowing, cpu-only-build, torch-abi-mismatch, cuda-variant-mismatch, "
                   "arch-not-in-build, driver-too-old, ptx-toolchain-too-new, optional-kernel-missing, "
                   "toolkit-mismatch, build-isolation, build-oom, installer-replaced-torch, library-not-found, "
@@ -149,8 +150,8 @@ BROKEN = [
                   "companion-mismatch, gpu-not-visible, incomplete-install, shared-memory-too-small, "
                   "nccl-misconfigured, fabric-manager-not-running, gpu-fallen-off-bus, c-compiler-missing)",
                   # the row is dropped, so its cause has none left: doctor explains each cause from this table
-                  "known_issues.yaml: issues: cause: no row for cause 'cpu-only-build' (doctor explains every cause "
-                  "from this table)"], id="unknown-cause"),
+                  "known_issues.yaml: issues: cause: no row for cause 'source-tree-shadowing' (doctor explains every "
+                  "cause from this table)"], id="unknown-cause"),
     pytest.param({"known_issues.yaml": _set("issues.0.signatures", ["No module named ('vllm"])},
                  ["known_issues.yaml: issues[0] 'vllm-c-missing': signatures[0]: invalid regular expression "
                   "\"No module named ('vllm\": missing ), unterminated subpattern at position 16"], id="bad-regex"),

@@ -99,9 +99,12 @@ def _jetson_index_jetpack(m: Any, gpu: str) -> str | None:
 
 
 def columns(m: Any) -> tuple[Column, ...]:
-    """Driver branches from the matrix's floors (Linux), each at its newest recorded floor."""
+    """Driver branches from the matrix's floors (Linux), each at its newest recorded floor: those of the CUDA majors
+    some torch build of the matrix is built for (older toolkits, CUDA 9 and 10, are there for doctor's judgement of
+    old environments, not for plans)."""
     floors: list[tuple[Any, str]] = []
-    for t in m.toolkits:
+    built = [v.cuda.major for r in m.torch for v in r.variants if v.cuda is not None]
+    for t in (t for t in m.toolkits if not built or t.version.major >= min(built)):
         label = f"{t.version.major}.{t.version.minor}"
         if t.min_driver.linux is not None:
             floors.append((t.min_driver.linux, label))

@@ -309,6 +309,12 @@ def cmd_matrix_validate(args: argparse.Namespace) -> int:
     from ..render import envelope, matrix_summary_view
 
     m = load_matrix(_opt(args, "matrix"), cache=False)  # always the YAML itself: never answered from the cache
+    from ..doctor.judge import row_problems
+    from ..errors import MatrixError
+
+    problems = row_problems(m)  # rows and doctor's predicates name each other
+    if problems:
+        raise MatrixError(problems)
 
     summary = matrix_summary_view(m)
     review = awaiting_review(m)

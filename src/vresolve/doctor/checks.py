@@ -9,23 +9,22 @@ from collections.abc import Callable, Sequence
 
 from packaging.version import Version
 
-from ..host import EnvReport, Host, HostGpu, TorchRuntime, describe_gpus
+from ..host import EnvReport, Host, HostGpu, TorchRuntime
 from ..matrix import Matrix
-from ..matrix.model import JetPack, Kernels
-from ..values import Capability, DriverVersion, core_extension, public_version
+from ..values import core_extension, public_version
 from .facts import (
     REINSTALL_CAUSES,
     Finding,
-    caps_covered,
     dedupe,
-    hidden_by,
     is_source_tree,
     needs_libcuda,
     torch_pin,
     with_version,
 )
+from .judge import Facts, judged
 from .logs import from_issue, issue_for, match_log
 from .pasted import classify
+from .predicates import jetson_here
 
 
 def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
@@ -41,62 +40,14 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
     out = _Findings(("\nReinstall into a fresh environment with the plan vresolve computes for this machine:\n  "
                      + "\n  ".join(reinstall)) if reinstall else "")
     gpus = [g for g in host.gpus if g.compute_capability is not None]
-    if host.driver.nvml_library_mismatch:
-        k = issue_for(matrix, "nvml-driver-mismatch")
-        out.add("nvml-driver-mismatch", "error", "The NVIDIA kernel module and its user-space library differ",
-                k.explanation,
-                k.fix,
-                [p for p in host.problems if "mismatch" in p])
-    elif host.driver.broken:
-        _broken_driver(host, out)
-    if not {"driver", "gpus"} & unknown:
-        _driver_cannot_drive(host, matrix, out.add)
+    judged(Facts(host=host, matrix=matrix, env=env, unknown=unknown,
+                 shadows=tuple((d, tuple(libs)) for d, libs in shadows)), out.add)  # the rows judged from facts
     if env is not None:
         _environment(host, matrix, env, gpus, out.add, unknown)
     torch_cuda = env.torch.cuda if env is not None and env.torch is not None else None
-    if shadows:
-        _shadows(shadows, torch_cuda, out)
-    if torch_cuda:
-        _toolkit_mismatch(host, matrix, torch_cuda, out)
-    old = [g for g in gpus if g.cc < Capability(8, 0)]
-    if old:
-        k = issue_for(matrix, "gpu-too-old-for-feature")
-        out.add("gpu-too-old-for-feature", "info", "These GPUs lack bfloat16 and FlashAttention 2",
-                "GPUs below compute capability 8.0 have no bfloat16 and do not run FlashAttention 2; models whose "
-                "config says bfloat16 must be run in float16.",
-                k.fix,
-                [f"GPU {g.index}: {g.label}" for g in old])
     if log:
         _log(matrix, log, torch_cuda, out)
     return dedupe(out.findings)
-
-
-def _driver_cannot_drive(host: Host, matrix: Matrix, emit: Callable[..., None]) -> None:
-    """A GPU the driver branch cannot drive at all: older than the GPU (driver-too-old), or past a legacy GPU's
-    last branch. No CUDA build runs there, whatever minor-version compatibility allows."""
-    from ..resolve.gpudriver import driver_gaps
-
-    seen: set[str] = set()
-    for gap in driver_gaps(host, matrix):
-        if gap.gpu.name in seen:
-            continue
-        seen.add(gap.gpu.name)
-        same = [g for g in host.gpus if g.name == gap.gpu.name]
-        evidence = (f"driver {gap.driver}", *(f"GPU {g.index}: {g.label}" for g in same))
-        unsure = "" if gap.trusted else " (the matrix's fact is unverified: check NVIDIA's supported-products list)"
-        if gap.kind == "too-old":
-            emit("driver-too-old", "error" if gap.trusted else "warning",
-                 f"driver {gap.driver} is older than the {gap.gpu.name}",
-                 f"{gap.text}.{unsure} A driver branch cannot drive a GPU released after it, and CUDA minor-version "
-                 "compatibility does not change that: nothing that uses CUDA runs on this GPU with this driver.",
-                 f"{gap.fix[0].upper()}{gap.fix[1:]}, then reboot (or reload the nvidia kernel modules); "
-                 f"then plan again for the new driver.",
-                 evidence)
-        else:
-            emit("gpu-too-old-for-feature", "error" if gap.trusted else "warning",
-                 f"driver {gap.driver} no longer supports the {gap.gpu.name}",
-                 f"{gap.text}.{unsure} Later driver branches dropped this GPU: it is not driven at all.",
-                 f"{gap.fix[0].upper()}{gap.fix[1:]}, or run on a supported GPU.", evidence)
 
 
 class _Findings:
@@ -107,59 +58,11 @@ class _Findings:
         self.findings: list[Finding] = []
 
     def add(self, cause: str, severity: str, title: str, explanation: str, fix: str,
-            evidence: Sequence[str] = ()) -> None:
+            evidence: Sequence[str] = (), facts: tuple[str, ...] = ()) -> None:
         if cause in REINSTALL_CAUSES and self.plan_text and severity == "error":
             fix += self.plan_text
         self.findings.append(Finding(cause=cause, severity=severity, title=title, explanation=explanation, fix=fix,
-                                     evidence=tuple(evidence)))
-
-
-def _broken_driver(host: Host, out: _Findings) -> None:
-    """A driver installed but not working (module not loaded, nvidia-smi failing or hanging, NVML refusing), or
-    GPUs on the PCI bus without one: nothing CUDA runs here. ``library-not-found``: the driver, the library every
-    CUDA program loads first, is not usable (the vocabulary has no narrower code)."""
-    d = host.driver
-    evidence = [f"{d.failure}" if d.failure else "no driver probe answered", *d.evidence]
-    if d.state == "not-installed":
-        out.add("library-not-found", "error", "NVIDIA GPUs are present but no NVIDIA driver is installed",
-                "The PCI bus shows NVIDIA GPUs, but no NVIDIA kernel module, device node, driver library or "
-                "nvidia-smi is there: torch sees no GPU, and vLLM cannot run on them.",
-                "Install the NVIDIA driver (the distribution's driver package, or NVIDIA's), reboot, and check with "
-                "nvidia-smi.", evidence)
-        return
-    hung = "timed out after" in (d.failure or "")
-    out.add("library-not-found", "error", "The NVIDIA driver is installed but not working",
-            "The driver is installed (its module, device nodes or libraries are here) but "
-            + ("nvidia-smi hangs: the driver or a GPU is stuck. " if hung else "does not answer. ")
-            + "torch reports no GPU (or hangs), and an install planned on such a machine gets vLLM's CPU backend "
-            "(the failure behind \"No module named 'vllm._C'\" reports): plan once the driver works.",
-            ("Reboot; dmesg shows the GPU's Xid errors." if hung else
-             "Load the module (sudo modprobe nvidia; dmesg says why it does not load), or reboot after a driver or "
-             "kernel update; check with nvidia-smi."), evidence)
-
-
-def _shadows(shadows: Sequence[tuple[str, Sequence[str]]], torch_cuda: str | None, out: _Findings) -> None:
-    out.add("library-not-found" if not torch_cuda else "cuda-variant-mismatch", "warning",
-            "LD_LIBRARY_PATH puts other CUDA libraries before pip's",
-            "The dynamic loader searches LD_LIBRARY_PATH before the nvidia-* packages torch depends on, so these "
-            "libraries load instead of the ones torch was built and tested with"
-            + (f" (torch's CUDA: {torch_cuda})" if torch_cuda else "") + "; a different cuDNN, NCCL or cuBLAS there "
-            "fails with undefined symbols or wrong results.",
-            "Remove these directories from LD_LIBRARY_PATH for the vLLM environment, e.g.\n  unset LD_LIBRARY_PATH",
-            [f"{d}: {', '.join(libs)}" for d, libs in shadows])
-
-
-def _toolkit_mismatch(host: Host, matrix: Matrix, torch_cuda: str, out: _Findings) -> None:
-    tc = public_version(torch_cuda)
-    for tk in host.toolkits:
-        if tc is not None and (tk.version.major, tk.version.minor) != (tc.major, tc.minor):
-            k = issue_for(matrix, "toolkit-mismatch")
-            out.add("toolkit-mismatch", "warning", f"nvcc {tk.version} is not torch's CUDA {torch_cuda}",
-                    "Building vLLM or any CUDA extension with this nvcc against this torch fails or produces "
-                    "kernels that do not load: the toolkit must be torch's CUDA major.minor.",
-                    k.fix + f"\nInstall CUDA {tc.major}.{tc.minor} and export CUDA_HOME to it before "
-                    "building anything against this torch.", [f"{tk.path}: nvcc {tk.version} ({tk.source})"])
-            return
+                                     evidence=tuple(evidence), facts=facts))
 
 
 def _log(matrix: Matrix, log: str, torch_cuda: str | None, out: _Findings) -> None:
@@ -231,122 +134,9 @@ def _environment(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[Host
              (k.explanation if k else "importing torch fails in this environment."),
              (k.fix if k else "Reinstall torch."), (torch_mod.error,))
     if env.torch is not None:
-        _torch(host, matrix, env.torch, gpus, emit, unknown)
+        if "torch.cuda" not in unknown and host.platform.l4t is not None:
+            _generic_torch_on_jetson(host, matrix, env.torch, emit)  # (the rest of torch's checks are rows)
     _vllm(host, matrix, env, gpus, emit)
-    if "vllm.kernels" not in unknown:
-        _vllm_kernels(host, matrix, env, gpus, emit)
-    _companions(matrix, env, emit)
-
-
-def _torch(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostGpu],
-           emit: Callable[..., None], unknown: frozenset[str] = frozenset()) -> None:
-    """A CPU torch on a GPU machine, a torch that does not see the GPUs, or one without their kernels.
-    Facts in ``unknown`` were not observed (pasted text): the checks that need them do not run."""
-    if "torch.cuda" in unknown:
-        return  # which CUDA torch is built with was not seen: nothing here can be judged
-    if host.platform.l4t is not None and _generic_torch_on_jetson(host, matrix, torch, emit):
-        return  # (a Jetson has its GPU, whether or not a paste lists it)
-    shown = "torch.available" not in unknown
-    below = _driver_below_torch(host, matrix, torch, shown, emit)
-    if torch.cuda is None and (gpus or host.gpus):
-        _cpu_torch(matrix, torch, gpus or host.gpus, emit)
-    elif not gpus or not shown:
-        return
-    elif not torch.available:
-        if not below:
-            _torch_sees_no_gpu(host, matrix, torch, gpus, emit)
-    elif torch.arch_list:  # (a paste may not show it)
-        missing = [g for g in gpus if not caps_covered(torch.arch_list, g.cc)]
-        if missing:
-            k = issue_for(matrix, "arch-not-in-build")
-            emit("arch-not-in-build", "error", f"torch {torch.version} has no kernels for "
-                 f"{', '.join(g.name for g in missing)}",
-                 f"torch's arch list ({' '.join(torch.arch_list)}) has neither SASS for "
-                 f"{', '.join(g.cc.sm for g in missing)} "
-                 "nor older PTX: kernels fail with 'no kernel image is available'.",
-                 k.fix,
-                 (f"torch.cuda.get_arch_list() = {torch.arch_list}",))
-
-
-def _driver_floors(host: Host, matrix: Matrix, cuda: Version) -> tuple[DriverVersion | None, DriverVersion | None]:
-    """(the driver a build of CUDA ``cuda`` needs on this OS: its major's minor-version-compatibility floor, else
-    the toolkit's own floor; the toolkit's own floor). Windows (and WSL, whose driver is the Windows one) has
-    floors of its own. (None, None) where the matrix knows neither."""
-    windows = host.platform.os == "windows" or host.platform.wsl
-    tk, major = matrix.toolkit(cuda), matrix.cuda_major(cuda.major)
-    own = (tk.min_driver.windows if windows else tk.min_driver.linux) if tk is not None else None
-    compat = (major.minor_compat_driver.windows if windows else major.minor_compat_driver.linux) \
-        if major is not None else None
-    floors = [f for f in (own, compat) if f is not None]
-    return (min(floors) if floors else None), own
-
-
-def _driver_below_torch(host: Host, matrix: Matrix, torch: TorchRuntime, shown: bool,
-                        emit: Callable[..., None]) -> bool:
-    """torch built for a CUDA the driver cannot serve: the driver is below the floor of torch's CUDA (its major's
-    minor-version-compatibility floor, or the toolkit's own where the major has none), or the driver's own CUDA
-    (nvidia-smi's "CUDA Version") is of an older major, or older at all where CUDA had no minor-version
-    compatibility (before 11). ``shown``: whether torch.cuda.is_available() is a fact. True when said."""
-    tc = public_version(torch.cuda)
-    driver = host.driver.version
-    if tc is None or driver is None:
-        return False
-    floor, own = _driver_floors(host, matrix, Version(f"{tc.major}.{tc.minor}"))
-    served = host.driver.cuda
-    no_compat = matrix.cuda_major(tc.major) is None
-    if floor is not None and driver < floor:
-        need = f"NVIDIA driver >= {floor}"
-        why = (f"CUDA {tc.major}.x minor-version compatibility starts at driver {floor}" if own is None or floor < own
-               else f"the CUDA {tc.major}.{tc.minor} toolkit needs driver {floor}")
-    elif served is not None and ((served.major, served.minor) < (tc.major, tc.minor)) and \
-            (served.major < tc.major or no_compat):
-        need = f"a driver that serves CUDA {tc.major}.{tc.minor}"
-        why = (f"the driver serves CUDA {served.major}.{served.minor} (nvidia-smi's CUDA Version), and "
-               + ("CUDA of another major does not run on it" if served.major < tc.major else
-                  f"CUDA {tc.major}.x has no minor-version compatibility"))
-    else:
-        return False
-    k = issue_for(matrix, "driver-too-old")
-    works = shown and torch.available
-    emit("driver-too-old", "warning" if works else "error",
-         f"driver {driver} is too old for torch's CUDA {torch.cuda}",
-         f"torch {torch.version} is built with CUDA {torch.cuda}; {why}, and this machine has driver {driver}. "
-         + ("The report says torch sees the GPU all the same (a CUDA forward-compatibility package, or a driver "
-            "line from another machine): kernels built for this CUDA may still fail to load."
-            if works else "torch's CUDA does not initialise on it, so nothing runs on the GPU."),
-         k.fix + f"\nInstall {need}, or a torch built for a CUDA this driver serves.",
-         (f"torch {torch.version}, torch.version.cuda = {torch.cuda}", f"driver {driver}"))
-    return not works
-
-
-def _torch_sees_no_gpu(host: Host, matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostGpu],
-                       emit: Callable[..., None]) -> None:
-    """GPUs present, torch.cuda.is_available() False: a driver too old, GPUs hidden, or no driver library."""
-    floor = None
-    tc = public_version(torch.cuda)
-    if tc is not None:
-        from ..resolve import driver_floor
-
-        floor = driver_floor(matrix, tc, "minor-compat", False)
-    if floor is not None and host.driver.version is not None and host.driver.version < floor:
-        k = issue_for(matrix, "driver-too-old")
-        emit("driver-too-old", "error", f"driver {host.driver.version} is too old for torch's CUDA {torch.cuda}",
-             f"torch {torch.version} is built with CUDA {torch.cuda}, which needs NVIDIA driver >= {floor} "
-             f"(CUDA minor-version compatibility); this machine has {host.driver.version}.",
-             k.fix + f"\nInstall NVIDIA driver >= {floor}, or a torch built for an older CUDA.",
-             ("torch.cuda.is_available() = False", f"driver {host.driver.version}"))
-    elif hidden_by(host.env):
-        k = issue_for(matrix, "gpu-not-visible")
-        emit("gpu-not-visible", "error", f"{len(gpus)} NVIDIA GPU(s) present, hidden from this process",
-             k.explanation, k.fix,
-             ("torch.cuda.is_available() = False", *hidden_by(host.env), f"GPUs: {describe_gpus(gpus)}"))
-    else:
-        emit("library-not-found", "error", "torch does not see the GPUs",
-             "torch.cuda.is_available() is False although NVIDIA GPUs are present and nothing in the "
-             "environment hides them: the CUDA driver library does not load in this environment "
-             "(a container without the NVIDIA runtime, or a broken driver install).",
-             "Run nvidia-smi; check the container's GPU options (--gpus all) and the driver install.",
-             ("torch.cuda.is_available() = False", *(torch.error or "",)))
 
 
 def _generic_torch_on_jetson(host: Host, matrix: Matrix, torch: TorchRuntime, emit: Callable[..., None]) -> bool:
@@ -356,7 +146,7 @@ def _generic_torch_on_jetson(host: Host, matrix: Matrix, torch: TorchRuntime, em
     from ..resolve import Request
     from ..resolve.jetson import index_wheels
 
-    here = _jetson_here(host, matrix)
+    here = jetson_here(host, matrix)
     if here is None:
         return False
     module, jp, how = here
@@ -378,35 +168,9 @@ def _generic_torch_on_jetson(host: Host, matrix: Matrix, torch: TorchRuntime, em
     return True
 
 
-def _jetson_here(host: Host, matrix: Matrix) -> tuple[str, JetPack, str] | None:
-    """(the module, its JetPack, how the L4T release was known) of a Jetson on L4T's own CUDA whose L4T release the
-    matrix knows; None elsewhere (no L4T release, or a Thor on the unified ARM build)."""
-    from ..resolve import NoCompatibleStack
-    from ..resolve.jetson import jetson_of
-
-    if host.platform.l4t is None:
-        return None
-    try:
-        j = jetson_of(host, matrix)
-    except NoCompatibleStack:
-        return None
-    if j is None or j.jetpack is None or j.module.name in j.jetpack.sbsa_modules:
-        return None
-    return j.module.name, j.jetpack, j.how
-
-
-def _cpu_torch(matrix: Matrix, torch: TorchRuntime, gpus: Sequence[HostGpu], emit: Callable[..., None]) -> None:
-    k = issue_for(matrix, "cpu-only-build")
-    emit("cpu-only-build", "error", f"torch {torch.version} is a CPU build on a machine with NVIDIA GPUs",
-         "torch.version.cuda is None: this torch cannot use the GPUs, and vLLM's CUDA kernels cannot load "
-         "against it.", k.fix,
-         (f"torch {torch.version}, torch.version.cuda = None", f"GPUs: {', '.join(g.name for g in gpus)}"))
-
-
 def _vllm(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu], emit: Callable[..., None]) -> None:
     """vLLM's main kernel module and the others its wheel ships; the torch its wheel pins."""
     torch = env.torch
-    torch_version = public_version(torch.version) if torch else None
     vllm = env.module("vllm")
     expected, core = _extensions(matrix, host, env)
     vllm_c = env.module(core)
@@ -442,66 +206,6 @@ def _vllm(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu], e
                 _core_fails(matrix, env, core, text, vllm_c.error or "", emit)
         if not tree:
             _other_extensions(matrix, env, expected, core, no_driver, emit)
-        pin = torch_pin(env.requirement_lines("vllm"))
-        if pin is not None and torch is not None and torch_version is not None and pin != torch_version:
-            k = issue_for(matrix, "torch-abi-mismatch")
-            emit("torch-abi-mismatch", "error" if c_failed else "warning",
-                 f"vLLM {vllm.version} was built for torch {pin}, not the torch {torch.version} installed",
-                 "Every vLLM wheel pins an exact torch: its kernels link against that torch's C++ ABI. Something "
-                 "(another install, --no-deps, a later pip install torch) replaced it.",
-                 k.fix, (f"vllm requires torch=={pin}", f"installed torch {torch.version}"))
-
-
-def _release_kernels(matrix: Matrix, host: Host, env: EnvReport) -> tuple[str, Kernels, bool] | None:
-    """(the installed vLLM's version, the kernels of its release's build for this machine, whether the matrix's
-    fact is verified): the variant of the CUDA its local tag names (``0.6.1.post1+cu118``), else the PyPI wheel's
-    build for this platform. None for a vLLM the matrix does not know (a source build, a dev version), or one
-    built from a source tree here."""
-    vllm = env.module("vllm")
-    version = public_version(vllm.version) if vllm is not None and vllm.version else None
-    release = matrix.vllm_release(version) if version is not None and host.platform.l4t is None else None
-    if release is None or vllm is None or vllm.version is None or is_source_tree(vllm.origin):
-        return None
-    local = vllm.version.partition("+")[2].lower()
-    tagged = next((v for v in release.variants if v.cuda is not None and local
-                   and local == f"cu{v.cuda.major}{v.cuda.minor}"), None)
-    pypi = next((v for v in release.variants if v.where == "pypi" and host.platform.tag in v.platforms), None)
-    build = tagged or pypi
-    kernels = (build.kernels if build is not None else None) or release.kernels
-    if kernels is None:
-        return None
-    return vllm.version, kernels, (build.provenance if build is not None else release.provenance).trusted
-
-
-def _vllm_kernels(host: Host, matrix: Matrix, env: EnvReport, gpus: Sequence[HostGpu],
-                  emit: Callable[..., None]) -> None:
-    """GPUs the installed vLLM release's kernels do not cover: below vLLM's minimum compute capability
-    (gpu-too-old-for-feature), or of a capability its build has neither SASS nor PTX for (arch-not-in-build)."""
-    found = _release_kernels(matrix, host, env) if gpus else None
-    if found is None:
-        return
-    version, kernels, trusted = found
-    severity = "error" if trusted else "warning"
-    floor = kernels.min_compute_capability
-    old = [g for g in gpus if g.cc < floor]
-    if old:
-        emit("gpu-too-old-for-feature", severity, f"vLLM {version} does not run on the {old[0].name}",
-             f"vLLM {version} needs compute capability {floor} or newer; "
-             + ", ".join(f"{g.name} is {g.cc}" for g in old)
-             + ". Its wheels carry no kernels for these GPUs (\"no kernel image is available for execution on the "
-               "device\"), and its source build does not target them.",
-             f"Run vLLM on a GPU of compute capability {floor} or newer (vLLM's GPU requirement; the matrix's "
-             f"kernels of vLLM {version}). vLLM has no build for these GPUs; other engines (llama.cpp, "
-             "transformers in float16) still run on them.",
-             tuple(f"GPU {g.index}: {g.label}" for g in old) + (f"vllm {version}",))
-        return
-    missing = [g for g in gpus if not kernels.archs.covers(g.cc)]
-    if missing:
-        k = issue_for(matrix, "arch-not-in-build")
-        emit("arch-not-in-build", severity, f"vLLM {version}'s build has no kernels for the {missing[0].name}",
-             f"vLLM {version}'s wheel for this machine carries {kernels.archs}; it has neither SASS nor PTX for "
-             + ", ".join(g.cc.sm for g in missing) + ": its kernels fail with 'no kernel image is available'.",
-             k.fix, tuple(f"GPU {g.index}: {g.label}" for g in missing) + (f"vllm {version}",))
 
 
 def _core_fails(matrix: Matrix, env: EnvReport, core: str, text: str, error: str,
@@ -523,25 +227,3 @@ def _core_fails(matrix: Matrix, env: EnvReport, core: str, text: str, error: str
     emit(hit.cause if hit else abi.cause, "error", hit.title if hit else f"{core} does not load",
          hit.explanation if hit else "vLLM's compiled extension fails to load with this torch.",
          hit.fix if hit else abi.fix, (error,))
-
-
-def _companions(matrix: Matrix, env: EnvReport, emit: Callable[..., None]) -> None:
-    """torchvision, torchaudio, xformers, FlashInfer, flash-attn: built for another torch, or failing."""
-    torch = env.torch
-    torch_version = public_version(torch.version) if torch else None
-    for dist, module in (("torchvision", "torchvision"), ("torchaudio", "torchaudio"), ("xformers", "xformers"),
-                         ("flashinfer-python", "flashinfer"), ("flash-attn", "flash_attn")):
-        rep = env.module(module)
-        pin = torch_pin(env.requirement_lines(dist))
-        failed = rep is not None and rep.error and "No module named" not in rep.error
-        mismatch = pin is not None and torch_version is not None and pin != torch_version
-        if failed or mismatch:
-            k = issue_for(matrix, "companion-mismatch")
-            ev = [e for e in ((rep.error if rep and failed else ""),
-                              (f"{dist} requires torch=={pin}; installed torch {torch.version}" if mismatch and torch else ""))
-                  if e]
-            emit("companion-mismatch", "error" if failed else "warning",
-                 f"{dist} does not match the installed torch",
-                 f"{dist} is built against one exact torch; with another its C++ operators fail to register or load.",
-                 k.fix,
-                 ev)

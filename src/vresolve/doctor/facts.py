@@ -29,6 +29,8 @@ class Finding:
     fix: str
     evidence: tuple[str, ...] = ()
     source: str = "environment"  # "environment" | "log" | "lock"
+    #: the facts its known-issues row's predicate reads (the pasted lines a finding on pasted facts cites)
+    facts: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         return {"cause": self.cause, "severity": self.severity, "title": self.title,

@@ -475,16 +475,16 @@ def cite(findings: Sequence[Finding], e: Evidence) -> list[Finding]:
     """Findings of the live checks on pasted facts, each with the pasted lines of the facts it read (up to six)."""
     out = []
     for f in findings:
-        if f.source == "log" or f.cause not in _FACTS_OF:
+        names = f.facts or _FACTS_OF.get(f.cause, ())  # its predicate's facts, else its cause's
+        if f.source == "log" or not names:
             out.append(f)
             continue
         lines: list[str] = []
-        for name in _FACTS_OF[f.cause]:
+        for name in names:
             for seen in _sightings(e, name):
                 if _line(seen) not in lines and len(lines) < 6:
                     lines.append(_line(seen))
-        out.append(Finding(cause=f.cause, severity=f.severity, title=f.title, explanation=f.explanation, fix=f.fix,
-                           evidence=(*f.evidence, *lines), source=f.source))
+        out.append(replace(f, evidence=(*f.evidence, *lines)))
     return out
 
 

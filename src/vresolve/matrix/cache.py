@@ -25,7 +25,8 @@ from typing import Any
 
 from .model import Matrix
 
-FORMAT = 7  # 4: KnownIssue.signals; 5: Matrix.jetson_wheels; 6: DriverSupport (gpus.yaml driver:); 7: equal strings once
+FORMAT = 8  # 4: KnownIssue.signals; 5: Matrix.jetson_wheels; 6: DriverSupport (gpus.yaml driver:); 7: equal strings once;
+#              8: KnownIssue.when
 MAGIC = b"vresolve-matrix-cache\0"
 MAX_BYTES = 64 * 2**20  # the shipped matrix pickles to well under 1 MiB
 

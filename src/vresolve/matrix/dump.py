@@ -172,6 +172,7 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
         "id": k.id, "cause": k.cause, "severity": k.severity, "title": k.title,
         **({"signals": list(k.signals)} if k.signals else {}),
         **({"signatures": list(k.signatures)} if k.signatures else {}),
+        **({"when": k.when} if k.when else {}),
         **({"applies_to": {"gpus": list(k.gpus), "torch_variants": list(k.torch_variants)}}
            if k.gpus or k.torch_variants else {}), "explanation": k.explanation, "fix": k.fix,
         **_prov(k.provenance)} for k in m.known_issues]}

@@ -51,13 +51,15 @@ def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tu
             version = None
         if version is not None:
             r.once(("toolkit", version), "toolkit", row, "version")
-        released = r.date(d, "released", row)
+        # null where no source read gives it (the CUDA 9.x/10.x rows)
+        released = r.date(d, "released", row, required=d.get("released", "") is not None)
         floor = r.driver_floor(d, "min_driver", row)
         updates = _read_updates(d, row, r)
         lowest, highest, nvcc_list = _read_nvcc_archs(d, row, r)
         host = _read_toolkit_host(d, row, r)
         prov = r.provenance(d, row)
-        if (version is not None and released is not None and floor is not None and lowest is not None and
+        if (version is not None and (released is not None or d.get("released", "") is None) and floor is not None
+                and lowest is not None and
             highest is not None and prov is not None):
             toolkits.append(CudaToolkit(
                 version=version, released=released, min_driver=floor, updates=tuple(updates),

@@ -49,8 +49,8 @@ def _checked_regex(text: str) -> str:
 def _read_known_issues(doc: dict[str, Any], r: _Rows) -> tuple[KnownIssue, ...]:
     out = []
     for row, d in r.rows(doc, "issues", "id"):
-        r.known(d, row, ("id", "cause", "severity", "title", "signals", "signatures", "applies_to", "explanation", "fix",
-                         *_PROV))
+        r.known(d, row, ("id", "cause", "severity", "title", "signals", "signatures", "when", "applies_to", "explanation",
+                         "fix", *_PROV))
         ident = r.get(d, "id", row, str)
         if ident is not None:
             r.once(("id", ident), "id", row, "id")
@@ -59,8 +59,8 @@ def _read_known_issues(doc: dict[str, Any], r: _Rows) -> tuple[KnownIssue, ...]:
         title = r.get(d, "title", row, str)
         signals = r.list_of(d, "signals", row, _signal_code, "signal code", required=False)
         sigs = r.list_of(d, "signatures", row, _checked_regex, "regular expression", required=False)
-        explanation = r.get(d, "explanation", row, str)
-        fix = r.get(d, "fix", row, str)
+        explanation, fix = _paragraphs(d, "explanation", row, r), _paragraphs(d, "fix", row, r)
+        when = r.get(d, "when", row, str, required=False)
         prov = r.provenance(d, row)
         gpus, variants = _read_applies_to(d, row, r)
         if (ident is not None and cause is not None and severity is not None and title is not None and
@@ -68,8 +68,20 @@ def _read_known_issues(doc: dict[str, Any], r: _Rows) -> tuple[KnownIssue, ...]:
                 and prov is not None):
             out.append(KnownIssue(id=ident, cause=cause, severity=severity, title=title, signatures=sigs,
                                   explanation=explanation, fix=fix, provenance=prov, signals=signals, gpus=gpus,
-                                  torch_variants=variants))
+                                  torch_variants=variants, when=when))
     return tuple(out)
+
+
+def _paragraphs(d: dict[str, Any], key: str, row: str, r: _Rows) -> str | None:
+    """A known issue's text: a string, or a list of strings joined by line breaks (so that a row can reuse another's
+    paragraph through a YAML anchor)."""
+    value = r.get(d, key, row, (str, list))
+    if not isinstance(value, list):
+        return value
+    if not value or not all(isinstance(v, str) for v in value):
+        r.problem(row, key, "expected a string or a list of strings")
+        return None
+    return "\n".join(value)
 
 
 def _read_applies_to(d: dict[str, Any], row: str, r: _Rows) -> tuple[tuple[str, ...], tuple[str, ...]]:

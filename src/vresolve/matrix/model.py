@@ -124,7 +124,7 @@ class ToolkitUpdate:
 @dataclass(frozen=True, kw_only=True)
 class CudaToolkit:
     version: Version  # major.minor
-    released: str  # "2025-01-23", or "2020-07" where only the month is sourced
+    released: str | None  # "2025-01-23", or "2020-07" where only the month is sourced; None where unsourced
     min_driver: DriverFloor
     updates: tuple[ToolkitUpdate, ...]
     nvcc_lowest: Capability
@@ -358,6 +358,9 @@ class KnownIssue:
     #: the typed error lines (doctor's evidence reader's signal codes, e.g. ``driver-too-old``) that show this
     #: issue by themselves, wherever they come from
     signals: tuple[str, ...] = ()
+    #: the predicate (doctor/predicates.py's registry name) that judges this row from facts: it says where the row
+    #: holds and with what evidence; the finding's cause, severity, title, explanation and fix are the row's
+    when: str | None = None
     #: where a plan can avoid it (``applies_to``): torch builds of these variants on these GPUs (gpus.yaml names)
     gpus: tuple[str, ...] = ()
     torch_variants: tuple[str, ...] = ()

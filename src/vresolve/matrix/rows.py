@@ -128,9 +128,9 @@ class _Rows:
         return self._parsed(d, key, row, Capability.parse, "compute capability",
                             "MAJOR.MINOR such as '8.6'", **kw)
 
-    def date(self, d: dict[str, Any], key: str, row: str) -> str | None:
+    def date(self, d: dict[str, Any], key: str, row: str, **kw: Any) -> str | None:
         """An ISO date, to the day or to the month (``2025-01-23`` or ``2020-07``)."""
-        return self._parsed(d, key, row, _iso_date, "date", "YYYY-MM-DD or YYYY-MM")
+        return self._parsed(d, key, row, _iso_date, "date", "YYYY-MM-DD or YYYY-MM", **kw)
 
     def list_of(self, d: dict[str, Any], key: str, row: str, parse: Callable[[str], Any], what: str,
                 *, required: bool = True, fld: str | None = None, unique: bool = True) -> tuple[Any, ...] | None:

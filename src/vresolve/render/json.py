@@ -83,7 +83,8 @@ def matrix_table_view(m: Matrix, table: str) -> list[dict[str, Any]]:
             "min_driver": {"linux": str(t.min_driver.linux) if t.min_driver.linux else None,
                            "windows": str(t.min_driver.windows) if t.min_driver.windows else None},
             "minor_compat_driver": ({"linux": str(floors[t.version.major].minor_compat_driver.linux)}
-                                    if t.version.major in floors else None),
+                                    if t.version.major in floors and floors[t.version.major].minor_compat_driver.linux
+                                    else None),
             "updates": [{"version": str(u.version), "linux": str(u.min_driver.linux)} for u in t.updates],
             "nvcc_archs": {"lowest": str(t.nvcc_lowest), "highest": str(t.nvcc_highest),
                            "list": [str(c) for c in t.nvcc_list] if t.nvcc_list else None},

@@ -45,8 +45,8 @@ def matrix_table_human(m: Matrix, table: str) -> Table:
 def _cuda_rows(m: Matrix) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     floors = {c.major: c.minor_compat_driver.linux for c in m.cuda_majors}
     return (("CUDA", "released", "min driver (Linux)", "minor-compat floor", "nvcc archs", "verified"),
-            [(str(tk.version), tk.released, str(tk.min_driver.linux or "unknown"),
-              str(floors.get(tk.version.major, "?")), f"{tk.nvcc_lowest}..{tk.nvcc_highest}",
+            [(str(tk.version), tk.released or "unknown", str(tk.min_driver.linux or "unknown"),
+              str(floors.get(tk.version.major, "?") or "none"), f"{tk.nvcc_lowest}..{tk.nvcc_highest}",
               _source_cell(tk.provenance)) for tk in m.toolkits])
 
 

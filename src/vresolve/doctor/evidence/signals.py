@@ -99,6 +99,13 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
                                             r"|unable to allocate shared memory"),
         ("peer-access-unsupported", "peer access", r"peer access is not supported between these two devices"),
         ("nccl-no-socket-interface", "no socket interface", r"Bootstrap ?: no socket interface found"),
+        # NCCL over InfiniBand/RoCE: a work completion with an error status (ibverbs' ibv_wc_status: 12 transport
+        # retry counter exceeded, 4 local protection error, 5 flushed), a verbs call NCCL warns failed (its INFO
+        # "Call to ibv_set_ece failed" is a probe, not a failure)
+        ("nccl-ib-failure", "got completion from peer",
+         r"Got completion from peer \S+ with (?:error|status=) ?(?P<detail>\d+)"),
+        ("nccl-ib-failure", "call to ibv_", r"\bWARN Call to (?P<detail>ibv_\w+) failed"),
+        ("nccl-ib-failure", "retry", r"transport retry counter exceeded|IBV_WC_RETRY_EXC_ERR"),
         ("system-not-ready", "not yet initialized", r"system not yet initialized"),
         ("system-not-ready", "system_not_ready", r"CUDA_ERROR_SYSTEM_NOT_READY"),
         ("system-not-ready", "systemnotready", r"cudaErrorSystemNotReady"),
