@@ -13,6 +13,10 @@ Input (kind of each)::
     ... returned non-zero exit status 1.                                            exit
     FAILED: CMakeFiles/_C.dir/csrc/cache_kernels.cu.o                               failed
     Segmentation fault (core dumped)                                                crash
+    NVRM: Xid (PCI:0000:8a:00): 48, An uncorrectable double bit error (DBE) ...      xid
+    ptxas fatal   : Memory allocation failure / nvcc fatal   : Cannot find ...       tool
+    x.hpp(3324): catastrophic error : out of memory / GPU #0: FATAL: the ...         tool
+    E0715 18:02:17.586518  591934 cuda_dnn.cc:523] Loaded runtime CuDNN ...          tool (an error-level log line)
 """
 
 from __future__ import annotations
@@ -29,18 +33,42 @@ __all__ = ["FAILURE_KINDS", "FailureReader"]
 _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
     (kind, needle, re.compile(pattern)) for kind, needle, pattern in (
         ("cuda", "cuda", r"\bCUDA error\b|\bcudaError[A-Z]\w*|\bCUDA_ERROR_[A-Z_]+|CUBLAS_STATUS_(?!SUCCESS)[A-Z_]+"
-                         r"|CUDNN_STATUS_(?!SUCCESS)[A-Z_]+|\b[Ff]ailed to initiali[sz]e CUDA\b"),
+                         r"|CUDNN_STATUS_(?!SUCCESS)[A-Z_]+|\b[Ff]ailed to initiali[sz]e CUDA\b"
+                         r"|\bCUDA failed with error\b|\bfailed call to cuInit\b|\bcu(?:da)?[A-Z]\w+\(?\)? returned [1-9]\d*\b"),
+        # the kernel driver's Xid report of a GPU error (NVIDIA's Xid catalog: 13 and 31 an application's fault, 43
+        # a stopped channel, 48 and 94/95 uncorrectable ECC errors, 74 NVLink, 79 fallen off the bus, 119/120 GSP)
+        ("xid", "xid", r"\bXid \((?:PCI:)?[0-9A-Fa-f:.]+\): \d+\b"),
+        ("cuda", "init", r"\b[Ff]ailed to init(?:iali[sz]e)? (?:the )?(?:GPU|device)\b"
+                         r"|\b(?:CUDA|GPU|device|backend|cuDNN|cuBLAS|NCCL)\b[\w ]{0,24}? failed to initiali[sz]e\b"),
         ("nccl", "nccl", r"\bNCCL error\b|\bnccl(?:UnhandledCuda|System|Internal|InvalidUsage|InvalidArgument|Remote)"
                          r"Error\b"),
         ("exception", "error", r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Error: \S"),
         ("exception", "exception", r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Exception: \S"),
-        ("crash", "", r"\bSegmentation fault\b|\(core dumped\)|^\s*terminate called after throwing"),
-        ("killed", "killed", r"^\s*(?:#\d+ [\d.]+\s+)?Killed\s*$"),
+        ("crash", "", r"\bSegmentation fault\b|\(core dumped\)|^\s*terminate called after throwing"
+                      r"|^\s*(?:Aborted|Bus error|Illegal instruction|Floating point exception)\b"),
+        ("killed", "killed", r"^\s*(?:#\d+ [\d.]+\s+)?Killed\s*$|\bkilled by signal \d+|\bKilled signal terminated program\b"),
+        ("killed", "signal", r"\bdied due to signal \d+"),
         ("exit", "exit", r"non-zero exit (?:status|code)|exit(?:ed)? with (?:exit )?(?:code|status) [1-9]"
                          r"|\bexit (?:code|status):? [1-9]"),
         ("failed", "failed", r"^\s*(?:#\d+ [\d.]+\s+)?FAILED\b"),
+        # a shared library (a DLL on Windows) a program could not load
+        ("library", "load", r"\b[Cc]ould not load (?:dynamic )?library\b|\berror while loading shared libraries\b"),
+        ("library", "not found", r"\b[\w.-]+\.dll['\"]? not found\b"),
+        ("failed", "fail", r"\bResult = FAIL\b"),
         ("tool", "error", r"^\s*(?:#\d+ [\d.]+\s+)?(?:ERROR|[Ee]rror|fatal error|FATAL)(?: \[[^\]]*\])?:\s*\S"
                           r"|^[\w./+-]+\(\d+\): (?:catastrophic )?error\b|^[\w./+-]+:\d+(?::\d+)?: (?:fatal )?error:"),
+        # a compiler's, assembler's or linker's fatal error, whatever the tool pads before the colon ("ptxas fatal   :",
+        # "nvcc fatal   :", MSBuild's "file.hpp(3324): catastrophic error : ...", "LINK : fatal error LNK1257:"), and a
+        # program's "FATAL:" after its own prefix ("GPU #0: FATAL: ...")
+        ("tool", "fatal", r"\b(?:ptxas|nvcc|nvlink|cicc|fatbinary|cudafe\+*|ld|collect2|cc1(?:plus)?|g(?:cc|\+\+)|clang)"
+                          r"(?:\.exe)?\b:?[^:]{0,60}?\bfatal(?: error)?\s*:\s*\S|\bfatal error [A-Z]+\d+\s*:|(?:^|:\s)FATAL:\s*\S"),
+        ("tool", "catastrophic error", r"\bcatastrophic error\s*:\s*\S"),
+        ("tool", "error", r"\): error\s*(?:[A-Z]+\d+\s*)?:\s*\S"),
+        # error- and fatal-level lines of the C++ loggers CUDA programs use: glog's "E0715 18:02:17.586518  591934
+        # cuda_dnn.cc:523] ...", "[rank4]:[E421 02:05:38.764 ProcessGroupGloo.cpp:143] ...", TensorFlow's "2021-10-16
+        # 14:56:09.420644: E tensorflow/...", Go's slog "level=ERROR"
+        ("tool", "", r"(?:^|[\]:])\[?[EF]\d{3,4} \d\d:\d\d:\d\d\.\d+\s+(?:\d+\s+)?[\w.]+:\d+\]"
+                     r"|^\s*\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [EF] \S+:\d+\]|\blevel=(?:ERROR|FATAL)\b"),
     )
 )
 

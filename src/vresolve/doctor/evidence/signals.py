@@ -88,11 +88,47 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # NGC's banner: "ERROR: This container was built for NVIDIA Driver Release 545.23 or later, but ..."
         ("container-driver", "nvidia driver release",
          r"(?:built for|requires) NVIDIA Driver Release (?P<detail>\d+\.\d+(?:\.\d+)?)"),
-        ("nvcc-out-of-memory", "catastrophic error", r"catastrophic error: out of memory"),
+        # a compiler or assembler of the CUDA build out of memory, whatever the tool and its spacing: nvcc's front end
+        # ("catastrophic error: out of memory"; MSBuild pads it: "catastrophic error : out of memory"), ptxas ("ptxas
+        # fatal   : Memory allocation failure"), MSVC ("fatal error C1060: compiler is out of heap space")
+        ("nvcc-out-of-memory", "catastrophic error", r"catastrophic error\s*:\s*out of memory"),
+        ("nvcc-out-of-memory", "memory allocation failure", r"\bptxas\b.*?\bfatal\s*:\s*Memory allocation failure"),
+        ("nvcc-out-of-memory", "out of heap space", r"\bfatal error C10(?:60|02)\b.*?out of heap space"),
         # an FP8 type or kernel refused below a compute capability (torch's _scaled_mm, Triton's f8e4m3nv, apps')
         ("fp8-capability", "capability",
          r"(?:fp8|float8|f8e4m3\w*|f8e5m2\w*|e4m3\w*|_scaled_mm)\b.*?(?:not supported|only supported|requires?)\b"
          r".*?compute capability"),
+        # a GPU below the compute capability a program (or its build) needs, in any order of the words: "compute
+        # capability 8.9 or higher required", "requires a GPU with compute capability >= 7.0", "the kernel requires
+        # 5.0 capability", "CUDA GPU is too old", xFormers' "requires device with capability > (8, 0) but your GPU has
+        # capability (7, 0) (too old)"; not a GPU "too new" for a build, nor a driver too old
+        ("capability-below-required", "capability",
+         r"\b(?:requires?|required|needs?|needed)\b[^.;]{0,60}?\bcapability (?:of )?(?:at least |>= ?|> ?)?"
+         r"(?P<detail>\d+\.\d+)(?! but)"),
+        ("capability-below-required", "capability",
+         r"\bcapability (?:of )?(?:at least |>= ?)?(?P<detail>\d+\.\d+)(?: ?\+| or (?:higher|newer|above|greater|later)"
+         r"| and (?:above|up|newer|higher))? (?:is )?(?:required|needed)\b"),
+        ("capability-below-required", "capability", r"\brequires? (?:compute )?(?P<detail>\d+\.\d+) (?:compute )?capability\b"),
+        ("capability-below-required", "too old", r"\b(?:CUDA )?GPUs? (?:is|are) too old\b"
+         r"|capability [<>=]{1,2} ?\(\d+, ?\d+\) but your GPU has capability \(\d+, ?\d+\) \(too old\)"),
+        # bf16 refused below Ampere, in other programs' words ("bf16 is only supported on A100+ GPUs")
+        ("bf16-unsupported", "16", r"\bb(?:f|float)16\b.{0,40}?\b(?:only supported|not supported|requires?)\b.{0,40}?"
+                                   r"(?:A100|Ampere|sm_?80|compute capability)"),
+        # torch's own capability floor (torch/cuda/__init__.py): its binaries carry no kernels for this GPU
+        ("arch-not-in-build", "no longer supports this gpu", r"PyTorch no longer supports this GPU because it is too old"),
+        # Gloo (torch's CPU-side collectives) cannot build its mesh of TCP connections between the ranks, and NCCL's
+        # socket transport cannot connect: the interface each picked is not one the peers reach
+        ("socket-unreachable", "gloo", r"\bGloo connectFullMesh failed\b|\bgloo::IoException\b"
+         r"|gloo/transport/tcp/\w+\.(?:cc|h):\d+\]\s*(?:connect \[[^\]]*\]:\d+: )?(?:Connection refused|No route to host"
+         r"|Connect(?:ion)? time[d ]? ?out)"),
+        ("socket-unreachable", "nccl warn", r"NCCL WARN (?:NET/Socket|socket\w*|Bootstrap)\b.*?(?:No route to host"
+         r"|Connection refused|Connection timed out|No usable listening interface)"),
+        # nvcc (or a Python build) without the host C/C++ compiler it drives: MSVC's cl.exe on Windows, gcc elsewhere
+        ("host-compiler-missing", "cannot find compiler", r"\bnvcc\b.*?Cannot find compiler '?(?P<detail>[\w.+-]+)'? in PATH"),
+        ("host-compiler-missing", "no such file",
+         r"(?:error: command|unable to execute) '(?P<detail>(?:[\w-]+-)?(?:gcc|g\+\+|cc|c\+\+)|cl\.exe)'"
+         r"(?: failed)?: No such file or directory"),
+        ("host-compiler-missing", "visual c++", r"Microsoft Visual C\+\+ 14\.0 or greater is required"),
         ("shm-exhausted", "shared memory segment", r"Error while creating shared memory segment"),
         ("shm-exhausted", "posix_fallocate", r"posix_fallocate failed\s*:\s*No space left on device"),
         ("shm-exhausted", "shared memory", r"insufficient shared memory \(shm\)|workers are out of shared memory"
@@ -135,14 +171,25 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
 _RULES = tuple((needle, code, pattern) for code, needle, pattern in SIGNALS)
 
 
+#: xFormers lists every reason an operator was refused; a build without CUDA makes a "(too old)" beside it moot
+_XFORMERS_UNBUILT = re.compile(r"xFormers wasn't build with CUDA support|operator wasn't built", re.IGNORECASE)
+
+
+def _moot(code: str, line: Line, out: Collector) -> bool:
+    """Whether a capability reason is one of several an xFormers build without CUDA listed (not the cause)."""
+    return code == "capability-below-required" and "(too old)" in line.lower and out.near("xformers-unbuilt", line, 3)
+
+
 class SignalReader:
     """Every signal a line holds (one line may hold several)."""
 
     def feed(self, line: Line, out: Collector) -> bool:
         lower = line.lower
         found = False
+        if "wasn't buil" in lower and _XFORMERS_UNBUILT.search(line.body):
+            out.mark("xformers-unbuilt", line)
         for needle, code, pattern in _RULES:
-            if needle in lower and (m := pattern.search(line.body)):
+            if needle in lower and not _moot(code, line, out) and (m := pattern.search(line.body)):
                 detail = m.groupdict().get("detail")
                 out.add("signals", Signal(code=code, detail=detail), line, MESSAGE, "message", m.span())
                 found = True
