@@ -62,3 +62,34 @@ def test_a_runtime_library_of_torchs_own_major_is_not_found_live(matrix: Matrix)
     asks = "  File \"/x/site-packages/vllm/_C.py\", line 1\n" + log
     (h,) = [f for f in diagnose(_host(), matrix, None, log=asks) if f.source == "log"]
     assert h.cause == "cuda-variant-mismatch"
+
+
+def _pip(python: str, request: str) -> str:
+    return (f"Python {python}\n$ pip install {request}\n"
+            f"ERROR: Could not find a version that satisfies the requirement {request} (from versions: none)\n"
+            f"ERROR: No matching distribution found for {request}\n")
+
+
+def test_pip_finds_no_torch_for_the_python(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # https://github.com/rohitg00/ai-engineering-from-scratch/issues/192: torch==2.5.1 (3.9-3.13) on Python 3.14.4
+    main(["doctor", "--no-env", "--log", str(DATA / "heldout/405-python-unsupported-py314-torch-cu118-from-versions-"
+                                                 "none.txt"), "--json"])
+    (f,) = json.loads(capsys.readouterr().out)["findings"]
+    assert f["cause"] == "python-unsupported"
+    assert f["evidence"] == ["pasted line 8: ERROR: Could not find a version that satisfies the requirement "
+                             "torch==2.5.1 (from versions: none)", "pasted line 2: Python 3.14.4"]
+
+
+@pytest.mark.parametrize(("python", "request_", "named"), [
+    ("3.14.4", "torch==2.5.1", True),
+    ("3.12.3", "torch==2.5.1", False),  # 2.5.1 ships cp312 wheels: another reason (the index, the platform)
+    ("3.14.4", "torch", False),  # no release asked for: newer ones ship 3.14's
+    ("3.14.4", "torch==1.4.0", False),  # a release the matrix does not know: no judgement
+    ("3.14.4", "torchvision==0.20.1", False),  # not torch
+    ("3.14.4", "vllm==0.10.1", True),  # vLLM's Requires-Python, as before
+])
+def test_pip_finds_no_wheel_look_alikes(python: str, request_: str, named: bool, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "pip.txt"
+    log.write_text(_pip(python, request_))
+    assert ("python-unsupported" in _causes(log, capsys)) is named
