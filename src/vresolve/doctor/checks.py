@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from packaging.version import Version
 
 from ..host import EnvReport, Host, HostGpu, TorchRuntime
-from ..matrix import Matrix
+from ..matrix import KnownIssue, Matrix
 from ..values import core_extension, public_version
 from .facts import (
     REINSTALL_CAUSES,
@@ -44,9 +44,8 @@ def diagnose(host: Host, matrix: Matrix, env: EnvReport | None = None, *,
                  shadows=tuple((d, tuple(libs)) for d, libs in shadows)), out.add)  # the rows judged from facts
     if env is not None:
         _environment(host, matrix, env, gpus, out.add, unknown)
-    torch_cuda = env.torch.cuda if env is not None and env.torch is not None else None
     if log:
-        _log(matrix, log, torch_cuda, out)
+        _log(matrix, log, env, unknown, out)
     return dedupe(out.findings)
 
 
@@ -65,22 +64,72 @@ class _Findings:
                                      evidence=tuple(evidence), facts=facts))
 
 
-def _log(matrix: Matrix, log: str, torch_cuda: str | None, out: _Findings) -> None:
-    """The log's lines matched against the known issues; a CUDA-major mismatch set against this environment."""
+#: a CUDA runtime library the loader did not find, and its CUDA major: ``libcudart.so.12``, Windows'
+#: ``cudart64_110.dll`` (11.0's; 12 and later name the major alone: ``cudart64_12.dll``)
+_RUNTIME_LIB_RE = re.compile(r"lib(?:cudart|cublas|cublasLt|nvrtc|cusparse|cufft|curand|cusolver|nvJitLink)\.so\.(\d+)"
+                             r"|(?<![\w.])(?:cudart|cublas|cublasLt|nvrtc|cusparse|cufft|curand|cusolver|nvJitLink)"
+                             r"64_(\d{1,3})(?:_\d+)?\.dll")
+#: vLLM asking for the library: its package in a frame, an import of it, its compiled module
+_VLLM_ASKS_RE = re.compile(r"[/\\]vllm[/\\]|\b(?:from|import) vllm\b|\bvllm\._C\b")
+
+
+def runtime_library_major(log: str) -> int | None:
+    """The CUDA major of the first CUDA runtime library the log names (see ``_RUNTIME_LIB_RE``); None when none."""
+    m = _RUNTIME_LIB_RE.search(log)
+    if m is None:
+        return None
+    digits = m[1] or m[2]
+    return int(digits[:-1] if m[2] and len(digits) == 3 else digits)
+
+
+def lone_runtime_library(major: int, torch_cuda: str | None, cuda_torch_known: bool, vllm_asks: bool) -> bool:
+    """A missing CUDA runtime library of CUDA ``major`` is a library the loader does not find (not another CUDA
+    major's runtime) when torch's CUDA is that major, or when nothing shows another major: neither a torch built
+    for another CUDA major nor vLLM asking for it."""
+    built = public_version(torch_cuda) if cuda_torch_known and torch_cuda else None
+    torch_major = built.major if built is not None else None
+    if torch_major == major:
+        return True
+    return torch_major is None and not vllm_asks
+
+
+def _log(matrix: Matrix, log: str, env: EnvReport | None, unknown: frozenset[str], out: _Findings) -> None:
+    """The log's lines matched against the known issues; a CUDA-major mismatch set against this environment: a
+    lone missing runtime library where nothing shows another CUDA major."""
+    torch_known = env is not None and env.torch is not None and "torch.cuda" not in unknown
+    torch_cuda = env.torch.cuda if torch_known and env is not None and env.torch is not None else None
     for issue, ev in match_log(log, matrix.known_issues):
         extra = out.plan_text if issue.cause in REINSTALL_CAUSES and issue.severity == "error" else ""
         found = from_issue(issue, ev, "log", extra)
-        wanted = re.search(r"lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.(\d+)", log)
-        if issue.cause == "cuda-variant-mismatch" and wanted and torch_cuda:
+        wanted = runtime_library_major(log) if issue.id == "cuda-runtime-major-mismatch" else None
+        asks = wanted is not None and (bool(_VLLM_ASKS_RE.search(log)) or _vllm_cuda_major(matrix, env) == wanted)
+        if wanted is not None and lone_runtime_library(wanted, torch_cuda, torch_known, asks):
+            k = _row(matrix, "cuda-runtime-library-not-found", "library-not-found")
+            found = from_issue(k, (*ev, *((f"torch.version.cuda = {torch_cuda}",) if torch_cuda else ())), "log")
+        elif wanted is not None and torch_cuda:
             # set against this environment: which side is the other CUDA major
             found = Finding(cause=found.cause, severity=found.severity, title=found.title,
                             explanation=found.explanation + f" Here, torch is built with CUDA {torch_cuda}; the "
-                            f"failing library asks for CUDA {wanted[1]}'s runtime"
-                            + (", so the other package is the odd one out." if not torch_cuda.startswith(
-                                wanted[1] + ".") else ", which torch has: the package is missing its own."),
-                            fix=found.fix, evidence=(*found.evidence, f"torch.version.cuda = {torch_cuda}"),
+                            f"failing library asks for CUDA {wanted}'s runtime, so the other package is the odd one "
+                            "out.", fix=found.fix, evidence=(*found.evidence, f"torch.version.cuda = {torch_cuda}"),
                             source="log")
         out.findings.append(found)
+
+
+def _vllm_cuda_major(matrix: Matrix, env: EnvReport | None) -> int | None:
+    """The CUDA major of the installed vLLM release's wheel (its local tag's, ``+cu118``, else the release's)."""
+    vllm = env.module("vllm") if env is not None else None
+    version = public_version(vllm.version) if vllm is not None and vllm.version else None
+    release = matrix.vllm_release(version) if version is not None else None
+    if vllm is None or release is None:
+        return None
+    tag = re.fullmatch(r"cu(\d+?)\d", (vllm.version or "").partition("+")[2])
+    return int(tag[1]) if tag else release.cuda.major if release.cuda is not None else None
+
+
+def _row(matrix: Matrix, row_id: str, cause: str) -> KnownIssue:
+    """The known-issues row of this id, else the first of its cause (a matrix without it)."""
+    return next((k for k in matrix.known_issues if k.id == row_id), None) or issue_for(matrix, cause)
 
 
 def _extensions(matrix: Matrix, host: Host, env: EnvReport) -> tuple[tuple[str, ...], str]:

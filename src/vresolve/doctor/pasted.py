@@ -16,11 +16,13 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from ..host import Host
 from ..matrix import KnownIssue, Matrix, VllmRelease
 from ..values import DriverVersion, public_version
 from .evidence import Evidence, Seen
 from .evidence.model import REPORT
 from .facts import Finding, dedupe, in_site_packages, with_version
+from .judge import Facts, holds
 from .logs import issue_for, match_log
 
 #: vLLM's main compiled modules (``_C_stable_libtorch`` from 0.24 on)
@@ -48,6 +50,10 @@ _COMPANION_DISTS = ("torchvision", "torchaudio", "xformers", "flashinfer-python"
 #: the CUDA libraries whose absence is a missing library, not another CUDA major's runtime (cudart, nvrtc):
 #: cuDNN's and NCCL's, cuBLAS's family (``libcudnn_ops_infer.so.8`` is cuDNN's); ``libcuda`` is the driver's
 _MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cusparse", "cufft", "curand", "cusolver")
+
+
+#: the predicates that read what only a paste shows (``Facts.log``), judged with the paste's typed lines
+PASTED_PREDICATES = ("pip-finds-no-wheel-for-python",)
 
 
 def _line(seen: Seen[Any]) -> str:
@@ -274,25 +280,6 @@ def _container_driver(e: Evidence) -> tuple[list[Seen[Any]], list[Unclear]]:
     return ([banner, driver] if older else []), []
 
 
-def _vllm_for_python(e: Evidence, matrix: Matrix) -> list[Seen[Any]]:
-    """pip finding no vLLM to install for a Python (shown in the paste) that no vLLM release the request names
-    supports (the matrix's ``Requires-Python`` of each release)."""
-    python = e.best("python")
-    miss = next((ev for ev in e.installer if ev.value.action == "no-matching-distribution"
-                 and (ev.value.name or "").lower() == "vllm"), None)
-    have = public_version(str(python.value)) if python is not None else None
-    if miss is None or python is None or have is None:
-        return []
-    try:
-        asked = SpecifierSet((miss.value.detail or "vllm")[4:].strip())
-    except ValueError:
-        asked = SpecifierSet()
-    releases = [r for r in matrix.vllm if asked.contains(r.version, prereleases=True)] or list(matrix.vllm)
-    if any(r.requires_python is None or r.requires_python.contains(have, prereleases=True) for r in releases):
-        return []
-    return [miss, python]
-
-
 def _install_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
     yield from _replaced(e)
     yield from _built_for(e)
@@ -387,7 +374,6 @@ def _all_causes(e: Evidence, matrix: Matrix) -> tuple[list[tuple[str, Seen[Any]]
     found += _causes(e, signal_causes(matrix))
     found += [("cuda-variant-mismatch", seen) for seen in _vllm_cuda(e, matrix)]
     found += [("gpu-not-visible", seen) for seen in _container_without_gpus(e)]
-    found += [("python-unsupported", seen) for seen in _vllm_for_python(e, matrix)]
     banner, unclear = _container_driver(e)
     found += [("driver-too-old", seen) for seen in banner]
     return found, ([core] if isinstance(core, Unclear) else []) + unclear
@@ -417,6 +403,10 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -
         if row is not None and row.cause == cause:
             rows.setdefault(cause, row)
     out = []
+    for row, hit in holds(Facts(host=Host(), matrix=matrix, log=e), PASTED_PREDICATES):  # rows judged from the log
+        shown = lines.setdefault(row.cause, [])
+        shown += [line for line in hit.evidence if line not in shown][:max(0, 5 - len(shown))]
+        rows.setdefault(row.cause, row)
     for cause, evidence in lines.items():
         if cause not in {f.cause for f in already}:
             k = rows.get(cause) or issue_for(matrix, cause)

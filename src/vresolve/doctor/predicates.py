@@ -15,7 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from ..host import EnvReport, Host, HostGpu, TorchRuntime
@@ -23,6 +25,9 @@ from ..matrix import Matrix
 from ..matrix.model import JetPack, Kernels
 from ..values import Capability, DriverVersion, public_version
 from .facts import caps_covered, is_source_tree, needs_libcuda, torch_pin
+
+if TYPE_CHECKING:
+    from .evidence import Evidence, Seen
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +41,8 @@ class Facts:
     unknown: frozenset[str] = frozenset()
     #: directories of LD_LIBRARY_PATH that hold CUDA libraries pip's nvidia-* packages also ship (live only)
     shadows: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: the typed facts and signals of a pasted text or log (what only a paste shows: an installer's messages)
+    log: Evidence | None = None
 
     @property
     def gpus(self) -> tuple[HostGpu, ...]:
@@ -534,3 +541,51 @@ def _shadows_torch_cuda(f: Facts) -> Iterator[Hit]:
 def _shadows_no_torch_cuda(f: Facts) -> Iterator[Hit]:
     """The same where torch's CUDA is not known (no CUDA torch): the libraries are simply not pip's."""
     yield from _shadows(f, False)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# what only a pasted text or log shows (``Facts.log``)
+# ------------------------------------------------------------------------------------------------------------
+
+def pasted_line(seen: Seen[Any]) -> str:
+    """How a finding cites a pasted line."""
+    return f"pasted line {seen.line}: {seen.text}"
+
+
+def _asked(detail: str | None, name: str) -> SpecifierSet | None:
+    """The versions an installer's request asks for (``torch==2.5.1`` -> ``==2.5.1``); None: not a specifier."""
+    try:
+        return SpecifierSet((detail or name)[len(name):].strip())
+    except InvalidSpecifier:
+        return None
+
+
+def _no_wheel_for(matrix: Matrix, name: str, asked: SpecifierSet | None, python: Version) -> bool:
+    """Whether no release of ``name`` (vllm, torch) that the request asks for supports this Python: vLLM's
+    ``Requires-Python`` (every release where none is asked for, or none asked is known); torch's Pythons with wheels
+    (no judgement where the request names no torch release the matrix knows)."""
+    if name == "vllm":
+        releases = [r for r in matrix.vllm if asked is None or asked.contains(r.version, prereleases=True)] \
+            or list(matrix.vllm)
+        return not any(r.requires_python is None or r.requires_python.contains(python, prereleases=True)
+                       for r in releases)
+    torches = [r for r in matrix.torch if asked is not None and asked.contains(r.version, prereleases=True)]
+    return bool(torches) and not any((python.major, python.minor) in {(p.major, p.minor) for p in r.python}
+                                     for r in torches)
+
+
+@predicate("pip-finds-no-wheel-for-python", ("python",))
+def _no_wheel_for_python(f: Facts) -> Iterator[Hit]:
+    """pip finding no vLLM or torch to install ("from versions: none", "No matching distribution") for a Python
+    (shown) that no release the request names ships wheels for (the matrix's Pythons of each release)."""
+    e = f.log
+    python = e.best("python") if e is not None else None
+    have = public_version(str(python.value)) if python is not None else None
+    if e is None or python is None or have is None:
+        return
+    for ev in e.installer:
+        name = (ev.value.name or "").lower()
+        if ev.value.action == "no-matching-distribution" and name in ("vllm", "torch") \
+                and _no_wheel_for(f.matrix, name, _asked(ev.value.detail, name), have):
+            yield Hit(evidence=(pasted_line(ev), pasted_line(python)))
+            return
