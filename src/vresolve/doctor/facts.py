@@ -154,11 +154,13 @@ def _torch_seen(host: Host, env: EnvReport, gpus: Sequence[HostGpu], unknown: fr
                 else f"torch: does not import ({torch_mod.error})"]
     seen = f"sees {len(t.device_capabilities)} GPU(s): {', '.join(t.device_capabilities)}" if t.available else \
         "sees no GPU"
+    if t.available and not t.device_capabilities:  # a report that says CUDA is available, not which devices
+        seen = "sees a GPU (which: not shown)"
     if "torch.available" in unknown:
         seen = "(whether it sees a GPU: not shown)"
     cuda = "not shown" if "torch.cuda" in unknown else t.cuda or "none: a CPU build"
     out = [f"torch {t.version} (CUDA {cuda}) {seen}"]
-    if t.available and gpus:
+    if t.available and gpus and t.arch_list:  # an empty list: not shown (a report cut before it)
         covered = all(caps_covered(t.arch_list, g.cc) for g in gpus)
         out.append(f"torch's arch list ({' '.join(t.arch_list)}) " + ("covers every GPU" if covered
                                                                      else "misses a GPU"))

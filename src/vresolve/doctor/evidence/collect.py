@@ -63,6 +63,9 @@ class Collector:
         self.marks: dict[str, int] = {}  # the line of the last ...: "driver", "build-env", "command"
         self.in_build = False
         self.last_command = ""  # the last line that ran a program (for "Killed" on a line of its own)
+        #: facts a warning shows (Python's ``file.py:8: RuntimeWarning: ...`` and the lines of its message): kept
+        #: only when the paste also shows a failure (:meth:`keep_deferred`), since a warning alone is not one
+        self.deferred: list[tuple[str, Any, Line, int, str, tuple[int, int] | None]] = []
 
     def add(self, name: str, value: Any, line: Line, rank: int, how: str, span: tuple[int, int] | None = None) -> None:
         """Keep ``value`` as a sighting of field ``name`` on ``line`` (once per value and rank)."""
@@ -88,6 +91,18 @@ class Collector:
             self.add("accelerator", "ROCm", line, rank + 5, how)
         elif local.startswith("xpu"):
             self.add("accelerator", "XPU", line, rank + 5, how)
+
+    def defer(self, name: str, value: Any, line: Line, rank: int, how: str, span: tuple[int, int] | None = None) -> None:
+        """A fact a warning shows: :meth:`add` ed by :meth:`keep_deferred` if the paste shows a failure too."""
+        if len(self.deferred) < DEFAULT_LIMIT:
+            self.deferred.append((name, value, line, rank, how, span))
+
+    def keep_deferred(self) -> None:
+        """Keep the facts warnings showed when the paste shows a failure (a traceback, a failure line)."""
+        if "traceback" in self.kinds or self.has("failures"):
+            for name, value, line, rank, how, span in self.deferred:
+                self.add(name, value, line, rank, how, span)
+        self.deferred.clear()
 
     def has(self, name: str) -> bool:
         return bool(self._facts.get(name))

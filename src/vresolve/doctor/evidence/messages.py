@@ -155,9 +155,18 @@ def _torch_required(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add("import_failures", ImportFailure(module="torch", error=m[0]), line, MESSAGE, HOW, m.span())
 
 
+def _python_warning(m: re.Match[str], line: Line, out: Collector) -> None:
+    """Python's warning line (``/x/vllm/connections.py:8: RuntimeWarning: Failed to read commit hash:``): it and the
+    next line (the rest of its message) report, they do not fail."""
+    out.mark("python-warning", line)
+
+
 def _no_module(m: re.Match[str], line: Line, out: Collector) -> None:
     if "Failed to import from" not in line.body:
-        out.add("import_failures", ImportFailure(module=m[1], error=f"No module named '{m[1]}'"), line, MESSAGE, HOW,
+        # inside a warning (vLLM failing to read its commit hash from vllm._version) the import is not a failure
+        # unless the paste shows one
+        add = out.defer if out.near("python-warning", line, 1) else out.add
+        add("import_failures", ImportFailure(module=m[1], error=f"No module named '{m[1]}'"), line, MESSAGE, HOW,
                 m.span())
 
 
@@ -224,6 +233,7 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("-l", re.compile(r"cannot find -l\w+"), _libraries),
     ("Failed to import from", re.compile(r"Failed to import from (?P<module>[\w.]+) with \w+\((?P<error>.*)$"),
      _failed_import),
+    ("Warning: ", re.compile(r"\.py:\d+: [A-Z]\w*Warning: "), _python_warning),
     ("No module named", re.compile(r"No module named ['\"]?([\w.]*\w)['\"]?"), _no_module),
     ("Error", re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*Error|\w*Exception): \S"), _exception),
     ("import", re.compile(r"(?:^|[\s>`])(?:import|importing|from) (?P<module>torchvision|torchaudio|xformers|flash_attn"

@@ -75,6 +75,7 @@ def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
             taken = reader.feed(line, out) or taken
         if not taken and not out.near("build-line", line, 0):
             prose.feed(line, out)
+    out.keep_deferred()
     if out.has("signals") and not out.kinds:
         out.kinds.add("log")
     return retype_isolation(out.freeze(count, cut_lines))
