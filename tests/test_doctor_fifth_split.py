@@ -59,3 +59,44 @@ def test_an_import_that_fails_outside_a_warning_is_still_read() -> None:
     assert read_evidence(warned).import_failures == ()
     assert [f.value.module for f in read_evidence(warned + "Traceback (most recent call last):\n").import_failures] \
         == ["vllm._version"]
+
+
+# --- facts that rule a cause out stop it: /dev/shm with room is not "shared memory too small" ---
+
+def test_a_bus_error_beside_the_hosts_ipc_namespace_is_not_named_shared_memory(capsys: Capsys) -> None:
+    """617: torch's "insufficient shared memory (shm)" (printed for any bus error in a DataLoader worker) in a container
+    started with --ipc=host and 254 GB of /dev/shm: the cause is not named, the failure still listed (exit 1)."""
+    code, doc = _doctor(HELDOUT / "617-unclear-bus-error-in-worker-with-254gb-shm-ipc-host.txt", capsys)
+    assert code == 1 and _errors(doc) == []
+    (u,) = doc["unclear"]
+    assert "insufficient shared memory (shm)" in u["error"]
+
+
+def test_the_same_bus_error_without_those_facts_is_still_shared_memory(capsys: Capsys) -> None:
+    """Look-alike: the same DataLoader message in a SageMaker container that shows no room (616) is still the cause."""
+    code, doc = _doctor(HELDOUT / "616-shm-dataloader-bus-error-sagemaker-container.txt", capsys)
+    assert code == 1 and "shared-memory-too-small" in _errors(doc)
+
+
+@pytest.mark.parametrize(("line", "ample"), [
+    ("docker run --gpus all --ipc=host vllm/vllm-openai:latest", True),
+    ("    ipc: host", True),
+    ("docker run --shm-size=32g img", True),
+    ("shm             254G  1.0G  253G   1% /dev/shm", True),  # df -h: the Avail column
+    # look-alikes: advice or a fix, a small or full /dev/shm
+    ("you should try --ipc=host or a larger --shm-size", False),
+    ("fixed by adding --ipc=host to docker run", False),
+    ("shm              64M   64M     0 100% /dev/shm", False),
+    ("docker run --shm-size=1g img", False),
+])
+def test_room_in_dev_shm_is_read_from_the_users_setup_only(line: str, ample: bool) -> None:
+    assert bool(read_evidence(line + "\n").shm_ample) is ample
+
+
+def test_room_shown_anywhere_in_the_paste_turns_the_shm_signal_into_a_failure() -> None:
+    text = ("docker run --ipc=host img\n"
+            "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).\n")
+    e = read_evidence(text)
+    assert [s.value.code for s in e.signals] == [] and [f.line for f in e.failures] == [2]
+    e = read_evidence(text.replace("--ipc=host", "--gpus all"))
+    assert [s.value.code for s in e.signals] == ["shm-exhausted"]

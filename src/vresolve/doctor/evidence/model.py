@@ -209,6 +209,7 @@ class Evidence:
     gencode: tuple[Seen[str], ...] = ()  # "-gencode arch=compute_75,code=sm_75" -> "sm_75"
     vllm_cuda_archs: tuple[Seen[str], ...] = ()  # collect_env's "vLLM Build Flags: CUDA Archs: ..."
     signals: tuple[Seen[Signal], ...] = ()
+    shm_ample: tuple[Seen[str], ...] = ()  # what rules a small /dev/shm out: --ipc=host, a /dev/shm of 16 GB or more
     failures: tuple[Seen[str], ...] = ()  # lines that show a failure, by kind ("cuda", "nccl", "exception", ...)
     kinds: frozenset[str] = frozenset()
     lines: int = 0  # lines read

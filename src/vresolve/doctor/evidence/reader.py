@@ -22,6 +22,7 @@ from .messages import MessageReader
 from .model import Evidence
 from .prose import ProseReader
 from .repl import ReplReader
+from .shm import ShmReader, retype_shm
 from .signals import SignalReader
 from .smi import SmiReader
 
@@ -57,7 +58,7 @@ def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
     out = Collector()
     reports: tuple[_Reader, ...] = (CollectEnvReader(), SmiReader(), ListReader(), InstallerReader(), ReplReader())
     messages: tuple[_Reader, ...] = (SignalReader(), MessageReader(), BuildReader(), EnvironmentReader(),
-                                     FailureReader())
+                                     FailureReader(), ShmReader())
     prose = ProseReader()
     count = cut_lines = 0
     for count, (text, cut) in enumerate(iter_lines(source, line_limit), start=1):
@@ -78,4 +79,4 @@ def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
     out.keep_deferred()
     if out.has("signals") and not out.kinds:
         out.kinds.add("log")
-    return retype_isolation(out.freeze(count, cut_lines))
+    return retype_shm(retype_isolation(out.freeze(count, cut_lines)))
