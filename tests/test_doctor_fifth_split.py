@@ -100,3 +100,74 @@ def test_room_shown_anywhere_in_the_paste_turns_the_shm_signal_into_a_failure() 
     assert [s.value.code for s in e.signals] == [] and [f.line for f in e.failures] == [2]
     e = read_evidence(text.replace("--ipc=host", "--gpus all"))
     assert [s.value.code for s in e.signals] == ["shm-exhausted"]
+
+
+# --- a failure by its form: an exception whose message is on the next line, a logger's CRITICAL level ---
+
+def test_an_import_error_with_its_message_below_is_a_failure(capsys: Capsys) -> None:
+    """626: sgl_kernel raises "ImportError: " and prints "[sgl_kernel] CRITICAL: Could not load any common_ops
+    library!" below it; the paste shows no torch version, so: cause not named (exit 1), never "no problems found"."""
+    code, doc = _doctor(HELDOUT / "626-companion-mismatch-sgl-kernel-cpu-built-torch29-installed-torch210.txt", capsys)
+    assert code == 1 and len(doc["unclear"]) == 1
+    assert [f.value for f in read_evidence((HELDOUT / "626-companion-mismatch-sgl-kernel-cpu-built-torch29-installed"
+                                                     "-torch210.txt").read_text()).failures] == ["exception", "tool"]
+
+
+@pytest.mark.parametrize(("line", "failed"), [
+    ("ImportError: ", True),
+    ("[sgl_kernel] CRITICAL: Could not load any common_ops library!", True),
+    ("CRITICAL:root:engine died", True),
+    # look-alikes: the word in prose, a level named in a config, a heading
+    ("It is CRITICAL that the versions match", False),
+    ("log_level: CRITICAL", False),
+    ("Possible errors: ImportError: or OSError:", False),
+])
+def test_critical_and_bare_exception_lines_by_form(line: str, failed: bool) -> None:
+    assert bool(read_evidence(line + "\n").failures) is failed
+
+
+# --- TensorFlow 2.11 and later on native Windows: a CPU-only build ---
+
+def test_tensorflow_212_on_native_windows_seeing_no_gpu_is_a_cpu_only_build(capsys: Capsys) -> None:
+    """618: TensorFlow 2.12 on Windows 10 prints "GPU is NOT AVAILABLE": its Windows package has no GPU build from
+    2.11 (TensorFlow's release notes and install guide)."""
+    code, doc = _doctor(HELDOUT / "618-cpu-only-build-tensorflow-212-windows-native-gpu-not-available.txt", capsys)
+    assert code == 1 and _errors(doc) == ["cpu-only-build"]
+
+
+@pytest.mark.parametrize("text", [
+    "OS: Windows 10\nTensor Flow Version: 2.10.1\nGPU is NOT AVAILABLE\n",  # the last release with Windows GPU builds
+    "OS: Ubuntu 22.04\nTensor Flow Version: 2.12.0\nNum GPUs Available:  0\n",  # Linux: another reason
+    "Windows 11 with WSL2\nrunning under /mnt/c/Users/me\nTensor Flow Version: 2.15.0\nGPU is NOT AVAILABLE\n",
+    "OS: Windows 10\nGPU is NOT AVAILABLE\n",  # no TensorFlow version shown
+    "OS: Windows 10\nTensor Flow Version: 2.12.0\nNum GPUs Available:  1\n",  # it sees one
+])
+def test_tensorflow_lookalikes_are_not_the_windows_cpu_build(text: str) -> None:
+    assert "tensorflow-windows-cpu-build" not in [s.value.code for s in read_evidence(text).signals]
+
+
+def test_the_windows_cpu_build_reads_the_guides_own_checks() -> None:
+    for check in ("Num GPUs Available:  0", "GPU is NOT AVAILABLE"):
+        e = read_evidence(f"OS: Microsoft Windows 11 Pro\nTensorFlow version: 2.16.1\n{check}\n")
+        assert [s.value.code for s in e.signals] == ["tensorflow-windows-cpu-build"], check
+
+
+# --- gcc without its compiler proper (g++ not installed) ---
+
+@pytest.mark.parametrize(("line", "named"), [
+    ("gcc: fatal error: cannot execute ‘cc1plus’: execvp: No such file or directory", True),
+    ("x86_64-linux-gnu-gcc: error: cannot execute 'cc1plus': execvp: No such file or directory", True),
+    ("gcc-11: fatal error: cannot execute 'cc1': execvp: No such file or directory", True),
+    # look-alikes: cc1plus that runs and warns, or is killed (out of memory), or fails on the code
+    ("cc1plus: warning: command-line option '-Wstrict-prototypes' is valid for C/ObjC but not for C++", False),
+    ("g++: fatal error: Killed signal terminated program cc1plus", False),
+    ("cc1plus: all warnings being treated as errors", False),
+])
+def test_a_missing_compiler_proper_is_no_c_compiler(line: str, named: bool) -> None:
+    codes = [s.value.code for s in read_evidence(line + "\n").signals]
+    assert ("host-compiler-missing" in codes) is named
+
+
+def test_cc1plus_missing_is_named(capsys: Capsys) -> None:
+    code, doc = _doctor(HELDOUT / "620-c-compiler-missing-deepspeed-cpu-adam-cc1plus-not-found.txt", capsys)
+    assert code == 1 and _errors(doc) == ["c-compiler-missing"]

@@ -44,6 +44,8 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
                          r"Error\b"),
         ("exception", "error", r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Error: \S"),
         ("exception", "exception", r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Exception: \S"),
+        # an exception whose message starts on the next line (sgl_kernel's "ImportError: " then its report)
+        ("exception", "error:", r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception):\s*$"),
         ("crash", "", r"\bSegmentation fault\b|\(core dumped\)|^\s*terminate called after throwing"
                       r"|^\s*(?:Aborted|Bus error|Illegal instruction|Floating point exception)\b"),
         ("killed", "killed", r"^\s*(?:#\d+ [\d.]+\s+)?Killed\s*$|\bkilled by signal \d+|\bKilled signal terminated program\b"),
@@ -55,6 +57,8 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("library", "load", r"\b[Cc]ould not load (?:dynamic )?library\b|\berror while loading shared libraries\b"),
         ("library", "not found", r"\b[\w.-]+\.dll['\"]? not found\b"),
         ("failed", "fail", r"\bResult = FAIL\b"),
+        # a logger's critical level, after its own tag ("[sgl_kernel] CRITICAL: ...", Python logging's "CRITICAL:root:")
+        ("tool", "critical", r"^\s*(?:\[[\w.-]+\]\s*)?CRITICAL\b(?::| -)\s*\S"),
         ("tool", "error", r"^\s*(?:#\d+ [\d.]+\s+)?(?:ERROR|[Ee]rror|fatal error|FATAL)(?: \[[^\]]*\])?:\s*\S"
                           r"|^[\w./+-]+\(\d+\): (?:catastrophic )?error\b|^[\w./+-]+:\d+(?::\d+)?: (?:fatal )?error:"),
         # a compiler's, assembler's or linker's fatal error, whatever the tool pads before the colon ("ptxas fatal   :",

@@ -243,6 +243,9 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("server version", re.compile(rf"vLLM API server version (?P<v>{VERSION})"), _dist("v", name="vllm")),
     ("LLM engine (v", re.compile(rf"LLM engine \(v(?P<v>{VERSION})\)"), _dist("v", name="vllm")),
     ("but found", re.compile(rf"but found (?P<n>[\w.-]+)==(?P<v>{VERSION})"), _dist("v", "n")),
+    # TensorFlow's version as its issue template's scripts print it ("Tensor Flow Version: 2.12.0")
+    ("ersion", re.compile(rf"\bTensor ?Flow [Vv]ersion\s*:?\s*v?(?P<v>{VERSION})", re.IGNORECASE),
+     _dist("v", name="tensorflow")),
     ("xFormers was built for", re.compile(r"xFormers was built for"), _xformers_built),
     ("you have", re.compile(rf"^\s*PyTorch (?P<built>{VERSION})(?: with CUDA \d+)? \(you have (?P<have>{VERSION})\)"),
      _built_for_torch),

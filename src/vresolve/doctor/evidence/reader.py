@@ -25,6 +25,7 @@ from .repl import ReplReader
 from .shm import ShmReader, retype_shm
 from .signals import SignalReader
 from .smi import SmiReader
+from .tensorflow import retype_tensorflow
 
 __all__ = ["read_evidence"]
 
@@ -79,4 +80,4 @@ def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
     out.keep_deferred()
     if out.has("signals") and not out.kinds:
         out.kinds.add("log")
-    return retype_shm(retype_isolation(out.freeze(count, cut_lines)))
+    return retype_tensorflow(retype_shm(retype_isolation(out.freeze(count, cut_lines))))

@@ -129,6 +129,15 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
          r"(?:error: command|unable to execute) '(?P<detail>(?:[\w-]+-)?(?:gcc|g\+\+|cc|c\+\+)|cl\.exe)'"
          r"(?: failed)?: No such file or directory"),
         ("host-compiler-missing", "visual c++", r"Microsoft Visual C\+\+ 14\.0 or greater is required"),
+        # gcc's driver without its compiler proper: cc1plus is g++'s (installed by g++), cc1 gcc's own
+        ("host-compiler-missing", "cannot execute",
+         r"\b(?:[\w.-]+-)?(?:gcc|g\+\+|cc|c\+\+)(?:-\d+)?(?:\.exe)?: (?:fatal )?error: cannot execute "
+         r"['‘`\"](?P<detail>cc1plus|cc1)['’`\"]"),
+        # TensorFlow saying it sees no GPU (its guide's checks: "Num GPUs Available: 0", an empty
+        # list_physical_devices('GPU'), the "GPU is NOT AVAILABLE" snippet): kept only where the paste shows
+        # TensorFlow 2.11 or later on native Windows, which has no GPU build (:mod:`.tensorflow`)
+        ("tensorflow-windows-cpu-build", "gpu", r"\bGPU is NOT AVAILABLE\b|\bNum GPUs Available:?\s+0\b"
+         r"|list_physical_devices\(['\"]GPU['\"]\)\)?\s*(?:=|->|:|\bis\b)?\s*\[\]"),
         ("shm-exhausted", "shared memory segment", r"Error while creating shared memory segment"),
         ("shm-exhausted", "posix_fallocate", r"posix_fallocate failed\s*:\s*No space left on device"),
         ("shm-exhausted", "shared memory", r"insufficient shared memory \(shm\)|workers are out of shared memory"
