@@ -171,3 +171,44 @@ def test_a_missing_compiler_proper_is_no_c_compiler(line: str, named: bool) -> N
 def test_cc1plus_missing_is_named(capsys: Capsys) -> None:
     code, doc = _doctor(HELDOUT / "620-c-compiler-missing-deepspeed-cpu-adam-cc1plus-not-found.txt", capsys)
     assert code == 1 and _errors(doc) == ["c-compiler-missing"]
+
+
+# --- Fabric Manager's own log: its version against the driver's; a service that failed to start ---
+
+def test_fabric_manager_of_another_version_than_the_driver_is_named(capsys: Capsys) -> None:
+    """609: "fabric manager NVIDIA GPU driver interface version 530.30.02 don't match with driver version 530.41.03":
+    Fabric Manager must be the driver's exact version (NVIDIA's Fabric Manager guide), so it does not run."""
+    code, doc = _doctor(HELDOUT / "609-fabric-manager-not-running-version-mismatch-530-driver.txt", capsys)
+    assert code == 1 and _errors(doc) == ["fabric-manager-not-running"]
+
+
+def test_fabric_manager_with_nothing_to_manage_is_a_failure_not_named(capsys: Capsys) -> None:
+    """610 (look-alike): the service fails with NV_WARN_NOTHING_TO_DO (two A40s on an NVLink bridge, no NVSwitch): a
+    failure whose cause is not named (exit 1), not Fabric Manager's version, nor an unreadable paste (exit 2)."""
+    code, doc = _doctor(HELDOUT / "610-unclear-fabricmanager-nothing-to-do-a40-nvlink-bridge.txt", capsys)
+    assert code == 1 and _errors(doc) == [] and len(doc["unclear"]) == 1
+
+
+@pytest.mark.parametrize(("line", "code"), [
+    ("nv-fabricmanager[3228]: fabric manager NVIDIA GPU driver interface version 530.30.02 don't match with driver "
+     "version 530.41.03. Please update with matching NVIDIA driver package.", "fabric-manager-version-mismatch"),
+    # look-alikes: a version check of two other things, FM reporting its own version
+    ("nvidia-smi: client version 535.54 does not match with driver version 535.104", None),
+    ("Fabric Manager version is : 535.129.03", None),
+])
+def test_fabric_manager_version_lines(line: str, code: str | None) -> None:
+    codes = [s.value.code for s in read_evidence(line + "\n").signals]
+    assert codes == ([code] if code else [])
+
+
+@pytest.mark.parametrize(("line", "failed"), [
+    ("Job for nvidia-fabricmanager.service failed because the control process exited with error code.", True),
+    ("Nov 15 14:15:47 host systemd[1]: nvidia-fabricmanager.service: Control process exited, code=exited, "
+     "status=1/FAILURE", True),
+    # look-alikes: a service that runs, one that stopped cleanly
+    ("     Active: active (running) since Tue 2024-05-14 09:12:01 UTC; 2h ago", False),
+    ("Nov 15 14:15:47 host systemd[1]: nvidia-persistenced.service: Main process exited, code=exited, "
+     "status=0/SUCCESS", False),
+])
+def test_a_service_that_failed_to_start_is_a_failure(line: str, failed: bool) -> None:
+    assert bool(read_evidence(line + "\n").failures) is failed

@@ -53,6 +53,9 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("exit", "exit", r"non-zero exit (?:status|code)|exit(?:ed)? with (?:exit )?(?:code|status) [1-9]"
                          r"|\bexit (?:code|status):? [1-9]"),
         ("failed", "failed", r"^\s*(?:#\d+ [\d.]+\s+)?FAILED\b"),
+        # systemd: a service whose start failed ("Job for x.service failed", "... status=1/FAILURE", "Failed to start")
+        ("exit", "fail", r"^\s*Job for [\w@.-]+\.service failed\b|\bstatus=[1-9]\d*/[A-Z]+\b"
+                         r"|\]: Failed to start [\w@. -]+\.?$"),
         # a shared library (a DLL on Windows) a program could not load
         ("library", "load", r"\b[Cc]ould not load (?:dynamic )?library\b|\berror while loading shared libraries\b"),
         ("library", "not found", r"\b[\w.-]+\.dll['\"]? not found\b"),

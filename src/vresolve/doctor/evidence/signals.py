@@ -151,6 +151,10 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
          r"Got completion from peer \S+ with (?:error|status=) ?(?P<detail>\d+)"),
         ("nccl-ib-failure", "call to ibv_", r"\bWARN Call to (?P<detail>ibv_\w+) failed"),
         ("nccl-ib-failure", "retry", r"transport retry counter exceeded|IBV_WC_RETRY_EXC_ERR"),
+        # Fabric Manager refusing a driver of another version than its own (the two must be the same release)
+        ("fabric-manager-version-mismatch", "match",
+         r"fabric ?manager\b.{0,80}?\bversion (?P<detail>\d+\.\d+(?:\.\d+)?) (?:don't|doesn't|does not|do not) "
+         r"match(?:es)? with (?:the )?(?:NVIDIA )?driver version \d+\.\d+"),
         ("system-not-ready", "not yet initialized", r"system not yet initialized"),
         ("system-not-ready", "system_not_ready", r"CUDA_ERROR_SYSTEM_NOT_READY"),
         ("system-not-ready", "systemnotready", r"cudaErrorSystemNotReady"),
