@@ -4,8 +4,8 @@ Kept free of heavy imports on purpose: the output cache is consulted before anyt
 is imported, so that a repeated ``vresolve plan`` for the same target costs about as much
 as starting Python.
 
-The plan output cache answers only for plans that do not probe the machine (``--gpu``
-names GPUs, ``sm_XY`` or ``none``), and its key covers everything the output depends on:
+The plan output cache answers plans that do not probe the machine (``--gpu`` names GPUs,
+``sm_XY`` or ``none``) here, before the CLI is imported, and its key covers everything the output depends on:
 the arguments, every ``VRESOLVE_*`` variable, the terminal-related ones and ``PATH``, the
 interpreter (its Python and platform are the defaults of a plan), whether stdout is a
 terminal, the size of the terminals behind stdin, stdout and stderr (what rich lays tables out
@@ -13,6 +13,14 @@ for), and the size, modification and change times and inode of every file of the
 and of vresolve's own code (an edit cannot keep the change time). Flags are read as argparse
 reads them: the last ``--gpu`` / ``--matrix`` wins, ``--gpu=X`` and abbreviations count. Each
 entry carries a CRC-32 of what it holds; one that does not check out is a miss.
+``plan --gpu auto`` is keyed only after detection (:class:`LatePlanKey`): the entry point keeps what the command
+writes, the CLI probes the machine first (before the matrix, the resolver, the plan and the renderers are imported)
+and asks :func:`late_plan_output` with the same key's parts plus the detected ``Host``'s ``repr`` (a frozen
+dataclass's: every fact detection found, all the plan reads of the machine); a hit is written out and its exit code
+returned, a miss is computed and kept by the entry point (what was written after the probe) when it ends with 0
+or 1. Never kept: ``--keep-torch`` (it reads the installed environment), a broken driver (exit 3), a machine whose
+GPU's compute capability only the matrix gives (detection needed the matrix), a library caller of
+``vresolve.cli.main`` (nothing armed a late key).
 ``vresolve --help`` (or ``-h``) alone is kept the same way, keyed by the terminal, the locale, the interpreter and
 vresolve's code: argparse costs more than the rest of it (about 2.2x ``python -c pass`` for a parser of nine commands
 printing its help, against 1.6x for an answer read back).
