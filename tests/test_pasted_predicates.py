@@ -84,3 +84,13 @@ def test_banner_without_host_driver_is_not_settled(tmp_path: Path, matrix: Matri
     judged(Facts(host=Host(), matrix=matrix, log=read_evidence(banner + "\n")),
            lambda cause, *a, **k: said.append(cause), PASTED_PREDICATES)
     assert said == []
+
+
+def test_parallel_build_failed_is_a_weak_row(capsys: pytest.CaptureFixture[str]) -> None:
+    """A cmake build of 64 jobs that failed with no compiler error (corpus 139): the row's title with the job count,
+    a warning; the predicate is judged only where no error is named, so it is not among PASTED_PREDICATES."""
+    rc, out = _doctor(DATA / "corpus/139-build-oom-vllm-cmake-j64-flash-attn.txt", capsys)
+    found = [f for f in out["findings"] if f["cause"] == "build-oom"]
+    assert rc == 0 and found and found[0]["severity"] == "warning"
+    assert found[0]["title"].startswith("A build of 64 parallel jobs failed")
+    assert "parallel-build-failed" not in PASTED_PREDICATES

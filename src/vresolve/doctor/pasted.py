@@ -21,7 +21,7 @@ from ..values import public_version
 from .evidence import Evidence, Seen
 from .evidence.model import REPORT
 from .facts import Finding, dedupe, in_site_packages, with_version
-from .judge import Facts, holds
+from .judge import Facts, fill, holds
 from .logs import issue_for, match_log
 from .predicates import Hit
 from .predicates import pasted_release as _release
@@ -182,14 +182,6 @@ def _build_oom(e: Evidence) -> list[Seen[Any]]:
     return list(e.oom_words[:1])
 
 
-def _parallel_build_failed(e: Evidence) -> list[Seen[Any]]:
-    """A build of many parallel jobs that failed without a compiler's error: the usual sign of the OOM killer
-    when the lines that name it were not pasted (a weaker sign than :func:`_build_oom`'s)."""
-    many = [j for j in e.build_jobs if j.value >= 32]
-    failed = [ev for ev in e.installer if ev.value.action == "build-failed"]
-    return [many[0], failed[0]] if many and failed else []
-
-
 def _causes(e: Evidence, table: dict[str, str]) -> Iterator[tuple[str, Seen[Any]]]:
     for sig in e.signals:
         cause = table.get(sig.value.code)
@@ -330,14 +322,14 @@ def _all_causes(e: Evidence, matrix: Matrix) -> tuple[list[tuple[str, Seen[Any]]
     return found, ([core] if isinstance(core, Unclear) else [])
 
 
-def _weak_build_oom(e: Evidence, matrix: Matrix) -> list[Finding]:
-    weak = _parallel_build_failed(e)
-    if not weak:
-        return []
-    k = issue_for(matrix, "build-oom")
-    return [Finding(cause=k.cause, severity="warning", title=f"A build of {weak[0].value} parallel jobs failed without "
-                    "a compiler error: most likely out of memory", explanation=k.explanation, fix=k.fix,
-                    evidence=tuple(_line(s) for s in weak), source="log")]
+#: the predicate said only where no error is named (a weak sign: :data:`PASTED_PREDICATES` are judged first)
+WEAK_PREDICATES = ("parallel-build-failed",)
+
+
+def _weak(facts: Facts) -> list[Finding]:
+    return [Finding(cause=row.cause, severity=row.severity, title=fill(row.title, hit.fill),
+                    explanation=fill(row.explanation, hit.fill), fix=fill(row.fix, hit.fill), evidence=hit.evidence,
+                    source="log") for row, hit in holds(facts, WEAK_PREDICATES)]
 
 
 def _pasted_holds(facts: Facts) -> Iterator[tuple[KnownIssue, Hit]]:
@@ -360,7 +352,8 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -
         if row is not None and row.cause == cause:
             rows.setdefault(cause, row)
     out = []
-    for row, hit in _pasted_holds(Facts(host=Host(), matrix=matrix, log=e)):  # rows judged from the log
+    facts = Facts(host=Host(), matrix=matrix, log=e)
+    for row, hit in _pasted_holds(facts):  # rows judged from the log
         if hit.missing is not None:  # the row's fact is not shown: its error is not settled
             m = hit.missing
             unclear.append(Unclear(error=m.error, missing=m.missing, evidence=hit.evidence, paste=m.paste))
@@ -377,7 +370,7 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -
                                fix=_for_this_machine(cause, e, matrix) + fix, evidence=tuple(evidence),
                                source="log"))
     if not any(f.severity == "error" for f in (*out, *already)):
-        out += _weak_build_oom(e, matrix)
+        out += _weak(facts)
     if out or any(f.severity == "error" for f in already):
         return out, []  # a cause is named: the failure is explained
     return out, unclear or _unexplained(e)

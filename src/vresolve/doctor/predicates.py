@@ -659,3 +659,14 @@ def _container_driver(f: Facts) -> Iterator[Hit]:
         return
     if older:
         yield Hit(evidence=(pasted_line(banner), pasted_line(driver)))
+
+
+@predicate("parallel-build-failed", ("build_jobs",), ("jobs",))
+def _parallel_build_failed(f: Facts) -> Iterator[Hit]:
+    """A build of many parallel jobs that failed without a compiler's error: the usual sign of the OOM killer when
+    the lines that name it were not pasted (weaker than a compiler killed; said only where no error is named)."""
+    e = f.log
+    many = [j for j in e.build_jobs if j.value >= 32] if e is not None else []
+    failed = [ev for ev in e.installer if ev.value.action == "build-failed"] if e is not None else []
+    if many and failed:
+        yield Hit(evidence=(pasted_line(many[0]), pasted_line(failed[0])), fill={"jobs": str(many[0].value)})
