@@ -152,10 +152,11 @@ def test_plan_output_cache(tiny_copy: Callable[..., Path], capsys: pytest.Captur
     assert _entry.main(argv) == 0
     assert capsys.readouterr().out == first
     assert len(list(cache.glob("plan-*.out"))) == 2
-    # --gpu auto probes the machine: never cached
+    # --gpu auto probes the machine: kept under a key that has the machine's facts (tests/test_plan_cache_auto.py)
     assert _entry.main(["plan", "--gpu", "auto", "--json", "--matrix", str(path)]) in (0, 1)
     capsys.readouterr()
-    assert len(list(cache.glob("plan-*.out"))) == 2
+    assert len(list(cache.glob("plan-*.out"))) == 3
+    assert b"plan-auto-output/1" in max(cache.glob("plan-*.out"), key=lambda f: f.stat().st_mtime_ns).read_bytes()
 
 
 def test_explanation_hints_keep_the_whole_request(capsys: pytest.CaptureFixture[str]) -> None:

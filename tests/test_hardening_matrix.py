@@ -292,6 +292,9 @@ def _again(table: str, index: int = 0, within: str | None = None) -> Callable[[d
     return edit
 
 
+# the tiny matrix's known issues: a row appended again is listed at this index
+_TINY_ISSUES = re.findall(r"(?m)^  - id: ", (TINY / "known_issues.yaml").read_text())
+
 DUPLICATES = [
     pytest.param({"cuda.yaml": _again("majors")},
                  ["cuda.yaml: majors[2]: major: CUDA major 12 listed twice (also majors[0])"], id="cuda-major"),
@@ -319,8 +322,8 @@ DUPLICATES = [
                  ["vllm.yaml: releases[0] '0.33.0': variants[1].variant: variant 'cu128' for linux-x86_64 listed "
                   "twice (also variants[0])"], id="vllm-variant"),
     pytest.param({"known_issues.yaml": _again("issues")},
-                 ["known_issues.yaml: issues[46] 'vllm-c-missing': id: id listed twice (also issues[0] "
-                  "'vllm-c-missing')"], id="known-issue"),
+                 [f"known_issues.yaml: issues[{len(_TINY_ISSUES)}] 'vllm-c-missing': id: id listed twice (also "
+                  "issues[0] 'vllm-c-missing')"], id="known-issue"),
     pytest.param({"known_issues.yaml": _again("issues", 0, "signatures")},
                  ["known_issues.yaml: issues[0] 'vllm-c-missing': signatures[1]: \"No module named 'vllm\\\\._C'\" "
                   "listed twice"], id="signature"),

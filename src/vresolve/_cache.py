@@ -4,8 +4,8 @@ Kept free of heavy imports on purpose: the output cache is consulted before anyt
 is imported, so that a repeated ``vresolve plan`` for the same target costs about as much
 as starting Python.
 
-The plan output cache answers only for plans that do not probe the machine (``--gpu``
-names GPUs, ``sm_XY`` or ``none``), and its key covers everything the output depends on:
+The plan output cache answers plans that do not probe the machine (``--gpu`` names GPUs,
+``sm_XY`` or ``none``) here, before the CLI is imported, and its key covers everything the output depends on:
 the arguments, every ``VRESOLVE_*`` variable, the terminal-related ones and ``PATH``, the
 interpreter (its Python and platform are the defaults of a plan), whether stdout is a
 terminal, the size of the terminals behind stdin, stdout and stderr (what rich lays tables out
@@ -13,6 +13,14 @@ for), and the size, modification and change times and inode of every file of the
 and of vresolve's own code (an edit cannot keep the change time). Flags are read as argparse
 reads them: the last ``--gpu`` / ``--matrix`` wins, ``--gpu=X`` and abbreviations count. Each
 entry carries a CRC-32 of what it holds; one that does not check out is a miss.
+``plan --gpu auto`` is keyed only after detection (:class:`LatePlanKey`): the entry point keeps what the command
+writes, the CLI probes the machine first (before the matrix, the resolver, the plan and the renderers are imported)
+and asks :func:`late_plan_output` with the same key's parts plus the detected ``Host``'s ``repr`` (a frozen
+dataclass's: every fact detection found, all the plan reads of the machine); a hit is written out and its exit code
+returned, a miss is computed and kept by the entry point (what was written after the probe) when it ends with 0
+or 1. Never kept: ``--keep-torch`` (it reads the installed environment), a broken driver (exit 3), a machine whose
+GPU's compute capability only the matrix gives (detection needed the matrix), a library caller of
+``vresolve.cli.main`` (nothing armed a late key).
 ``vresolve --help`` (or ``-h``) alone is kept the same way, keyed by the terminal, the locale, the interpreter and
 vresolve's code: argparse costs more than the rest of it (about 2.2x ``python -c pass`` for a parser of nine commands
 printing its help, against 1.6x for an answer read back).
@@ -32,8 +40,13 @@ import os
 import stat
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 __all__ = ["new_run", "cache_dir", "usable_cache_dir", "trusted_cache_dir", "read_cache_file", "plan_output_key",
-           "read_plan_output", "write_plan_output"]
+           "read_plan_output", "write_plan_output", "LatePlanKey", "expect_late_key", "forget_late_key",
+           "late_key_expected", "late_plan_output", "replay"]
 
 _TERMINAL_VARS = ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES", "TERM", "COLORTERM")
 
@@ -210,19 +223,81 @@ def plan_output_key(argv: list[str]) -> str | None:
         return None
     gpu = _last_value(argv, "--gpu")
     if gpu is None or gpu.strip().lower() == "auto":
-        return None  # probes the machine: never from the cache
+        return None  # probes the machine: keyed only once the machine is known (:func:`late_plan_output`)
+    return "\n".join(_plan_key_parts(argv, "plan-output/2"))
+
+
+def _plan_key_parts(argv: list[str], tag: str) -> list[str]:
+    """What a plan's output depends on besides the machine it is for: the arguments, the interpreter, the
+    terminal, the environment's ``VRESOLVE_*``, terminal variables and ``PATH``, and the code and matrix files."""
     here = os.path.dirname(os.path.abspath(__file__))
     matrix = _last_value(argv, "--matrix") or os.environ.get("VRESOLVE_MATRIX")
     if matrix is None:
         beside = os.path.join(here, "compat_matrix")
         matrix = beside if os.path.isdir(beside) else os.path.join(os.path.dirname(os.path.dirname(here)), "compat_matrix")
-    parts = ["plan-output/2", repr(argv), sys.executable, sys.version, os.uname().machine,
+    parts = [tag, repr(argv), sys.executable, sys.version, os.uname().machine,
              str(sys.stdout.isatty()), _terminal_sizes(), os.path.abspath(matrix)]
     parts += sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("VRESOLVE_") or k in _TERMINAL_VARS)
     parts.append(f"PATH={os.environ.get('PATH', '')}")  # the plan names uv as PATH finds it (or by its path)
     _stat_tree(here, parts)
     _stat_tree(os.path.abspath(matrix), parts)
-    return "\n".join(parts)
+    return parts
+
+
+class LatePlanKey:
+    """A plan whose key is known only once the machine is probed (``plan --gpu auto``): :mod:`vresolve._entry`
+    arms one (:func:`expect_late_key`) while it keeps what the command writes; the CLI, having detected the
+    machine, asks :func:`late_plan_output`, which on a miss sets ``key`` and ``since`` (how much had been written to
+    stdout and stderr by then: what the probes' run writes is not part of the kept answer)."""
+
+    def __init__(self, argv: list[str], written: Callable[[], tuple[int, int]]) -> None:
+        self.argv = argv
+        self.written = written
+        self.key: str | None = None
+        self.since = (0, 0)
+
+
+_late: list[LatePlanKey] = []  # the armed late key of this run (none for a library caller of vresolve.cli)
+
+
+def expect_late_key(argv: list[str], written: Callable[[], tuple[int, int]]) -> LatePlanKey | None:
+    """Arm a late key for ``vresolve <argv>`` when it is a plan and the plan cache is on, else None. ``written``:
+    how many pieces of stdout and stderr the caller has kept so far."""
+    _late.clear()
+    if not argv or argv[0] != "plan" or cache_dir() is None or os.environ.get("VRESOLVE_PLAN_CACHE") == "0":
+        return None
+    _late.append(LatePlanKey(argv, written))
+    return _late[0]
+
+
+def forget_late_key() -> None:
+    _late.clear()
+
+
+def late_key_expected() -> bool:
+    """Whether this run keeps a plan answered for the machine it probed (:func:`expect_late_key` armed one)."""
+    return bool(_late)
+
+
+def late_plan_output(machine: str) -> tuple[int, bytes, bytes] | None:
+    """The answer kept for this plan on this machine (``machine``: every fact detection found, in a canonical
+    text), or None: a miss, and the answer computed now is kept under that key when the command ends with 0 or 1."""
+    if not _late:
+        return None
+    late = _late[0]
+    key = "\n".join([*_plan_key_parts(late.argv, "plan-auto-output/1"), "machine=" + machine])
+    hit = read_plan_output(key)
+    if hit is None:
+        late.key, late.since = key, late.written()
+    return hit
+
+
+def replay(out: bytes, err: bytes) -> None:
+    """Write a kept answer's stdout and stderr as they were written."""
+    for stream, data in ((sys.stdout, out), (sys.stderr, err)):
+        stream.flush()
+        stream.buffer.write(data)
+        stream.flush()
 
 
 def _file_name(key: str) -> str:

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from ._cache import new_run, plan_output_key, read_plan_output, write_plan_output
+    from ._cache import expect_late_key, forget_late_key, new_run, plan_output_key, read_plan_output, write_plan_output
 
     new_run()  # one warning about an untrusted cache per run (a library caller runs many in one process)
     key = plan_output_key(argv)
@@ -103,7 +103,9 @@ def _main(argv: list[str] | None) -> int:
             return code
     from .cli import main as cli_main
 
-    if key is None:
+    # a plan that probes the machine: keyed by the CLI once the machine is known (vresolve._cache.LatePlanKey)
+    late = expect_late_key(argv, lambda: (len(out_tee.parts), len(err_tee.parts))) if key is None else None
+    if key is None and late is None:
         return cli_main(argv)
     out_tee, err_tee = _Tee(sys.stdout), _Tee(sys.stderr)
     sys.stdout, sys.stderr = out_tee, err_tee  # type: ignore[assignment]
@@ -112,11 +114,15 @@ def _main(argv: list[str] | None) -> int:
     except SystemExit as e:  # argparse, after printing --help
         code = -1 if e.code not in (0, None) else 0
         sys.stdout, sys.stderr = out_tee._real, err_tee._real
-        if code == 0:
+        if code == 0 and key is not None:
             write_plan_output(key, code, "".join(out_tee.parts).encode(), "".join(err_tee.parts).encode())
         raise
     finally:
         sys.stdout, sys.stderr = out_tee._real, err_tee._real
-    if code in (0, 1):  # a plan or a no-stack answer; usage errors are not kept
+        forget_late_key()
+    if late is not None:  # kept only when the CLI keyed it: a machine known without the matrix, no --keep-torch
+        key, (out_since, err_since) = late.key, late.since
+        out_tee.parts, err_tee.parts = out_tee.parts[out_since:], err_tee.parts[err_since:]
+    if key is not None and code in (0, 1):  # a plan or a no-stack answer; usage errors are not kept
         write_plan_output(key, code, "".join(out_tee.parts).encode(), "".join(err_tee.parts).encode())
     return code

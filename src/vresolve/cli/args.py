@@ -463,8 +463,9 @@ def _spec(flag: str, text: str | None) -> Any:
         raise UsageError(f"{flag}: invalid version or range {shown(text)} ({expected})") from None
 
 
-def plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
-    """(matrix, host, request, detected_by) from the plan flags; detection only for --gpu auto."""
+def plan_inputs(args: argparse.Namespace, detected: Any = None) -> tuple[Any, Any, Any, str]:
+    """(matrix, host, request, detected_by) from the plan flags; detection only for --gpu auto (``detected``: the
+    machine :func:`kept_auto_plan` already probed)."""
     from dataclasses import replace
 
     from ..detect import detect_interpreter
@@ -486,7 +487,7 @@ def plan_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, str]:
                              f"{known})")
     gpu = args.gpu.strip()
     if gpu.lower() == "auto":
-        host, detected_by = _this_machine(args, m, glibc)
+        host, detected_by = _this_machine(args, m, glibc, detected)
         from ..resolve.jetson import named_by_capability, with_board_gpu
 
         host = with_board_gpu(host, m)  # a Jetson without NVML: its module, named by the board
@@ -583,16 +584,51 @@ def refuse_broken_driver(host: Any) -> None:
     raise DetectionError("\n  ".join(lines))
 
 
-def _this_machine(args: argparse.Namespace, m: Any, glibc: Any) -> tuple[Any, str]:
+def kept_auto_plan(args: argparse.Namespace) -> tuple[Any, int | None]:
+    """``plan --gpu auto`` from the plan output cache, keyed by the machine detected: (the detected host, for the
+    plan to use on a miss, or None; the exit code of the kept answer, written out, or None). Only when vresolve's
+    entry point keeps answers (:func:`vresolve._cache.late_key_expected`), never with ``--keep-torch`` (it reads
+    the installed environment), and a machine is keyed only when detection needed nothing from the matrix (every
+    GPU's capability probed) and its driver is not broken (exit 3): else it is computed, never kept."""
+    from .._cache import late_key_expected, late_plan_output, replay
+
+    if args.gpu.strip().lower() != "auto" or args.keep_torch or not late_key_expected():
+        return None, None
+    from ..detect import detect_host
+
+    try:
+        host = detect_host(_overrides(args), installed=False)
+    except Exception:  # noqa: BLE001  # a flag or variable refused: the usual path says so, in its order
+        return None, None
+    if host.driver.broken or any(g.compute_capability is None for g in host.gpus):
+        return host, None
+    hit = late_plan_output(repr(host))  # a dataclass's repr: every fact detection found
+    if hit is None:
+        return host, None
+    code, out, err = hit
+    replay(out, err)
+    return host, code
+
+
+def _overrides(args: argparse.Namespace) -> Any:
+    """What ``--gpu auto`` detection takes from the environment and the flags that name a fact."""
+    from dataclasses import replace
+
+    from ..detect import Overrides
+
+    return replace(Overrides.from_env(driver=args.driver, python=args.python, platform=args.platform),
+                   smi_timeout=probe_timeout(args))
+
+
+def _this_machine(args: argparse.Namespace, m: Any, glibc: Any, detected: Any = None) -> tuple[Any, str]:
     """``--gpu auto``: the detected machine (the flags override what they name), and who said so."""
     from dataclasses import replace
 
-    from ..detect import Overrides, detect_host, fill_capabilities
+    from ..detect import detect_host, fill_capabilities
     from .targets import parse_python
 
-    o = replace(Overrides.from_env(driver=args.driver, python=args.python, platform=args.platform),
-                smi_timeout=probe_timeout(args))
-    host = fill_capabilities(detect_host(o, installed=args.keep_torch), m)
+    host = detected if detected is not None else detect_host(_overrides(args), installed=args.keep_torch)
+    host = fill_capabilities(host, m)
     refuse_broken_driver(host)
     if args.python:
         host = replace(host, python=parse_python(args.python))

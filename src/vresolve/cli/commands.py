@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import EXIT_NO_STACK, EXIT_OK, UsageError
-from .args import _load, _opt, build_parser, command_of, plan_inputs
+from .args import _load, _opt, build_parser, command_of, kept_auto_plan, plan_inputs
 from .common import check_output_dir, new_console, print_json, shown
 from .shared import shared_call
 
@@ -30,12 +30,15 @@ def _exports(env: Sequence[tuple[str, str]], shell: Any) -> str:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    detected, kept = kept_auto_plan(args)  # before the matrix, the resolver and the renderers are imported
+    if kept is not None:
+        return kept
     from ..plan import build_plan
     from ..render import envelope, error_human, plan_error_view, plan_human, plan_view
     from ..render.shell import escape_controls
     from ..resolve import NoCompatibleStack, alternatives
 
-    m, host, request, detected_by = plan_inputs(args)
+    m, host, request, detected_by = plan_inputs(args, detected)
     try:
         res, into = _wheel_resolution(args, m, host, request, detected_by)
     except NoCompatibleStack as e:

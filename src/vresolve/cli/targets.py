@@ -10,9 +10,12 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import UsageError
 from ..host import DriverInfo, Host, HostGpu, PlatformInfo
-from ..matrix import Matrix
 from ..values import Capability, DriverVersion
 from .common import shown
+
+TYPE_CHECKING = False  # the matrix's classes only for the annotations: checking the flags needs no matrix
+if TYPE_CHECKING:
+    from ..matrix import Matrix
 
 MAX_GPUS = 1024
 """The most GPUs one ``--gpu`` may name. The largest single machines hold 8 to 16 GPUs and the largest

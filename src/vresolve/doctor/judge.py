@@ -48,6 +48,8 @@ def judged(facts: Facts, emit: Emit, names: tuple[str, ...] | None = None) -> No
     """The findings of the rows that hold, each said with its row's words (see :func:`holds`), through ``emit``
     (cause, severity, title, explanation, fix, evidence; ``facts``: the facts its predicate reads)."""
     for row, hit in holds(facts, names):
+        if hit.missing is not None:
+            continue  # a fact the row needs is not shown: no finding (a paste says so as an error not settled)
         emit(row.cause, _softer(row.severity) if hit.softer else row.severity, fill(row.title, hit.fill),
              fill(row.explanation, hit.fill), fill(row.fix, hit.fill), hit.evidence,
              facts=PREDICATES[row.when or ""].facts)

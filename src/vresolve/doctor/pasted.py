@@ -14,16 +14,17 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
 
 from ..host import Host
 from ..matrix import KnownIssue, Matrix, VllmRelease
-from ..values import DriverVersion, public_version
+from ..values import public_version
 from .evidence import Evidence, Seen
 from .evidence.model import REPORT
 from .facts import Finding, dedupe, in_site_packages, with_version
-from .judge import Facts, holds
+from .judge import Facts, fill, holds
 from .logs import issue_for, match_log
+from .predicates import Hit
+from .predicates import pasted_release as _release
 
 #: vLLM's main compiled modules (``_C_stable_libtorch`` from 0.24 on)
 CORE_MODULES = ("vllm._C", "vllm._C_stable_libtorch")
@@ -52,8 +53,10 @@ _COMPANION_DISTS = ("torchvision", "torchaudio", "xformers", "flashinfer-python"
 _MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cusparse", "cufft", "curand", "cusolver")
 
 
-#: the predicates that read what only a paste shows (``Facts.log``), judged with the paste's typed lines
-PASTED_PREDICATES = ("pip-finds-no-wheel-for-python",)
+#: the predicates that read what only a paste shows (``Facts.log``), judged with the paste's typed lines (in this
+#: order: a finding's lines, and the order of findings of one severity, follow it)
+PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-without-gpus",
+                     "container-built-for-newer-driver", "pip-finds-no-wheel-for-python")
 
 
 def _line(seen: Seen[Any]) -> str:
@@ -87,14 +90,6 @@ def _signal_row(matrix: Matrix, seen: Seen[Any]) -> KnownIssue | None:
     container's CUDA error 804 is not a host driver too old for a pip wheel); None for a line of another kind."""
     code = getattr(seen.value, "code", None)
     return next((k for k in matrix.known_issues if code in k.signals), None) if isinstance(code, str) else None
-
-
-def _release(matrix: Matrix, version: str | None) -> VllmRelease | None:
-    """The matrix's vLLM release of a pasted version (its local tag left out); None when unknown or not a version."""
-    try:
-        return matrix.vllm_release(Version((version or "").partition("+")[0]))
-    except InvalidVersion:
-        return None
 
 
 def _torch_spec(release: VllmRelease | None) -> SpecifierSet | None:
@@ -187,14 +182,6 @@ def _build_oom(e: Evidence) -> list[Seen[Any]]:
     return list(e.oom_words[:1])
 
 
-def _parallel_build_failed(e: Evidence) -> list[Seen[Any]]:
-    """A build of many parallel jobs that failed without a compiler's error: the usual sign of the OOM killer
-    when the lines that name it were not pasted (a weaker sign than :func:`_build_oom`'s)."""
-    many = [j for j in e.build_jobs if j.value >= 32]
-    failed = [ev for ev in e.installer if ev.value.action == "build-failed"]
-    return [many[0], failed[0]] if many and failed else []
-
-
 def _causes(e: Evidence, table: dict[str, str]) -> Iterator[tuple[str, Seen[Any]]]:
     for sig in e.signals:
         cause = table.get(sig.value.code)
@@ -238,46 +225,6 @@ def _replaced(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
         elif x.action == "collecting" and x.name == "torch" and x.detail and have is not None \
                 and public_version(x.version or "") not in (None, have):
             yield "installer-replaced-torch", ev
-
-
-def _vllm_cuda(e: Evidence, matrix: Matrix) -> list[Seen[Any]]:
-    """A vLLM from PyPI (no local version tag) beside a torch for another CUDA major than its wheel's: vLLM's
-    kernels then look for the other major's runtime libraries."""
-    vllm, cuda = e.dist("vllm"), e.torch_cuda_seen()
-    if vllm is None or cuda is None or cuda.value is None or "+" in (vllm.value.version or "+"):
-        return []
-    release = _release(matrix, vllm.value.version)
-    torch_cuda = public_version(cuda.value)
-    if release is None or release.cuda is None or torch_cuda is None or release.cuda.major == torch_cuda.major:
-        return []
-    return [vllm, cuda]
-
-
-def _container_without_gpus(e: Evidence) -> list[Seen[Any]]:
-    """A report from inside a container where a CUDA torch sees no GPU, and no GPU or driver shows at all: the
-    container was started without GPUs (``--gpus``, the NVIDIA runtime)."""
-    cuda, available = e.torch_cuda_seen(), e.best("cuda_available")
-    if (e.container and cuda is not None and cuda.value is not None and available is not None
-            and available.value is False and not e.gpus and not e.driver):
-        return [e.container[0], available]
-    return []
-
-
-def _container_driver(e: Evidence) -> tuple[list[Seen[Any]], list[Unclear]]:
-    """NGC's banner (the driver release its CUDA needs) set against the host's driver: the lines that show it
-    older; an ``Unclear`` when the paste does not show the host's driver."""
-    banner = next((s for s in e.signals if s.value.code == "container-driver" and s.value.detail), None)
-    if banner is None:
-        return [], []
-    driver = e.best("driver")
-    if driver is None:
-        return [], [Unclear(error=banner.text.strip(), missing="the host's NVIDIA driver version",
-                            evidence=(_line(banner),), paste="the output of `nvidia-smi` on the host")]
-    try:
-        older = driver.value < DriverVersion.parse(banner.value.detail or "")
-    except (TypeError, ValueError):
-        return [], []
-    return ([banner, driver] if older else []), []
 
 
 def _install_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
@@ -372,21 +319,23 @@ def _all_causes(e: Evidence, matrix: Matrix) -> tuple[list[tuple[str, Seen[Any]]
     if isinstance(core, tuple):
         found += [(core[0], seen) for seen in core[1]]
     found += _causes(e, signal_causes(matrix))
-    found += [("cuda-variant-mismatch", seen) for seen in _vllm_cuda(e, matrix)]
-    found += [("gpu-not-visible", seen) for seen in _container_without_gpus(e)]
-    banner, unclear = _container_driver(e)
-    found += [("driver-too-old", seen) for seen in banner]
-    return found, ([core] if isinstance(core, Unclear) else []) + unclear
+    return found, ([core] if isinstance(core, Unclear) else [])
 
 
-def _weak_build_oom(e: Evidence, matrix: Matrix) -> list[Finding]:
-    weak = _parallel_build_failed(e)
-    if not weak:
-        return []
-    k = issue_for(matrix, "build-oom")
-    return [Finding(cause=k.cause, severity="warning", title=f"A build of {weak[0].value} parallel jobs failed without "
-                    "a compiler error: most likely out of memory", explanation=k.explanation, fix=k.fix,
-                    evidence=tuple(_line(s) for s in weak), source="log")]
+#: the predicate said only where no error is named (a weak sign: :data:`PASTED_PREDICATES` are judged first)
+WEAK_PREDICATES = ("parallel-build-failed",)
+
+
+def _weak(facts: Facts) -> list[Finding]:
+    return [Finding(cause=row.cause, severity=row.severity, title=fill(row.title, hit.fill),
+                    explanation=fill(row.explanation, hit.fill), fix=fill(row.fix, hit.fill), evidence=hit.evidence,
+                    source="log") for row, hit in holds(facts, WEAK_PREDICATES)]
+
+
+def _pasted_holds(facts: Facts) -> Iterator[tuple[KnownIssue, Hit]]:
+    """The rows of :data:`PASTED_PREDICATES` that hold, predicate by predicate in that order."""
+    for name in PASTED_PREDICATES:
+        yield from holds(facts, (name,))
 
 
 def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -> tuple[list[Finding], list[Unclear]]:
@@ -403,9 +352,14 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -
         if row is not None and row.cause == cause:
             rows.setdefault(cause, row)
     out = []
-    for row, hit in holds(Facts(host=Host(), matrix=matrix, log=e), PASTED_PREDICATES):  # rows judged from the log
+    facts = Facts(host=Host(), matrix=matrix, log=e)
+    for row, hit in _pasted_holds(facts):  # rows judged from the log
+        if hit.missing is not None:  # the row's fact is not shown: its error is not settled
+            m = hit.missing
+            unclear.append(Unclear(error=m.error, missing=m.missing, evidence=hit.evidence, paste=m.paste))
+            continue
         shown = lines.setdefault(row.cause, [])
-        shown += [line for line in hit.evidence if line not in shown][:max(0, 5 - len(shown))]
+        shown += [line for line in dict.fromkeys(hit.evidence) if line not in shown][:max(0, 5 - len(shown))]
         rows.setdefault(row.cause, row)
     for cause, evidence in lines.items():
         if cause not in {f.cause for f in already}:
@@ -416,7 +370,7 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -
                                fix=_for_this_machine(cause, e, matrix) + fix, evidence=tuple(evidence),
                                source="log"))
     if not any(f.severity == "error" for f in (*out, *already)):
-        out += _weak_build_oom(e, matrix)
+        out += _weak(facts)
     if out or any(f.severity == "error" for f in already):
         return out, []  # a cause is named: the failure is explained
     return out, unclear or _unexplained(e)

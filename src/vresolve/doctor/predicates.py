@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from ..host import EnvReport, Host, HostGpu, TorchRuntime
-from ..matrix import Matrix
+from ..matrix import Matrix, VllmRelease
 from ..matrix.model import JetPack, Kernels
 from ..values import Capability, DriverVersion, public_version
 from .facts import caps_covered, is_source_tree, needs_libcuda, torch_pin
@@ -61,6 +61,17 @@ class Hit:
     evidence: tuple[str, ...] = ()
     fill: dict[str, str] = field(default_factory=dict)
     softer: bool = False
+    #: the row may hold but a fact it needs is not shown: no finding, an error whose cause is not settled
+    missing: Missing | None = None
+
+
+@dataclass(frozen=True)
+class Missing:
+    """What a pasted error needs to be judged by its row: the error, the fact not shown, what to paste."""
+
+    error: str
+    missing: str
+    paste: str
 
 
 Test = Callable[[Facts], Iterator[Hit]]
@@ -589,3 +600,73 @@ def _no_wheel_for_python(f: Facts) -> Iterator[Hit]:
                 and _no_wheel_for(f.matrix, name, _asked(ev.value.detail, name), have):
             yield Hit(evidence=(pasted_line(ev), pasted_line(python)))
             return
+
+
+def pasted_release(matrix: Matrix, version: str | None) -> VllmRelease | None:
+    """The matrix's vLLM release of a pasted version (its local tag left out); None when unknown or not a version."""
+    try:
+        return matrix.vllm_release(Version((version or "").partition("+")[0]))
+    except InvalidVersion:
+        return None
+
+
+@predicate("vllm-wheel-cuda-major-not-torch", ("vllm", "torch_cuda", "torch"))
+def _vllm_cuda_not_torch(f: Facts) -> Iterator[Hit]:
+    """A vLLM from PyPI (no local version tag) beside a torch for another CUDA major than its wheel's: vLLM's
+    kernels then look for the other major's runtime libraries."""
+    e = f.log
+    vllm, cuda = (e.dist("vllm"), e.torch_cuda_seen()) if e is not None else (None, None)
+    if vllm is None or cuda is None or cuda.value is None or "+" in (vllm.value.version or "+"):
+        return
+    release = pasted_release(f.matrix, vllm.value.version)
+    torch_cuda = public_version(cuda.value)
+    if release is None or release.cuda is None or torch_cuda is None or release.cuda.major == torch_cuda.major:
+        return
+    yield Hit(evidence=(pasted_line(vllm), pasted_line(cuda)))
+
+
+@predicate("container-started-without-gpus", ("container", "cuda_available", "torch_cuda"))
+def _container_without_gpus(f: Facts) -> Iterator[Hit]:
+    """A report from inside a container where a CUDA torch sees no GPU, and no GPU or driver shows at all: the
+    container was started without GPUs (``--gpus``, the NVIDIA runtime)."""
+    e = f.log
+    if e is None:
+        return
+    cuda, available = e.torch_cuda_seen(), e.best("cuda_available")
+    if (e.container and cuda is not None and cuda.value is not None and available is not None
+            and available.value is False and not e.gpus and not e.driver):
+        yield Hit(evidence=(pasted_line(e.container[0]), pasted_line(available)))
+
+
+@predicate("container-built-for-newer-driver", ("container", "driver"))
+def _container_driver(f: Facts) -> Iterator[Hit]:
+    """NGC's banner (the driver release its CUDA needs) set against the host's driver: a hit when the driver is
+    older; ``missing`` when the paste does not show the host's driver."""
+    e = f.log
+    banner = next((s for s in e.signals if s.value.code == "container-driver" and s.value.detail), None) \
+        if e is not None else None
+    if e is None or banner is None:
+        return
+    driver = e.best("driver")
+    if driver is None:
+        yield Hit(evidence=(pasted_line(banner),), missing=Missing(
+            error=banner.text.strip(), missing="the host's NVIDIA driver version",
+            paste="the output of `nvidia-smi` on the host"))
+        return
+    try:
+        older = driver.value < DriverVersion.parse(banner.value.detail or "")
+    except (TypeError, ValueError):
+        return
+    if older:
+        yield Hit(evidence=(pasted_line(banner), pasted_line(driver)))
+
+
+@predicate("parallel-build-failed", ("build_jobs",), ("jobs",))
+def _parallel_build_failed(f: Facts) -> Iterator[Hit]:
+    """A build of many parallel jobs that failed without a compiler's error: the usual sign of the OOM killer when
+    the lines that name it were not pasted (weaker than a compiler killed; said only where no error is named)."""
+    e = f.log
+    many = [j for j in e.build_jobs if j.value >= 32] if e is not None else []
+    failed = [ev for ev in e.installer if ev.value.action == "build-failed"] if e is not None else []
+    if many and failed:
+        yield Hit(evidence=(pasted_line(many[0]), pasted_line(failed[0])), fill={"jobs": str(many[0].value)})
