@@ -46,7 +46,6 @@ class Unclear:
 
 # whose C++ ABI a torch-owned undefined symbol in this library breaks: a companion's, else the ABI's
 _COMPANIONS = ("flash_attn", "flashinfer", "xformers", "torchvision", "torchaudio")
-_COMPANION_DISTS = ("torchvision", "torchaudio", "xformers", "flashinfer-python", "flash-attn")
 
 #: the CUDA libraries whose absence is a missing library, not another CUDA major's runtime (cudart, nvrtc):
 #: cuDNN's and NCCL's, cuBLAS's family (``libcudnn_ops_infer.so.8`` is cuDNN's); ``libcuda`` is the driver's
@@ -138,98 +137,34 @@ def _vllm_core(e: Evidence, matrix: Matrix) -> tuple[str, list[Seen[Any]]] | Unc
     return "incomplete-install", [first, vllm, torch] if vllm is not None else [first, torch]
 
 
-#: a traceback's frame in the torch inside pip's isolated build environment (its code ran the failing build)
-_BUILD_ENV_TORCH_RE = re.compile(r"File \"[^\"]*pip-build-env-\w+[/\\]overlay[/\\][^\"]*?[/\\]torch[/\\]")
-
-
-def _build_isolation(e: Evidence) -> list[Seen[Any]]:
-    """The lines that show a build using pip's isolated environment's torch, or none, instead of the torch
-    installed: torch not importable while a build runs; a torch frame inside ``pip-build-env-*/overlay``; that
-    torch's CUDA unlike the installed torch's."""
-    # an install that fails for want of the torch the same paste shows installed builds in isolation too
-    torch = e.dist("torch")
-    building = "build_log" in e.kinds or bool(e.build_env_paths) or bool(
-        torch is not None and (torch.how == "installer" or e.installer))
-    no_torch = [f for f in e.import_failures if f.value.module == "torch"]
-    if no_torch and building:
-        return [no_torch[0], *e.build_env_paths[:1]]
-    in_env = [p for p in e.build_env_paths if _BUILD_ENV_TORCH_RE.search(p.text)]
-    if in_env:
-        return [in_env[0], *e.build_env_torch_cuda[:1]]
-    installed = e.torch_cuda_seen()
-    other = [c for c in e.build_env_torch_cuda if installed is not None and c.value != installed.value]
-    return [other[0], installed] if other and installed is not None else []
-
-
-def _building(e: Evidence) -> bool:
-    """Whether the paste shows a build anywhere (its lines may come after the kill, or before the excerpt)."""
-    return bool("build_log" in e.kinds or e.gencode or e.build_env_paths or e.build_jobs
-                or any(ev.value.action == "build-failed" for ev in e.installer))
-
-
-def _build_oom(e: Evidence) -> list[Seen[Any]]:
-    """The lines that show a build running out of memory: a compiler killed; else, in a build, the host's memory
-    used up (top) or out of memory said in words."""
-    building = _building(e)
-    killed = [k for k in e.killed if k.value.in_build or (building and k.value.how != "build stopped")]
-    if killed:
-        return killed
-    if not building:
-        return []
-    used_up = [m for m in e.memory if m.value[1] < 0.03 * m.value[0]]
-    if used_up:
-        return [used_up[0], *e.build_jobs[:1]]
-    return list(e.oom_words[:1])
-
-
-def _causes(e: Evidence, table: dict[str, str]) -> Iterator[tuple[str, Seen[Any]]]:
+def _causes(e: Evidence, table: dict[str, str], facts: Facts) -> Iterator[tuple[str, Seen[Any]]]:
     for sig in e.signals:
         cause = table.get(sig.value.code)
         if cause is not None:
             yield cause, sig
     yield from _symbol_causes(e)
-    yield from _build_causes(e)
-    yield from _install_causes(e)
+    yield from _typed(facts, ("build-isolated-torch",))
+    yield from _typed(facts, ("build-out-of-memory",))
+    yield from _install_causes(e, facts)
 
 
-def _build_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
-    for seen in _build_isolation(e):
-        yield "build-isolation", seen
-    for seen in _build_oom(e):
-        yield "build-oom", seen
+#: the predicates over a paste's typed lines judged among its signals (:func:`_causes`, in this order; the three of
+#: pip's installer lines together, in the installer's line order): their hits name the lines their cause is said by
+TYPED_PREDICATES = ("build-isolated-torch", "build-out-of-memory", "pip-check-vllm-needs-other-torch",
+                    "pip-check-needs-other-companion", "installer-collects-other-torch",
+                    "built-for-other-torch-or-python")
+_INSTALLER_PREDICATES = TYPED_PREDICATES[2:5]
 
 
-def _built_for(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
-    """A companion's own record of the torch or Python it was built for (xFormers' table), unlike the one it runs
-    with."""
-    torch = e.dist("torch")
-    have_torch = public_version(torch.value.version or "") if torch is not None else None
-    have_python = e.value("python")
-    for bf in e.built_for:
-        built_torch = public_version(bf.value.torch or "")
-        if built_torch is not None and have_torch is not None and built_torch != have_torch:
-            yield "companion-mismatch", bf
-        elif bf.value.python and have_python and bf.value.python.split(".")[:2] != str(have_python).split(".")[:2]:
-            yield "companion-mismatch", bf
+def _typed(facts: Facts, names: tuple[str, ...]) -> list[tuple[str, Seen[Any]]]:
+    """(cause, line) for each line a hit of these predicates' rows names."""
+    return [(row.cause, seen) for row, hit in holds(facts, names) for seen in hit.seen]
 
 
-def _replaced(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
-    """pip's check that a package needs another torch (or companion) than the one installed; an installer about
-    to bring in another torch than the one the paste shows installed."""
-    torch = e.dist("torch")
-    have = public_version(torch.value.version) if torch is not None and torch.value.version else None
-    for ev in e.installer:
-        x = ev.value
-        if x.action == "conflict" and x.detail in ("torch", *_COMPANION_DISTS, "vllm"):
-            yield ("torch-abi-mismatch" if x.name == "vllm" and x.detail == "torch" else "companion-mismatch"), ev
-        elif x.action == "collecting" and x.name == "torch" and x.detail and have is not None \
-                and public_version(x.version or "") not in (None, have):
-            yield "installer-replaced-torch", ev
-
-
-def _install_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
-    yield from _replaced(e)
-    yield from _built_for(e)
+def _install_causes(e: Evidence, facts: Facts) -> Iterator[tuple[str, Seen[Any]]]:
+    order = {id(ev): i for i, ev in enumerate(e.installer)}
+    yield from sorted(_typed(facts, _INSTALLER_PREDICATES), key=lambda cs: order.get(id(cs[1]), len(order)))
+    yield from _typed(facts, ("built-for-other-torch-or-python",))
     for lib in e.libraries:
         if lib.value.missing and (lib.value.name == "cuda" or lib.value.name.startswith(_MISSING_LIBRARIES)):
             yield "library-not-found", lib
@@ -318,7 +253,7 @@ def _all_causes(e: Evidence, matrix: Matrix) -> tuple[list[tuple[str, Seen[Any]]
     core = _vllm_core(e, matrix)
     if isinstance(core, tuple):
         found += [(core[0], seen) for seen in core[1]]
-    found += _causes(e, signal_causes(matrix))
+    found += _causes(e, signal_causes(matrix), Facts(host=Host(), matrix=matrix, log=e))
     return found, ([core] if isinstance(core, Unclear) else [])
 
 
@@ -385,7 +320,7 @@ def classify(matrix: Matrix, text: str) -> KnownIssue | None:
     from .evidence import read_evidence
 
     e = read_evidence(text)
-    first = min(_causes(e, signal_causes(matrix)), key=lambda cs: cs[1].line, default=None)
+    first = min(_causes(e, signal_causes(matrix), Facts(host=Host(), matrix=matrix, log=e)), key=lambda cs: cs[1].line, default=None)
     return issue_for(matrix, first[0]) if first is not None else None
 
 

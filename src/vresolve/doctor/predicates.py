@@ -63,6 +63,8 @@ class Hit:
     softer: bool = False
     #: the row may hold but a fact it needs is not shown: no finding, an error whose cause is not settled
     missing: Missing | None = None
+    #: the pasted lines it holds on, in order (a typed-line predicate's: where doctor says its cause first)
+    seen: tuple[Seen[Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -670,3 +672,127 @@ def _parallel_build_failed(f: Facts) -> Iterator[Hit]:
     failed = [ev for ev in e.installer if ev.value.action == "build-failed"] if e is not None else []
     if many and failed:
         yield Hit(evidence=(pasted_line(many[0]), pasted_line(failed[0])), fill={"jobs": str(many[0].value)})
+
+
+# ------------------------------------------------------------------------------------------------------------
+# a paste's typed lines, judged among its signals (``TYPED_PREDICATES`` in pasted.py): each hit names its lines
+# ------------------------------------------------------------------------------------------------------------
+
+def _typed_hit(seen: list[Seen[Any]]) -> Iterator[Hit]:
+    if seen:
+        yield Hit(evidence=tuple(pasted_line(s) for s in seen), seen=tuple(seen))
+
+
+#: a traceback's frame in the torch inside pip's isolated build environment (its code ran the failing build)
+_BUILD_ENV_TORCH_RE = re.compile(r"File \"[^\"]*pip-build-env-\w+[/\\]overlay[/\\][^\"]*?[/\\]torch[/\\]")
+
+
+def _build_isolation(e: Evidence) -> list[Seen[Any]]:
+    """The lines that show a build using pip's isolated environment's torch, or none, instead of the torch
+    installed: torch not importable while a build runs; a torch frame inside ``pip-build-env-*/overlay``; that
+    torch's CUDA unlike the installed torch's."""
+    # an install that fails for want of the torch the same paste shows installed builds in isolation too
+    torch = e.dist("torch")
+    building = "build_log" in e.kinds or bool(e.build_env_paths) or bool(
+        torch is not None and (torch.how == "installer" or e.installer))
+    no_torch = [f for f in e.import_failures if f.value.module == "torch"]
+    if no_torch and building:
+        return [no_torch[0], *e.build_env_paths[:1]]
+    in_env = [p for p in e.build_env_paths if _BUILD_ENV_TORCH_RE.search(p.text)]
+    if in_env:
+        return [in_env[0], *e.build_env_torch_cuda[:1]]
+    installed = e.torch_cuda_seen()
+    other = [c for c in e.build_env_torch_cuda if installed is not None and c.value != installed.value]
+    return [other[0], installed] if other and installed is not None else []
+
+
+@predicate("build-isolated-torch", ("torch", "torch_cuda"))
+def _build_isolated_torch(f: Facts) -> Iterator[Hit]:
+    """A build that used pip's isolated environment's torch, or none, instead of the torch installed."""
+    yield from _typed_hit(_build_isolation(f.log) if f.log is not None else [])
+
+
+def _building(e: Evidence) -> bool:
+    """Whether the paste shows a build anywhere (its lines may come after the kill, or before the excerpt)."""
+    return bool("build_log" in e.kinds or e.gencode or e.build_env_paths or e.build_jobs
+                or any(ev.value.action == "build-failed" for ev in e.installer))
+
+
+def _build_oom(e: Evidence) -> list[Seen[Any]]:
+    """The lines that show a build running out of memory: a compiler killed; else, in a build, the host's memory
+    used up (top) or out of memory said in words."""
+    building = _building(e)
+    killed = [k for k in e.killed if k.value.in_build or (building and k.value.how != "build stopped")]
+    if killed:
+        return killed
+    if not building:
+        return []
+    used_up = [m for m in e.memory if m.value[1] < 0.03 * m.value[0]]
+    if used_up:
+        return [used_up[0], *e.build_jobs[:1]]
+    return list(e.oom_words[:1])
+
+
+@predicate("build-out-of-memory", ("build_jobs",))
+def _build_out_of_memory(f: Facts) -> Iterator[Hit]:
+    """A build's compiler killed, or, in a build, the host's memory used up or out of memory said in words."""
+    yield from _typed_hit(_build_oom(f.log) if f.log is not None else [])
+
+
+_COMPANION_DISTS = ("torchvision", "torchaudio", "xformers", "flashinfer-python", "flash-attn")
+
+
+def installer_replaced(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
+    """pip's check that a package needs another torch (or companion) than the one installed; an installer about
+    to bring in another torch than the one the paste shows installed (each installer line: one cause at most)."""
+    torch = e.dist("torch")
+    have = public_version(torch.value.version) if torch is not None and torch.value.version else None
+    for ev in e.installer:
+        x = ev.value
+        if x.action == "conflict" and x.detail in ("torch", *_COMPANION_DISTS, "vllm"):
+            yield ("torch-abi-mismatch" if x.name == "vllm" and x.detail == "torch" else "companion-mismatch"), ev
+        elif x.action == "collecting" and x.name == "torch" and x.detail and have is not None \
+                and public_version(x.version or "") not in (None, have):
+            yield "installer-replaced-torch", ev
+
+
+def _replaced_hits(f: Facts, cause: str) -> Iterator[Hit]:
+    for c, ev in installer_replaced(f.log) if f.log is not None else ():
+        if c == cause:
+            yield from _typed_hit([ev])
+
+
+@predicate("pip-check-vllm-needs-other-torch", ("vllm", "torch"))
+def _pip_check_vllm_torch(f: Facts) -> Iterator[Hit]:
+    """pip's check that the installed vLLM requires another torch than the one installed."""
+    yield from _replaced_hits(f, "torch-abi-mismatch")
+
+
+@predicate("pip-check-needs-other-companion", ("torch", "torchvision", "torchaudio", "xformers"))
+def _pip_check_companion(f: Facts) -> Iterator[Hit]:
+    """pip's check that a package requires another torch or companion than the one installed."""
+    yield from _replaced_hits(f, "companion-mismatch")
+
+
+@predicate("installer-collects-other-torch", ("torch",))
+def _installer_collects_torch(f: Facts) -> Iterator[Hit]:
+    """An installer collecting another torch than the one the paste shows installed."""
+    yield from _replaced_hits(f, "installer-replaced-torch")
+
+
+@predicate("built-for-other-torch-or-python", ("torch", "xformers", "python"))
+def _companion_built_for(f: Facts) -> Iterator[Hit]:
+    """A companion's own record of the torch or Python it was built for (xFormers' table), unlike the one it runs
+    with."""
+    e = f.log
+    if e is None:
+        return
+    torch = e.dist("torch")
+    have_torch = public_version(torch.value.version or "") if torch is not None else None
+    have_python = e.value("python")
+    for bf in e.built_for:
+        built_torch = public_version(bf.value.torch or "")
+        if built_torch is not None and have_torch is not None and built_torch != have_torch:
+            yield from _typed_hit([bf])
+        elif bf.value.python and have_python and bf.value.python.split(".")[:2] != str(have_python).split(".")[:2]:
+            yield from _typed_hit([bf])
