@@ -42,3 +42,13 @@ def tiny_copy(tmp_path: Path) -> Callable[..., Path]:
 def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test gets its own matrix cache, so no test depends on another's or on ~/.cache."""
     monkeypatch.setenv("VRESOLVE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+def doctor_paste(path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict[str, Any]]:
+    """``vresolve doctor --no-env --log PATH --json`` in process: its exit code and its JSON object."""
+    import json
+
+    from vresolve.cli import main
+
+    code = main(["doctor", "--no-env", "--log", str(path), "--json", *extra])
+    return code, json.loads(capsys.readouterr().out)

@@ -8,7 +8,6 @@ same families (their threads in the comments).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -16,14 +15,12 @@ import pytest
 from vresolve.cli import main
 from vresolve.doctor.evidence import read_evidence
 
+from .conftest import doctor_paste
+
 HELDOUT = Path(__file__).parent / "data" / "heldout"
 LOGS = Path(__file__).parent / "data" / "logs"
 Capsys = pytest.CaptureFixture[str]
 
-
-def _doctor(path: Path, capsys: Capsys, *extra: str) -> tuple[int, dict]:  # type: ignore[type-arg]
-    code = main(["doctor", "--no-env", "--log", str(path), "--json", *extra])
-    return code, json.loads(capsys.readouterr().out)
 
 
 def _errors(doc: dict) -> list[str]:  # type: ignore[type-arg]
@@ -35,7 +32,7 @@ def _errors(doc: dict) -> list[str]:  # type: ignore[type-arg]
 def test_a_missing_version_module_in_a_warning_alone_is_not_a_shadowing_checkout(capsys: Capsys) -> None:
     """600: a working vLLM's collect_env run from a source checkout warns "Failed to read commit hash: No module named
     'vllm._version'"; nothing fails, so nothing is wrong (and the report's cut sections are not read as facts)."""
-    code, doc = _doctor(HELDOUT / "600-healthy-vllm-collect-env-a100-torch240-cu121-driver555-best-of.txt", capsys)
+    code, doc = doctor_paste(HELDOUT / "600-healthy-vllm-collect-env-a100-torch240-cu121-driver555-best-of.txt", capsys)
     assert (code, _errors(doc), doc["unclear"]) == (0, [], [])
     main(["doctor", "--no-env", "--log",
           str(HELDOUT / "600-healthy-vllm-collect-env-a100-torch240-cu121-driver555-best-of.txt")])
@@ -47,7 +44,7 @@ def test_a_missing_version_module_in_a_warning_alone_is_not_a_shadowing_checkout
                                   "source-tree-shadowing__collect-env-inside-checkout.txt"])
 def test_the_same_warning_before_a_traceback_is_still_the_checkout(name: str, capsys: Capsys) -> None:
     """Look-alike: the same warning, then the import of vllm fails (a traceback): the checkout is the cause."""
-    code, doc = _doctor(LOGS / name, capsys)
+    code, doc = doctor_paste(LOGS / name, capsys)
     assert code == 1 and "source-tree-shadowing" in _errors(doc)
 
 
@@ -66,7 +63,7 @@ def test_an_import_that_fails_outside_a_warning_is_still_read() -> None:
 def test_a_bus_error_beside_the_hosts_ipc_namespace_is_not_named_shared_memory(capsys: Capsys) -> None:
     """617: torch's "insufficient shared memory (shm)" (printed for any bus error in a DataLoader worker) in a container
     started with --ipc=host and 254 GB of /dev/shm: the cause is not named, the failure still listed (exit 1)."""
-    code, doc = _doctor(HELDOUT / "617-unclear-bus-error-in-worker-with-254gb-shm-ipc-host.txt", capsys)
+    code, doc = doctor_paste(HELDOUT / "617-unclear-bus-error-in-worker-with-254gb-shm-ipc-host.txt", capsys)
     assert code == 1 and _errors(doc) == []
     (u,) = doc["unclear"]
     assert "insufficient shared memory (shm)" in u["error"]
@@ -74,7 +71,7 @@ def test_a_bus_error_beside_the_hosts_ipc_namespace_is_not_named_shared_memory(c
 
 def test_the_same_bus_error_without_those_facts_is_still_shared_memory(capsys: Capsys) -> None:
     """Look-alike: the same DataLoader message in a SageMaker container that shows no room (616) is still the cause."""
-    code, doc = _doctor(HELDOUT / "616-shm-dataloader-bus-error-sagemaker-container.txt", capsys)
+    code, doc = doctor_paste(HELDOUT / "616-shm-dataloader-bus-error-sagemaker-container.txt", capsys)
     assert code == 1 and "shared-memory-too-small" in _errors(doc)
 
 
@@ -107,7 +104,7 @@ def test_room_shown_anywhere_in_the_paste_turns_the_shm_signal_into_a_failure() 
 def test_an_import_error_with_its_message_below_is_a_failure(capsys: Capsys) -> None:
     """626: sgl_kernel raises "ImportError: " and prints "[sgl_kernel] CRITICAL: Could not load any common_ops
     library!" below it; the paste shows no torch version, so: cause not named (exit 1), never "no problems found"."""
-    code, doc = _doctor(HELDOUT / "626-companion-mismatch-sgl-kernel-cpu-built-torch29-installed-torch210.txt", capsys)
+    code, doc = doctor_paste(HELDOUT / "626-companion-mismatch-sgl-kernel-cpu-built-torch29-installed-torch210.txt", capsys)
     assert code == 1 and len(doc["unclear"]) == 1
     assert [f.value for f in read_evidence((HELDOUT / "626-companion-mismatch-sgl-kernel-cpu-built-torch29-installed"
                                                      "-torch210.txt").read_text()).failures] == ["exception", "tool"]
@@ -131,7 +128,7 @@ def test_critical_and_bare_exception_lines_by_form(line: str, failed: bool) -> N
 def test_tensorflow_212_on_native_windows_seeing_no_gpu_is_a_cpu_only_build(capsys: Capsys) -> None:
     """618: TensorFlow 2.12 on Windows 10 prints "GPU is NOT AVAILABLE": its Windows package has no GPU build from
     2.11 (TensorFlow's release notes and install guide)."""
-    code, doc = _doctor(HELDOUT / "618-cpu-only-build-tensorflow-212-windows-native-gpu-not-available.txt", capsys)
+    code, doc = doctor_paste(HELDOUT / "618-cpu-only-build-tensorflow-212-windows-native-gpu-not-available.txt", capsys)
     assert code == 1 and _errors(doc) == ["cpu-only-build"]
 
 
@@ -169,7 +166,7 @@ def test_a_missing_compiler_proper_is_no_c_compiler(line: str, named: bool) -> N
 
 
 def test_cc1plus_missing_is_named(capsys: Capsys) -> None:
-    code, doc = _doctor(HELDOUT / "620-c-compiler-missing-deepspeed-cpu-adam-cc1plus-not-found.txt", capsys)
+    code, doc = doctor_paste(HELDOUT / "620-c-compiler-missing-deepspeed-cpu-adam-cc1plus-not-found.txt", capsys)
     assert code == 1 and _errors(doc) == ["c-compiler-missing"]
 
 
@@ -178,14 +175,14 @@ def test_cc1plus_missing_is_named(capsys: Capsys) -> None:
 def test_fabric_manager_of_another_version_than_the_driver_is_named(capsys: Capsys) -> None:
     """609: "fabric manager NVIDIA GPU driver interface version 530.30.02 don't match with driver version 530.41.03":
     Fabric Manager must be the driver's exact version (NVIDIA's Fabric Manager guide), so it does not run."""
-    code, doc = _doctor(HELDOUT / "609-fabric-manager-not-running-version-mismatch-530-driver.txt", capsys)
+    code, doc = doctor_paste(HELDOUT / "609-fabric-manager-not-running-version-mismatch-530-driver.txt", capsys)
     assert code == 1 and _errors(doc) == ["fabric-manager-not-running"]
 
 
 def test_fabric_manager_with_nothing_to_manage_is_a_failure_not_named(capsys: Capsys) -> None:
     """610 (look-alike): the service fails with NV_WARN_NOTHING_TO_DO (two A40s on an NVLink bridge, no NVSwitch): a
     failure whose cause is not named (exit 1), not Fabric Manager's version, nor an unreadable paste (exit 2)."""
-    code, doc = _doctor(HELDOUT / "610-unclear-fabricmanager-nothing-to-do-a40-nvlink-bridge.txt", capsys)
+    code, doc = doctor_paste(HELDOUT / "610-unclear-fabricmanager-nothing-to-do-a40-nvlink-bridge.txt", capsys)
     assert code == 1 and _errors(doc) == [] and len(doc["unclear"]) == 1
 
 

@@ -12,22 +12,18 @@ the same families (their threads in the comments).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from vresolve.cli import main
 from vresolve.doctor.evidence import read_evidence
+
+from .conftest import doctor_paste
 
 HELDOUT = Path(__file__).parent / "data" / "heldout"
 CORPUS = Path(__file__).parent / "data" / "corpus"
 Capsys = pytest.CaptureFixture[str]
 
-
-def _doctor(path: Path, capsys: Capsys) -> tuple[int, dict]:  # type: ignore[type-arg]
-    code = main(["doctor", "--no-env", "--log", str(path), "--json"])
-    return code, json.loads(capsys.readouterr().out)
 
 
 def _codes(text: str) -> list[str]:
@@ -45,7 +41,7 @@ def _failures(text: str) -> list[str]:
     ("428-nccl-misconfigured-gloo-connectfullmesh-sglang-multinode-h20", "nccl-misconfigured"),
 ])
 def test_the_third_sets_misses_are_named_by_their_family(stem: str, cause: str, capsys: Capsys) -> None:
-    code, doc = _doctor(HELDOUT / f"{stem}.txt", capsys)
+    code, doc = doctor_paste(HELDOUT / f"{stem}.txt", capsys)
     assert code == 1 and cause in [f["cause"] for f in doc["findings"] if f["severity"] == "error"]
     assert doc["unclear"] == []
 
@@ -53,7 +49,7 @@ def test_the_third_sets_misses_are_named_by_their_family(stem: str, cause: str, 
 def test_every_xid_line_is_a_failure_not_an_unreadable_paste(capsys: Capsys) -> None:
     """Xid 48 (an uncorrectable ECC error) and 63 (a page retired): no install cause, but a failure: cause not named,
     exit 1, not "holds nothing doctor can read" (exit 2)."""
-    code, doc = _doctor(HELDOUT / "420-unclear-xid48-dbe-xid63-page-retired-dmesg.txt", capsys)
+    code, doc = doctor_paste(HELDOUT / "420-unclear-xid48-dbe-xid63-page-retired-dmesg.txt", capsys)
     assert code == 1 and not [f for f in doc["findings"] if f["severity"] == "error"]
     (u,) = doc["unclear"]
     assert "Xid (PCI:0000:8a:00): 48" in u["error"]
@@ -150,7 +146,7 @@ def test_an_xid_that_is_not_79_is_listed_not_named(tmp_path: Path, capsys: Capsy
     log = tmp_path / "log.txt"
     log.write_text("Dec 23 23:30:56 rescue kernel: [ 179.437933] NVRM: Xid (PCI:0000:01:00): 32, Channel ID 00000005 "
                    "intr 00008000\n")
-    code, doc = _doctor(log, capsys)
+    code, doc = doctor_paste(log, capsys)
     assert code == 1 and doc["findings"] == [] and len(doc["unclear"]) == 1
 
 
@@ -250,6 +246,6 @@ def test_healthy_pastes_of_every_set_stay_silent(capsys: Capsys) -> None:
     for sidecar in sorted([*CORPUS.glob("*.yaml"), *measured]):
         if (yaml.safe_load(sidecar.read_text()) or {}).get("expected_cause") != "healthy":
             continue
-        _, doc = _doctor(sidecar.with_suffix(".txt"), capsys)
+        _, doc = doctor_paste(sidecar.with_suffix(".txt"), capsys)
         assert not [f for f in doc["findings"] if f["severity"] == "error"], sidecar.stem
         assert doc["unclear"] == [], sidecar.stem

@@ -18,15 +18,12 @@ import pytest
 
 from vresolve.cli import main
 
+from .conftest import doctor_paste
 from .test_broken_driver import COULD_NOT_COMMUNICATE, Machine, machine, smi_saying, tree  # noqa: F401
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 Capsys = pytest.CaptureFixture[str]
 
-
-def _doctor(path: Path, capsys: Capsys) -> tuple[int, dict]:  # type: ignore[type-arg]
-    code = main(["doctor", "--no-env", "--log", str(path), "--json"])
-    return code, json.loads(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize(("stem", "cause", "title"), [
@@ -41,7 +38,7 @@ def _doctor(path: Path, capsys: Capsys) -> tuple[int, dict]:  # type: ignore[typ
     ("272-error-804-vllm-image-0.4.3-rtx4090-535", "driver-too-old", "The container's CUDA is newer"),
 ])
 def test_each_cause_is_named_with_its_own_row(stem: str, cause: str, title: str, capsys: Capsys) -> None:
-    code, doc = _doctor(CORPUS / f"{stem}.txt", capsys)
+    code, doc = doctor_paste(CORPUS / f"{stem}.txt", capsys)
     (f,) = [f for f in doc["findings"] if f["cause"] == cause]
     assert code == 1 and f["severity"] == "error" and title in f["title"]
     assert f["evidence"] and all(e.startswith("pasted line ") for e in f["evidence"])
@@ -52,7 +49,7 @@ def test_a_host_driver_too_old_for_a_pip_wheel_keeps_its_own_words(tmp_path: Pat
     """The row picked by the line's signal: torch's "driver too old" is not the container's 804."""
     log = tmp_path / "log.txt"
     log.write_text((Path(__file__).parent / "data/logs/driver-too-old__cuda-init-found-version-11000.txt").read_text())
-    code, doc = _doctor(log, capsys)
+    code, doc = doctor_paste(log, capsys)
     (f,) = [f for f in doc["findings"] if f["cause"] == "driver-too-old"]
     assert code == 1 and f["title"].startswith("The NVIDIA driver is older than the CUDA runtime")
 
@@ -68,7 +65,7 @@ def test_a_host_driver_too_old_for_a_pip_wheel_keeps_its_own_words(tmp_path: Pat
 def test_healthy_lines_stay_silent(lines: str, tmp_path: Path, capsys: Capsys) -> None:
     log = tmp_path / "log.txt"
     log.write_text(lines)
-    code, doc = _doctor(log, capsys)
+    code, doc = doctor_paste(log, capsys)
     if "error" in doc:  # a lone kernel line doctor reads nothing from: said so (exit 2), never a cause it is not
         assert code == 2 and "holds nothing doctor can read" in doc["error"]["message"]
         return

@@ -11,21 +11,17 @@ Each paste is real text from the public thread its sidecar names.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from vresolve.cli import main
 from vresolve.doctor.evidence import read_evidence
+
+from .conftest import doctor_paste
 
 HELDOUT = Path(__file__).parent / "data" / "heldout"
 Capsys = pytest.CaptureFixture[str]
 
-
-def _doctor(path: Path, capsys: Capsys) -> tuple[int, dict]:  # type: ignore[type-arg]
-    code = main(["doctor", "--no-env", "--log", str(path), "--json"])
-    return code, json.loads(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize(("stem", "cause"), [
@@ -34,7 +30,7 @@ def _doctor(path: Path, capsys: Capsys) -> tuple[int, dict]:  # type: ignore[typ
     ("330-shm-unable-to-write-no-space-left-eslam-docker", "shared-memory-too-small"),
 ])
 def test_the_cause_is_named_from_the_line(stem: str, cause: str, capsys: Capsys) -> None:
-    code, doc = _doctor(HELDOUT / f"{stem}.txt", capsys)
+    code, doc = doctor_paste(HELDOUT / f"{stem}.txt", capsys)
     (f,) = [f for f in doc["findings"] if f["cause"] == cause]
     assert code == 1 and f["severity"] == "error" and doc["unclear"] == []
     assert f["evidence"] == ["pasted line 1: " + (HELDOUT / f"{stem}.txt").read_text().splitlines()[0].strip()]
@@ -43,7 +39,7 @@ def test_the_cause_is_named_from_the_line(stem: str, cause: str, capsys: Capsys)
 def test_a_failed_cuda_initialization_is_not_named_from_a_gpu_in_prose(capsys: Capsys) -> None:
     """llama.cpp's "failed to initialize CUDA: initialization error" on a T4 the user names: no cause is named (the
     T4's missing bfloat16 stays an info), and the failure is listed as cause not named (exit 1)."""
-    code, doc = _doctor(HELDOUT / "309-unclear-ggml-cuda-init-initialization-error-t4.txt", capsys)
+    code, doc = doctor_paste(HELDOUT / "309-unclear-ggml-cuda-init-initialization-error-t4.txt", capsys)
     assert code == 1 and not [f for f in doc["findings"] if f["severity"] != "info"]
     (u,) = doc["unclear"]
     assert "failed to initialize CUDA: initialization error" in u["error"]
@@ -78,7 +74,7 @@ CORPUS = Path(__file__).parent / "data" / "corpus"
 def test_a_source_package_importing_torch_fails_in_the_isolated_build(stem: str, capsys: Capsys) -> None:
     """flash-attn's sdist failing at "Getting requirements to build wheel" (the pastes end before its own error):
     pip's isolated build has no torch (flash-attn's README: install with --no-build-isolation)."""
-    code, doc = _doctor(CORPUS / f"{stem}.txt", capsys)
+    code, doc = doctor_paste(CORPUS / f"{stem}.txt", capsys)
     (f,) = [f for f in doc["findings"] if f["cause"] == "build-isolation"]
     assert code == 1 and f["title"].startswith("The package's source build needs torch")
     assert any("Getting requirements to build wheel" in ev for ev in f["evidence"])
@@ -96,6 +92,6 @@ def test_a_build_that_fails_for_another_named_reason_is_not_isolation() -> None:
 
 def test_an_updater_uninstalling_a_cuda_torch_replaced_it(capsys: Capsys) -> None:
     """ "It even uninstalled the 2.9.1+cu128 ..." (a version with torch's +cuNNN tag) is the installer replacing torch."""
-    code, doc = _doctor(CORPUS / "186-installer-replaced-torch-textgen-updater-211-over-291-cu128.txt", capsys)
+    code, doc = doctor_paste(CORPUS / "186-installer-replaced-torch-textgen-updater-211-over-291-cu128.txt", capsys)
     (f,) = [f for f in doc["findings"] if f["cause"] == "installer-replaced-torch"]
     assert code == 0 and f["severity"] == "warning" and "2.9.1+cu128" in f["evidence"][0]

@@ -4,20 +4,19 @@ not settled when the paste does not show the host's driver)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from vresolve.cli import main
 from vresolve.doctor.evidence import read_evidence
 from vresolve.doctor.judge import Facts, holds, judged
 from vresolve.doctor.pasted import PASTED_PREDICATES
 from vresolve.doctor.predicates import PREDICATES
 from vresolve.host import Host
 from vresolve.matrix import Matrix, load_matrix
+
+from .conftest import doctor_paste
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parents[1]
@@ -27,10 +26,6 @@ ROOT = Path(__file__).parents[1]
 def matrix() -> Matrix:
     return load_matrix()
 
-
-def _doctor(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
-    rc = main(["doctor", "--no-env", "--log", str(path), "--json"])
-    return rc, json.loads(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("where", ["compat_matrix/known_issues.yaml", "tests/data/matrix/tiny/known_issues.yaml"])
@@ -57,7 +52,7 @@ def test_pasted_predicates_read_only_the_log(matrix: Matrix) -> None:
 ])
 def test_pasted_rows_name_their_cause(paste: str, cause: str, lines: int, matrix: Matrix,
                                       capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out = _doctor(DATA / paste, capsys)
+    rc, out = doctor_paste(DATA / paste, capsys)
     found = [f for f in out["findings"] if f["cause"] == cause]
     assert rc == 1 and found and found[0]["severity"] == "error"
     e = read_evidence((DATA / paste).read_text())
@@ -74,7 +69,7 @@ def test_banner_without_host_driver_is_not_settled(tmp_path: Path, matrix: Matri
     banner = (DATA / "heldout/002-driver-too-old-ngc-tensorrt-450-host-440.txt").read_text().splitlines()[0]
     log = tmp_path / "banner.txt"
     log.write_text(banner + "\n")
-    rc, out = _doctor(log, capsys)
+    rc, out = doctor_paste(log, capsys)
     assert rc == 1
     assert "driver-too-old" not in [f["cause"] for f in out["findings"]]
     assert [u["missing"] for u in out["unclear"]] == ["the host's NVIDIA driver version"]
@@ -89,7 +84,7 @@ def test_banner_without_host_driver_is_not_settled(tmp_path: Path, matrix: Matri
 def test_parallel_build_failed_is_a_weak_row(capsys: pytest.CaptureFixture[str]) -> None:
     """A cmake build of 64 jobs that failed with no compiler error (corpus 139): the row's title with the job count,
     a warning; the predicate is judged only where no error is named, so it is not among PASTED_PREDICATES."""
-    rc, out = _doctor(DATA / "corpus/139-build-oom-vllm-cmake-j64-flash-attn.txt", capsys)
+    rc, out = doctor_paste(DATA / "corpus/139-build-oom-vllm-cmake-j64-flash-attn.txt", capsys)
     found = [f for f in out["findings"] if f["cause"] == "build-oom"]
     assert rc == 0 and found and found[0]["severity"] == "warning"
     assert found[0]["title"].startswith("A build of 64 parallel jobs failed")

@@ -6,20 +6,19 @@ pasted.py."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from vresolve.cli import main
 from vresolve.doctor.evidence import read_evidence
 from vresolve.doctor.judge import Facts, holds
 from vresolve.doctor.pasted import PASTED_PREDICATES, TYPED_PREDICATES, classify
 from vresolve.doctor.predicates import PREDICATES
 from vresolve.host import Host
 from vresolve.matrix import Matrix, load_matrix
+
+from .conftest import doctor_paste
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parents[1]
@@ -29,10 +28,6 @@ ROOT = Path(__file__).parents[1]
 def matrix() -> Matrix:
     return load_matrix()
 
-
-def _doctor(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
-    rc = main(["doctor", "--no-env", "--log", str(path), "--json"])
-    return rc, json.loads(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("where", ["compat_matrix/known_issues.yaml", "tests/data/matrix/tiny/known_issues.yaml"])
@@ -64,7 +59,7 @@ def test_typed_predicates_read_only_the_log(matrix: Matrix) -> None:
 ])
 def test_typed_rows_name_their_cause(name: str, paste: str, cause: str, matrix: Matrix,
                                      capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out = _doctor(DATA / paste, capsys)
+    rc, out = doctor_paste(DATA / paste, capsys)
     found = [f for f in out["findings"] if f["cause"] == cause]
     assert found and rc == (1 if any(f["severity"] == "error" for f in out["findings"]) else 0)
     e = read_evidence((DATA / paste).read_text())
@@ -81,7 +76,7 @@ def test_pip_check_vllm_needs_other_torch(tmp_path: Path, matrix: Matrix, capsys
     text = "vllm 0.7.3 requires torch==2.5.1, but you have torch 2.4.0+cu124 which is incompatible.\n"
     log = tmp_path / "pip-check.txt"
     log.write_text(text)
-    rc, out = _doctor(log, capsys)
+    rc, out = doctor_paste(log, capsys)
     assert rc == 1 and "torch-abi-mismatch" in [f["cause"] for f in out["findings"]]
     assert "companion-mismatch" not in [f["cause"] for f in out["findings"]]
     hits = list(holds(Facts(host=Host(), matrix=matrix, log=read_evidence(text)), TYPED_PREDICATES))
