@@ -49,8 +49,13 @@ ENV_VARS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA
 
 
 def _probe_platform(o: Overrides, problems: list[str]) -> PlatformInfo:
-    # platform.machine(): os.uname()'s where there is one (importing platform costs a millisecond), else platform's
-    machine = (os.uname() if hasattr(os, "uname") else __import__("platform").uname()).machine.lower()
+    # platform.machine() is os.uname()'s where there is one (importing platform costs a millisecond)
+    if hasattr(os, "uname"):
+        machine = os.uname().machine.lower()
+    else:  # Windows
+        import platform
+
+        machine = platform.machine().lower()
     machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
     osname = {"linux": "linux", "win32": "windows", "darwin": "darwin"}.get(sys.platform, sys.platform)
     glibc = None
