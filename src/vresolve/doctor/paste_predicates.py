@@ -51,8 +51,9 @@ def _no_wheel_for(matrix: Matrix, name: str, asked: SpecifierSet | None, python:
 
 @predicate("pip-finds-no-wheel-for-python", ("python",))
 def _no_wheel_for_python(f: Facts) -> Iterator[Hit]:
-    """pip finding no vLLM or torch to install ("from versions: none", "No matching distribution") for a Python
-    (shown) that no release the request names ships wheels for (the matrix's Pythons of each release)."""
+    """pip finding no vLLM to install ("from versions: none", "No matching distribution") for a Python (shown) that
+    no release the request names supports (``Requires-Python``); torch and the other binary-only packages are
+    judged by ``pip-offers-no-wheel-for-interpreter`` (:mod:`.pip_versions`)."""
     e = f.log
     python = e.best("python") if e is not None else None
     have = public_version(str(python.value)) if python is not None else None
@@ -60,7 +61,7 @@ def _no_wheel_for_python(f: Facts) -> Iterator[Hit]:
         return
     for ev in e.installer:
         name = (ev.value.name or "").lower()
-        if ev.value.action == "no-matching-distribution" and name in ("vllm", "torch") \
+        if ev.value.action == "no-matching-distribution" and name == "vllm" \
                 and _no_wheel_for(f.matrix, name, _asked(ev.value.detail, name), have):
             yield Hit(evidence=(pasted_line(ev), pasted_line(python)))
             return

@@ -21,7 +21,7 @@ from ..values import public_version
 from .evidence import Evidence, Seen
 from .evidence.model import REPORT
 from .facts import Finding, dedupe, in_site_packages, with_version
-from .judge import Facts, fill, holds
+from .judge import Facts, _softer, fill, holds
 from .logs import issue_for, match_log
 from .predicates import Hit
 from .predicates import pasted_release as _release
@@ -55,7 +55,8 @@ _MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cusparse", "cufft", "curand", 
 #: the predicates that read what only a paste shows (``Facts.log``), judged with the paste's typed lines (in this
 #: order: a finding's lines, and the order of findings of one severity, follow it)
 PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-without-gpus",
-                     "container-built-for-newer-driver", "pip-finds-no-wheel-for-python")
+                     "container-built-for-newer-driver", "pip-offers-no-wheel-for-interpreter",
+                     "pip-finds-no-wheel-for-python")
 
 
 def _line(seen: Seen[Any]) -> str:
@@ -273,6 +274,34 @@ def _pasted_holds(facts: Facts) -> Iterator[tuple[KnownIssue, Hit]]:
         yield from holds(facts, (name,))
 
 
+def _finding(e: Evidence, matrix: Matrix, cause: str, k: KnownIssue, hit: Hit | None,
+             evidence: tuple[str, ...]) -> Finding:
+    """A cause the paste shows, in its row's words (filled with the values its predicate's hit found)."""
+    vllm = e.dist("vllm")
+    fix = with_version(k.fix, vllm.value.version if vllm is not None else None)
+    values = hit.fill if hit is not None else {}
+    return Finding(cause=cause, severity=_softer(k.severity) if hit is not None and hit.softer else k.severity,
+                   title=fill(k.title, values), explanation=fill(k.explanation, values),
+                   fix=_for_this_machine(cause, e, matrix) + fill(fix, values), evidence=evidence, source="log")
+
+
+def _rows_judged(facts: Facts, lines: dict[str, list[str]], rows: dict[str, KnownIssue],
+                 unclear: list[Unclear]) -> dict[str, Hit]:
+    """The rows judged from the log (:data:`PASTED_PREDICATES`) added to a paste's causes (their lines and rows) and
+    to its errors not settled; the hit of each cause's row (its placeholders' values)."""
+    hits: dict[str, Hit] = {}
+    for row, hit in _pasted_holds(facts):
+        if hit.missing is not None:  # the row's fact is not shown: its error is not settled
+            m = hit.missing
+            unclear.append(Unclear(error=m.error, missing=m.missing, evidence=hit.evidence, paste=m.paste))
+            continue
+        shown = lines.setdefault(row.cause, [])
+        shown += [line for line in dict.fromkeys(hit.evidence) if line not in shown][:max(0, 5 - len(shown))]
+        if rows.setdefault(row.cause, row) is row:
+            hits.setdefault(row.cause, hit)
+    return hits
+
+
 def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -> tuple[list[Finding], list[Unclear]]:
     """Findings for the causes the paste's typed lines show, one per cause (with every line that shows
     it, up to five), leaving out causes ``already`` found; and the errors whose cause the paste does not settle."""
@@ -288,22 +317,11 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -
             rows.setdefault(cause, row)
     out = []
     facts = Facts(host=Host(), matrix=matrix, log=e)
-    for row, hit in _pasted_holds(facts):  # rows judged from the log
-        if hit.missing is not None:  # the row's fact is not shown: its error is not settled
-            m = hit.missing
-            unclear.append(Unclear(error=m.error, missing=m.missing, evidence=hit.evidence, paste=m.paste))
-            continue
-        shown = lines.setdefault(row.cause, [])
-        shown += [line for line in dict.fromkeys(hit.evidence) if line not in shown][:max(0, 5 - len(shown))]
-        rows.setdefault(row.cause, row)
+    hits = _rows_judged(facts, lines, rows, unclear)
     for cause, evidence in lines.items():
         if cause not in {f.cause for f in already}:
-            k = rows.get(cause) or issue_for(matrix, cause)
-            vllm = e.dist("vllm")
-            fix = with_version(k.fix, vllm.value.version if vllm is not None else None)
-            out.append(Finding(cause=cause, severity=k.severity, title=k.title, explanation=k.explanation,
-                               fix=_for_this_machine(cause, e, matrix) + fix, evidence=tuple(evidence),
-                               source="log"))
+            out.append(_finding(e, matrix, cause, rows.get(cause) or issue_for(matrix, cause), hits.get(cause),
+                                tuple(evidence)))
     if not any(f.severity == "error" for f in (*out, *already)):
         out += _weak(facts)
     if out or any(f.severity == "error" for f in already):

@@ -198,7 +198,17 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
                 "requires_torch": w.requires_torch, "constraints": list(w.constraints),
                 "system_libs": list(w.system_libs), "sha256": list(w.sha256), "seen": w.seen,
                 **_prov(w.provenance)} for w in m.jetson_wheels]} if m.jetson_wheels else {})}} if m.jetpacks else {}),
+        **({"pythons.yaml": {"packages": [{
+            "name": p.name, "wheels_only": p.wheels_only, **_prov(p.provenance),
+            "releases": [{"releases": [_release_text(str(s)) for s in row.releases],
+                          "python": {k: [str(v) for v in vs] for k, vs in row.python.items()}, **_prov(row.provenance)}
+                         for row in p.rows]} for p in m.pythons]}} if m.pythons else {}),
     }
+
+
+def _release_text(spec: str) -> str:
+    """pythons.yaml's release as written: an exact release bare (``1.13.1``), else the specifier."""
+    return spec[2:] if spec.startswith("==") and "*" not in spec and "," not in spec else spec
 
 
 def dump_yaml(doc: Any) -> str:

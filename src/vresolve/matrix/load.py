@@ -23,6 +23,7 @@ from .model import (
     Matrix,
     Provenance,
 )
+from .pythons import _read_pythons
 from .releases import _read_torch, _read_vllm, _read_wheels
 from .rows import _kind, _Rows
 
@@ -150,6 +151,7 @@ def parse_matrix(root: Path, raw: Mapping[str, bytes | str | None], revision: st
     vllm_index, vllm = read("vllm.yaml", _read_vllm, wheels["vllm"], empty=(None, ()))
     issues = read("known_issues.yaml", _read_known_issues, empty=())
     jetpacks, jetson_wheels = read("jetson.yaml", _read_jetson, empty=((), ()))
+    pythons = read("pythons.yaml", _read_pythons, empty=())
     # rows of a file that could not be read are not "missing" again in the cross-references
     unreadable = {name for name, doc in docs.items() if doc is None}
     if "torch.yaml" in unreadable:
@@ -166,7 +168,7 @@ def parse_matrix(root: Path, raw: Mapping[str, bytes | str | None], revision: st
         vllm_index=vllm_index[0] if vllm_index else "", vllm_index_provenance=vllm_index[1] if vllm_index else missing_prov,
         vllm=vllm, known_issues=issues,
         extra_wheels={k: wheels[k] for k in ("torchvision", "torchaudio", "xformers", "flashinfer-python")},
-        jetpacks=jetpacks, jetson_wheels=jetson_wheels,
+        jetpacks=jetpacks, jetson_wheels=jetson_wheels, pythons=pythons,
     )
     cross_check(m, wheels, docs, problems)
     if problems:

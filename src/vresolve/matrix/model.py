@@ -72,11 +72,13 @@ FILES: dict[str, tuple[str, ...]] = {
     "wheels/xformers.yaml": ("package", "releases"),
     "wheels/flashinfer-python.yaml": ("package", "releases"),
     "jetson.yaml": ("jetpacks", "index_wheels"),
+    "pythons.yaml": ("packages",),
 }
 
 
 OPTIONAL_FILES = ("wheels/xformers.yaml", "wheels/flashinfer-python.yaml",  # companions vLLM pins; may be absent
-                  "jetson.yaml")  # a matrix without it knows no JetPack: a Jetson is refused, never planned generically
+                  "jetson.yaml",  # a matrix without it knows no JetPack: a Jetson is refused, never planned generically
+                  "pythons.yaml")  # doctor's facts of binary-only packages' Pythons; without it, torch.yaml's only
 
 
 #: the fields a row written by ``matrix refresh --apply`` may carry from the previous release (``carried_from``)
@@ -425,6 +427,28 @@ class JetsonWheels:
 
 
 @dataclass(frozen=True, kw_only=True)
+class WheelPythons:
+    """The CPython versions some releases of a package ship wheels for, per platform (``pythons.yaml``): doctor's
+    facts, not a resolver input. ``releases``: specifiers, an exact one (``==1.13.1``) naming a release that exists;
+    ``python``: platform (or ``all``) -> the Pythons, ``()`` where that platform has no wheels at all."""
+
+    releases: tuple[SpecifierSet, ...]
+    python: Mapping[str, tuple[Version, ...]]
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True)
+class PackagePythons:
+    """A package whose releases are published as binary wheels only (pip offers a release to an interpreter and
+    platform only where a wheel fits), and its rows of :class:`WheelPythons`."""
+
+    name: str
+    wheels_only: bool
+    rows: tuple[WheelPythons, ...]
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True)
 class Matrix:
     path: str = field(compare=False)
     revision: str = field(compare=False)  # sha256 of the files' bytes, first 16 hex digits
@@ -442,6 +466,7 @@ class Matrix:
     extra_wheels: Mapping[str, Mapping[Version, tuple[Wheel, ...]]]  # torchvision, torchaudio
     jetpacks: tuple[JetPack, ...] = ()  # jetson.yaml, oldest first
     jetson_wheels: tuple[JetsonWheels, ...] = ()  # jetson.yaml's index_wheels, newest vLLM first
+    pythons: tuple[PackagePythons, ...] = ()  # pythons.yaml: the Pythons binary-only packages ship wheels for
 
     def toolkit(self, version: Version) -> CudaToolkit | None:
         """The toolkit row of ``version``'s major.minor (12.8.1 -> the 12.8 row)."""

@@ -39,6 +39,24 @@ def _cpython_tag(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add("python", f"3.{m['minor']}", line, MESSAGE if m["ext"] else DOWNLOAD, "path", m.span())
 
 
+def _python_home(m: re.Match[str], line: Line, out: Collector) -> None:
+    """A Python's own directory: Windows' ``C:\\Python313\\``, ``...\\Programs\\Python\\Python311\\``; macOS'
+    ``Python.framework/Versions/3.11/``."""
+    out.add("python", f"3.{m['minor']}" if m["minor"] else m["v"], line, MESSAGE, "path", m.span())
+    out.add("system", "windows" if m["minor"] else "darwin", line, MESSAGE, "path", m.span())
+
+
+def _python_image(m: re.Match[str], line: Line, out: Collector) -> None:
+    """The official Python container image (``python:3.12-slim``, ``FROM python:3.11``): its interpreter."""
+    out.add("python", m["v"], line, PROSE, "image", m.span())
+
+
+def _python_said(m: re.Match[str], line: Line, out: Collector) -> None:
+    """A line that starts by naming the Python (``Python 3.11.1 , even with ...``, ``Python Version: (Python
+    3.13.0)``): what ``python --version`` prints, or the user's words."""
+    out.add("python", m["v"], line, PROSE, "prose", m.span())
+
+
 def _triplet(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add("machine", m["machine"], line, MESSAGE, "path", m.span())
     out.add("system", "linux", line, MESSAGE, "path", m.span())
@@ -108,6 +126,12 @@ def _prompt(m: re.Match[str], line: Line, out: Collector) -> None:
 #: (literals one of which the line must hold, the pattern, what it says)
 RULES: tuple[tuple[tuple[str, ...], re.Pattern[str], Handler], ...] = (
     (("python",), re.compile(r"[/\\](?:lib|lib64|Lib|include)[/\\]python(?P<v>\d\.\d{1,2})(?:[/\\]|$)"), _python_path),
+    (("\\Python3", "Python.framework/Versions/3."), re.compile(
+        r"\\Python3(?P<minor>\d{1,2})(?:-(?:32|64|arm64))?\\|Python\.framework/Versions/(?P<v>3\.\d{1,2})/"),
+     _python_home),
+    (("python:3",), re.compile(r"(?<![\w/.-])python:(?P<v>3\.\d{1,2})(?![\d.])"), _python_image),
+    (("Python 3",), re.compile(r"^\W{0,3}(?:Python [Vv]ersion:\s*\(?)?Python (?P<v>3\.\d{1,2}(?:\.\d{1,2})?)(?![\d.])"),
+     _python_said),
     (("cpython-3", "-cp3"), re.compile(r"(?:(?P<ext>\.cpython-)|-cp)3(?P<minor>\d{1,2})[-m]"), _cpython_tag),
     (("-linux-gnu",), re.compile(r"(?P<machine>x86_64|aarch64)-linux-gnu"), _triplet),
     ((".whl",), re.compile(r"(?:manylinux\w*|linux)_(?P<machine>x86_64|aarch64)\.whl"), _wheel_platform),

@@ -89,7 +89,25 @@ def _you_have(m: re.Match[str], line: Line, out: Collector) -> None:
 def _no_match(m: re.Match[str], line: Line, out: Collector) -> None:
     req = m["req"].strip()
     name = re.match(_NAME, req)
-    _event(out, line, "no-matching-distribution", name[0] if name else None, None, req)
+    offered = m.groupdict().get("offered")
+    versions = None if offered is None else tuple(v.strip() for v in offered.split(",")
+                                                   if v.strip() and v.strip() != "none")
+    out.add("installer", InstallerEvent(action="no-matching-distribution", name=dist_name(name[0]) if name else None,
+                                        detail=req, offered=versions), line, MESSAGE, HOW)
+
+
+def _index(m: re.Match[str], line: Line, out: Collector) -> bool:
+    """``Looking in indexes: URL, URL``, ``--index-url URL``, ``--extra-index-url URL``: the indexes pip asked."""
+    for url in re.findall(r"https?://[^\s,'\"`]+", m["urls"]):
+        _event(out, line, "index", None, None, url)
+    return False  # the line may say more (a command line's requirements)
+
+
+def _unreachable(m: re.Match[str], line: Line, out: Collector) -> bool:
+    """An index that did not answer: pip's retries after a connection, proxy or TLS failure, a URL it could not
+    fetch (then "from versions: none" says nothing of the interpreter)."""
+    _event(out, line, "index-unreachable", None, None, m[0].strip())
+    return False
 
 
 def _ignored_python(m: re.Match[str], line: Line, out: Collector) -> None:
@@ -156,6 +174,14 @@ def _download(m: re.Match[str], line: Line, out: Collector) -> None:
         out.add_dist(Dist(name=wheel[0], version=wheel[1]), line, DOWNLOAD, "download")
 
 
+#: an index that did not answer (a literal the line must hold, the pattern): pip's retries and what broke them
+_UNREACHABLE = (
+    ("Retrying (Retry(", r"Retrying \(Retry\(total=\d+"), ("Could not fetch URL", r"Could not fetch URL \S+"),
+    ("new connection", r"Failed to establish a new connection"), ("ProxyError", r"ProxyError"),
+    ("SSLError", r"SSLError"), ("CERTIFICATE_VERIFY_FAILED", r"CERTIFICATE_VERIFY_FAILED"),
+    ("name resolution", r"Temporary failure in name resolution"), ("Max retries", r"Max retries exceeded with url"),
+    ("Read timed out", r"Read timed out"))
+
 #: (a literal that the line must hold, the pattern, what it says)
 RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("uninstalled", re.compile(rf"Successfully uninstalled (?P<name>{_NAME}?)-(?P<version>{VERSION})\s*$"),
@@ -171,8 +197,10 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("but you", re.compile(rf"(?P<name>{_NAME}) (?P<version>{VERSION}) (?:requires|has requirement) .*?, but you(?:'ll)? "
                            rf"have (?P<have>{_NAME}) (?P<have_version>{VERSION}) which is incompatible"), _you_have),
     ("matching distribution", re.compile(r"No matching distribution found for (?P<req>\S+)"), _no_match),
-    ("satisfies the requirement", re.compile(r"Could not find a version that satisfies the requirement (?P<req>\S+)"),
-     _no_match),
+    ("satisfies the requirement", re.compile(r"Could not find a version that satisfies the requirement (?P<req>\S+)"
+                                             r"(?: \(from versions: (?P<offered>[^()]*)\))?"), _no_match),
+    ("index", re.compile(r"(?:Looking in indexes:|--(?:extra-)?index-url[= ])(?P<urls>.*)$"), _index),
+    *((needle, re.compile(pattern), _unreachable) for needle, pattern in _UNREACHABLE),
     ("different python version", re.compile(r"require a different python version: \S+ Requires-Python (?P<spec>[^;]+)"),
      _ignored_python),
     ("requires a different Python", re.compile(

@@ -122,7 +122,8 @@ class InstallerEvent:
     """What pip, uv or conda said it did or could not do.
 
     ``action``: ``uninstalled``, ``installed``, ``no-matching-distribution``, ``requires-python``,
-    ``resolution-failed``, ``build-failed``, ``not-installed``; ``collecting`` (an exact version on its way in;
+    ``resolution-failed``, ``build-failed``, ``not-installed``; ``index`` (``detail``: an index URL it was told to
+    use); ``index-unreachable`` (an index that did not answer: a connection, proxy or TLS failure); ``collecting`` (an exact version on its way in;
     ``detail``: the package that asks for it); ``conflict`` (pip's check: ``name`` ``version`` needs another
     version of ``detail`` than the one installed).
     """
@@ -131,6 +132,8 @@ class InstallerEvent:
     name: str | None = None
     version: str | None = None
     detail: str | None = None  # a requirement ("vllm==0.10"), a Requires-Python specifier ("<3.13,>=3.9")
+    #: ``no-matching-distribution``: the versions pip's "(from versions: ...)" offered (() for "none"); None: not shown
+    offered: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -1,0 +1,324 @@
+"""pip's "Could not find a version that satisfies the requirement PKG (from versions: LIST)" judged from facts.
+
+pip offers an interpreter only the releases that have a wheel for its Python and platform (a binary-only package
+publishes nothing else), so the list it prints is a fact about the interpreter: a release the matrix knows exists
+but pip leaves out, or "from versions: none", is a release without a wheel for it. Set against the matrix's Python
+lists (``pythons.yaml``, torch.yaml's ``python``) and the Python and platform the paste shows, it names
+``python-unsupported``, says the platform is the limit, or says what it does not know. An index that did not answer
+(a connection, proxy or TLS failure) says nothing of the interpreter: no judgement.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from ..matrix import Matrix
+from ..matrix.pythons import known_releases, package_pythons, wheel_pythons
+from .paste_predicates import pasted_line
+from .predicate_base import Facts, Hit, Missing, predicate
+
+if TYPE_CHECKING:
+    from .evidence import Evidence, Seen
+
+#: every platform a paste that does not show its own may be on
+_ALL = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-x86_64", "macos-arm64")
+_NAMES = {"linux-x86_64": "Linux x86_64", "linux-aarch64": "Linux aarch64", "windows-x86_64": "Windows",
+          "macos-x86_64": "macOS x86_64 (Intel)", "macos-arm64": "macOS arm64 (Apple silicon)"}
+#: what to paste when pip's answer alone does not settle it
+_PASTE = ("the output of `python -c \"import sys, platform; print(sys.version, platform.machine(), platform.system())\"` "
+          "run with the interpreter pip runs for, and pip's whole output with `-v`")
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """One requirement pip could not satisfy: its line, the package, what it asked, what it was offered."""
+
+    seen: Seen[Any]
+    name: str
+    spec: SpecifierSet
+    offered: tuple[Version, ...] | None  # None: the paste does not show pip's list
+
+
+def _asks(e: Evidence) -> list[_Ask]:
+    """pip's unsatisfied requirements, the ones that show pip's list first (one per package)."""
+    out: dict[str, _Ask] = {}
+    for ev in sorted(e.installer, key=lambda s: s.value.offered is None):
+        x = ev.value
+        if x.action != "no-matching-distribution" or not x.name or x.name in out:
+            continue
+        m = re.match(r"\s*[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?\s*(?P<spec>[^;]*)", x.detail or "")
+        try:
+            spec = SpecifierSet((m["spec"] if m else "").strip())
+        except InvalidSpecifier:
+            continue
+        offered = None if x.offered is None else tuple(v for v in map(_version, x.offered) if v is not None)
+        out[canonicalize_name(x.name)] = _Ask(seen=ev, name=canonicalize_name(x.name), spec=spec, offered=offered)
+    return list(out.values())
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def _minor(v: Version) -> Version:
+    return Version(f"{v.major}.{v.minor}")
+
+
+def _span(versions: Iterable[Version]) -> str:
+    """Pythons as runs of minors: ``2.7, 3.3-3.7``."""
+    runs: list[list[Version]] = []
+    for v in sorted(set(versions)):
+        if runs and v.major == runs[-1][-1].major and v.minor == runs[-1][-1].minor + 1:
+            runs[-1].append(v)
+        else:
+            runs.append([v])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs) or "none"
+
+
+def _listed(offered: tuple[Version, ...]) -> str:
+    if not offered:
+        return "none"
+    vs = sorted(offered)
+    return ", ".join(map(str, vs)) if len(vs) <= 4 else f"{vs[0]} to {vs[-1]} ({len(vs)} versions)"
+
+
+def _platforms(e: Evidence) -> tuple[tuple[str, ...], Seen[Any] | None]:
+    """The platforms the paste may be on (every one when it does not say), and the line that says it."""
+    system, machine = e.best("system"), e.best("machine")
+    name = system.value if system is not None else None
+    seen = system
+    if name is None:
+        for os_seen in e.os:
+            low = str(os_seen.value).lower()
+            if "windows" in low or "macos" in low:
+                name, seen = ("windows" if "windows" in low else "darwin"), os_seen
+                break
+    arch = machine.value if machine is not None else None
+    if name == "windows":
+        return ("windows-x86_64",), seen
+    if name == "darwin":
+        plats = {"arm64": ("macos-arm64",), "aarch64": ("macos-arm64",), "x86_64": ("macos-x86_64",)}
+        return plats.get(arch or "", ("macos-x86_64", "macos-arm64")), seen
+    if name == "linux":
+        return ("linux-aarch64",) if arch == "aarch64" else ("linux-x86_64",), seen
+    return _ALL, None
+
+
+def _pythons(m: Matrix, name: str, version: Version, plats: tuple[str, ...]) -> dict[str, tuple[Version, ...]]:
+    """The release's Pythons on each of these platforms that the matrix knows."""
+    out = {}
+    for plat in plats:
+        found = wheel_pythons(m, name, version, plat)
+        if found is not None:
+            out[plat] = found[0]
+    return out
+
+
+def _unverified(m: Matrix, name: str, versions: Iterable[Version], plats: tuple[str, ...]) -> bool:
+    return any((found := wheel_pythons(m, name, v, p)) is not None and found[1].verified == "unverified"
+               for v in versions for p in plats)
+
+
+def _supports(lists: dict[str, tuple[Version, ...]], python: Version) -> bool:
+    return any(python in pys for pys in lists.values())
+
+
+def _every(m: Matrix, name: str, plats: tuple[str, ...]) -> set[Version]:
+    """Every Python some release the matrix knows has wheels for on these platforms."""
+    return {p for v in known_releases(m, name) for pys in _pythons(m, name, v, plats).values() for p in pys}
+
+
+def _first_with(m: Matrix, name: str, python: Version, plats: tuple[str, ...]) -> Version | None:
+    """The oldest release the matrix knows with wheels for this Python on one of these platforms."""
+    return next((v for v in known_releases(m, name) if _supports(_pythons(m, name, v, plats), python)), None)
+
+
+def _inferred(m: Matrix, name: str, offered: tuple[Version, ...], plats: tuple[str, ...]) -> set[Version]:
+    """The Pythons every offered release the matrix knows has wheels for (what pip's list says of the
+    interpreter); empty when the matrix knows none of them."""
+    common: set[Version] | None = None
+    for v in offered:
+        lists = _pythons(m, name, v, plats)
+        if lists:
+            have = {p for pys in lists.values() for p in pys}
+            common = have if common is None else common & have
+    return common or set()
+
+
+def _where(plats: tuple[str, ...]) -> str:
+    return f" on {_NAMES[plats[0]]}" if len(plats) == 1 else ""
+
+
+def _use(supported: Iterable[Version], have: Version) -> str:
+    """Which interpreter to use instead: the nearest the release supports."""
+    vs = sorted(set(supported))
+    if not vs:
+        return "a Python the release supports"
+    near = vs[-1] if have > vs[-1] else vs[0] if have < vs[0] else min(vs, key=lambda v: abs(v.minor - have.minor))
+    return f"Python {near} (supported: {_span(vs)})"
+
+
+def _fill(ask: _Ask, facts: str, advice: str) -> dict[str, str]:
+    return {"package": ask.name, "asked": f"{ask.name}{ask.spec}" if str(ask.spec) else ask.name,
+            "facts": facts, "advice": advice}
+
+
+def _index_unreachable(e: Evidence) -> Seen[Any] | None:
+    return next((ev for ev in e.installer if ev.value.action == "index-unreachable"), None)
+
+
+def _judge_pinned(m: Matrix, e: Evidence, ask: _Ask) -> Hit | None:
+    """A request for releases the matrix knows, set against what pip offered and the Python shown."""
+    known = [v for v in known_releases(m, ask.name) if ask.spec.contains(v, prereleases=True)]
+    offered = ask.offered or ()
+    plats, plat_seen = _platforms(e)
+    python_seen = e.best("python")
+    python = _version(str(python_seen.value)) if python_seen is not None else None
+    said = f"pip was asked for {ask.name}{ask.spec} and offered this interpreter {_listed(offered)}"
+    evidence = [pasted_line(ask.seen)]
+    if not known:
+        if not str(ask.spec) or package_pythons(m, ask.name) is None:
+            return None
+        return Hit(evidence=tuple(evidence), missing=Missing(
+            error=ask.seen.text.strip(), paste=_PASTE,
+            missing=f"{said}; no release the matrix knows matches {ask.name}{ask.spec} (is it a release? the versions "
+                    "pip lists are the ones with a wheel for this interpreter)"))
+    lists = {v: _pythons(m, ask.name, v, plats) for v in known}
+    supported = sorted({p for ls in lists.values() for pys in ls.values() for p in pys})
+    older = bool(offered) and max(known) < min(offered)
+    if python is not None and python_seen is not None:
+        evidence.append(pasted_line(python_seen))
+        have = _minor(python)
+        if any(lists.values()) and not any(_supports(ls, have) for ls in lists.values()):
+            first = _first_with(m, ask.name, have, plats)
+            facts = (f"{said}. {ask.name} {_span(known) if len(known) > 2 else ', '.join(map(str, known))} ships "
+                     f"wheels for Python {_span(supported)}{_where(plats)} (the matrix); this Python is {python}.")
+            if first is not None:
+                facts += f" The first {ask.name} release with wheels for Python {have} is {first}."
+            return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, f"Install {ask.name} {first} or later, or "
+                       f"use {_use(supported, have)}." if first else f"Use {_use(supported, have)}."),
+                       softer=_unverified(m, ask.name, known, plats))
+        return _platform_limit(m, ask, said, lists, have, plats, plat_seen, evidence) if any(lists.values()) else None
+    if older:
+        common = _inferred(m, ask.name, offered, plats)
+        guess = common - set(supported)
+        facts = (f"{said}: only releases newer than {ask.name} {max(known)}, which ships wheels for Python "
+                 f"{_span(supported)}{_where(plats)} (the matrix). The paste does not show the Python"
+                 + (f"; every release offered has wheels for Python {_span(common)}, and of these {ask.name} "
+                    f"{max(known)} has none for {_span(guess)}: the interpreter is likely Python {_span(guess)}."
+                    if guess else "."))
+        return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, f"Use a Python {_span(supported)} interpreter for "
+                   f"{ask.name} {max(known)}, or ask for a release pip offers."),
+                   softer=_unverified(m, ask.name, known, plats))
+    return Hit(evidence=tuple(evidence), missing=Missing(
+        error=ask.seen.text.strip(), paste=_PASTE,
+        missing=f"the Python version pip runs for ({ask.name} {', '.join(map(str, known[-3:]))} ships wheels for "
+                f"Python {_span(supported)}{_where(plats)})"))
+
+
+def _platform_limit(m: Matrix, ask: _Ask, said: str, lists: dict[Version, dict[str, tuple[Version, ...]]],
+                    have: Version, plats: tuple[str, ...], plat_seen: Seen[Any] | None,
+                    evidence: list[str]) -> Hit:
+    """The requested releases do ship wheels for this Python: the platform (or something else) is the limit."""
+    bare = sorted({p for ls in lists.values() for p, pys in ls.items() if not pys})
+    if plat_seen is not None:
+        evidence.append(pasted_line(plat_seen))
+    release = max(lists)
+    if bare:
+        missing = (f"{said}. {ask.name} {release} has wheels for Python {have}, but none for "
+                   f"{' or '.join(_NAMES[p] for p in bare)}: there the platform, not the Python, is the limit (an Intel "
+                   "Mac, or an x86_64 Python under Rosetta on Apple silicon, is offered only the older releases)")
+    else:
+        missing = (f"{said}. {ask.name} {release} has wheels for Python {have}{_where(plats)} (the matrix): something "
+                   "else limits what the index offers this interpreter (a 32-bit or free-threaded Python, another "
+                   "platform, an index URL that does not carry that release)")
+    return Hit(evidence=tuple(evidence), missing=Missing(error=ask.seen.text.strip(), missing=missing, paste=_PASTE))
+
+
+def _judge_none(m: Matrix, e: Evidence, ask: _Ask) -> Hit | None:
+    """Nothing offered at all ("from versions: none") for a binary-only package: no wheel fits this interpreter."""
+    plats, _ = _platforms(e)
+    python_seen = e.best("python")
+    python = _version(str(python_seen.value)) if python_seen is not None else None
+    every = _every(m, ask.name, plats)
+    elsewhere = ""
+    if not every and plats != _ALL:  # the matrix knows no list of this platform: what it knows of the others
+        known_on = sorted({p for v in known_releases(m, ask.name) for p in _pythons(m, ask.name, v, _ALL)})
+        plats, every = _ALL, _every(m, ask.name, _ALL)
+        elsewhere = f" (the matrix has lists for {', '.join(_NAMES[p] for p in known_on)} only)"
+    asked = [v for v in known_releases(m, ask.name) if str(ask.spec) and ask.spec.contains(v, prereleases=True)]
+    index = ", ".join(dict.fromkeys(ev.value.detail or "" for ev in e.installer if ev.value.action == "index"))
+    said = (f"pip found no {ask.name} release at all for this interpreter (\"from versions: none\")"
+            + (f", looking in {index}" if index else ""))
+    evidence = [pasted_line(ask.seen)]
+    also = ("A 32-bit Python, a platform without wheels, or an index URL that does not carry "
+            f"{ask.name} give the same answer.")
+    if python is None or python_seen is None:
+        facts = (f"{said}. {ask.name} is published as wheels only; the releases the matrix knows cover Python "
+                 f"{_span(every)}{_where(plats)}, and the paste does not show which Python pip runs for. {also}")
+        return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, f"Check `python --version` (and that it is a "
+                   f"64-bit CPython) against Python {_span(every)}."), softer=True)
+    evidence.append(pasted_line(python_seen))
+    have = _minor(python)
+    pinned = {v: _pythons(m, ask.name, v, plats) for v in asked}
+    if pinned and any(pinned.values()) and not any(_supports(ls, have) for ls in pinned.values()):
+        supported = {p for ls in pinned.values() for pys in ls.values() for p in pys}
+        facts = (f"{said}. {ask.name}{ask.spec} ships wheels for Python {_span(supported)}{_where(plats)} (the "
+                 f"matrix); this Python is {python}.")
+        first = _first_with(m, ask.name, have, plats)
+        return Hit(evidence=tuple(evidence), fill=_fill(ask, facts + (f" The first {ask.name} release with wheels "
+                   f"for Python {have} is {first}." if first else ""), f"Use {_use(supported, have)}"
+                   + (f", or install {ask.name} {first} or later." if first else ".")),
+                   softer=_unverified(m, ask.name, asked, plats))
+    if every and have not in every:
+        facts = (f"{said}. No {ask.name} release the matrix knows ships wheels for Python {have}{_where(plats)}: they "
+                 f"cover Python {_span(every)}{elsewhere}; this Python is {python}.")
+        return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, f"Use {_use(every, have)}."))
+    first = _first_with(m, ask.name, have, plats)
+    facts = (f"{said}. This Python is {python}; today {ask.name} has wheels for Python {have}{_where(plats)}"
+             + (f" from {first} on" if first else "") + " (the matrix), so the index this paste used offered none to "
+             f"it, or the paste predates those releases. {also}")
+    advice = (f"Install {ask.name} {first} or later" if first else f"Install {ask.name}") + \
+        " from an index that carries it, with a 64-bit CPython."
+    return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, advice), softer=True)
+
+
+@predicate("pip-offers-no-wheel-for-interpreter", ("python", "system"), ("package", "asked", "facts", "advice"))
+def _pip_offers_no_wheel(f: Facts) -> Iterator[Hit]:
+    """pip's list of the versions it could install (or none) for a package the matrix knows the Pythons of, set
+    against those Pythons and the Python and platform the paste shows (see the module's docstring)."""
+    e = f.log
+    if e is None:
+        return
+    asks = [a for a in _asks(e) if package_pythons(f.matrix, a.name) is not None or a.name == "torch"]
+    if not asks:
+        return
+    down = _index_unreachable(e)
+    if down is not None:
+        yield Hit(evidence=(pasted_line(down), pasted_line(asks[0].seen)), missing=Missing(
+            error=asks[0].seen.text.strip(), paste="pip's output again once the index answers (proxy, certificates, "
+            "network), with `-v`",
+            missing="an answer from the index: it did not answer (the line above), so pip's list says nothing of "
+                    "this interpreter"))
+        return
+    for ask in asks:
+        p = package_pythons(f.matrix, ask.name)
+        if ask.offered == () and (p is None or p.wheels_only):
+            hit = _judge_none(f.matrix, e, ask)
+        elif ask.offered == () or not str(ask.spec):
+            hit = None
+        else:
+            hit = _judge_pinned(f.matrix, e, ask)
+        if hit is not None:
+            yield hit
+            return
