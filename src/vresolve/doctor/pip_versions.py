@@ -54,8 +54,8 @@ def _asks(e: Evidence) -> list[_Ask]:
         if x.action != "no-matching-distribution" or not x.name or x.name in out:
             continue
         m = re.match(r"\s*[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?\s*(?P<spec>[^;]*)", x.detail or "")
-        try:
-            spec = SpecifierSet((m["spec"] if m else "").strip())
+        try:  # a local version (``==1.13.1+cu116``) names a build of the public release: judged as that release
+            spec = SpecifierSet(re.sub(r"\+[\w.]+", "", (m["spec"] if m else "").strip()))
         except InvalidSpecifier:
             continue
         offered = None if x.offered is None else tuple(v for v in map(_version, x.offered) if v is not None)
@@ -168,7 +168,11 @@ def _use(supported: Iterable[Version], have: Version) -> str:
     return f"Python {near} (supported: {_span(vs)})"
 
 
-def _fill(ask: _Ask, facts: str, advice: str) -> dict[str, str]:
+def _fill(ask: _Ask, facts: str, advice: str, unverified: bool = False) -> dict[str, str]:
+    """The row's placeholders; ``unverified``: the matrix's list the judgement rests on is believed, not checked
+    against the release's files (said, not hidden)."""
+    if unverified:
+        facts += " (The matrix's Python list for this release is marked unverified: believed, not read off its files.)"
     return {"package": ask.name, "asked": f"{ask.name}{ask.spec}" if str(ask.spec) else ask.name,
             "facts": facts, "advice": advice}
 
@@ -177,10 +181,38 @@ def _index_unreachable(e: Evidence) -> Seen[Any] | None:
     return next((ev for ev in e.installer if ev.value.action == "index-unreachable"), None)
 
 
+#: a PyTorch index of one build variant: ``.../whl/cu118``, ``.../whl/nightly/cu130``, ``.../whl/test/cpu``
+_VARIANT_INDEX_RE = re.compile(r"/whl/(?:nightly/|test/)?(?P<variant>cu\d{2,3}|cpu)/?$")
+
+
+def _index_gap(m: Matrix, e: Evidence, ask: _Ask) -> str | None:
+    """Why the indexes pip looked in cannot carry the torch asked for, when every one is a PyTorch variant index:
+    a CUDA variant no torch release is built for, or requested releases not built for those variants."""
+    urls = list(dict.fromkeys(ev.value.detail or "" for ev in e.installer if ev.value.action == "index"))
+    found = [_VARIANT_INDEX_RE.search(u) for u in urls]
+    if ask.name != "torch" or not urls or not all(found):
+        return None
+    variants = [f["variant"] for f in found if f is not None]
+    built = {v.variant for r in m.torch for v in r.variants}
+    unknown = [v for v in variants if v not in built]
+    if len(unknown) == len(variants):
+        return (f"the index{'es' if len(urls) > 1 else ''} pip looked in ({', '.join(urls)}) serve"
+                f"{'' if len(urls) > 1 else 's'} {', '.join(unknown)}, which no torch release the matrix knows is "
+                "built for: pip's empty answer is the index's, not the interpreter's")
+    asked = [r for r in m.torch if str(ask.spec) and ask.spec.contains(r.version, prereleases=True)]
+    if asked and not any(r.variant(v) is not None for r in asked for v in variants):
+        return (f"torch{ask.spec} is not built for {', '.join(variants)} (its builds: "
+                f"{', '.join(sorted({v.variant for r in asked for v in r.variants}))}), the only variant"
+                f"{'s' if len(variants) > 1 else ''} the index{'es' if len(urls) > 1 else ''} pip looked in carry")
+    return None
+
+
 def _judge_pinned(m: Matrix, e: Evidence, ask: _Ask) -> Hit | None:
     """A request for releases the matrix knows, set against what pip offered and the Python shown."""
     known = [v for v in known_releases(m, ask.name) if ask.spec.contains(v, prereleases=True)]
     offered = ask.offered or ()
+    if not known:
+        known = _series(m, ask, offered)
     plats, plat_seen = _platforms(e)
     python_seen = e.best("python")
     python = _version(str(python_seen.value)) if python_seen is not None else None
@@ -190,27 +222,32 @@ def _judge_pinned(m: Matrix, e: Evidence, ask: _Ask) -> Hit | None:
         if not str(ask.spec) or package_pythons(m, ask.name) is None:
             return None
         return Hit(evidence=tuple(evidence), missing=Missing(
-            error=ask.seen.text.strip(), paste=_PASTE,
-            missing=f"{said}; no release the matrix knows matches {ask.name}{ask.spec} (is it a release? the versions "
-                    "pip lists are the ones with a wheel for this interpreter)"))
+            error=ask.seen.text.strip(), paste=_PASTE, missing=_unknown_release(m, ask, said)))
     lists = {v: _pythons(m, ask.name, v, plats) for v in known}
     supported = sorted({p for ls in lists.values() for pys in ls.values() for p in pys})
     older = bool(offered) and max(known) < min(offered)
     if python is not None and python_seen is not None:
         evidence.append(pasted_line(python_seen))
         have = _minor(python)
-        if any(lists.values()) and not any(_supports(ls, have) for ls in lists.values()):
+        if supported and not any(_supports(ls, have) for ls in lists.values()):
             first = _first_with(m, ask.name, have, plats)
             facts = (f"{said}. {ask.name} {_span(known) if len(known) > 2 else ', '.join(map(str, known))} ships "
                      f"wheels for Python {_span(supported)}{_where(plats)} (the matrix); this Python is {python}.")
             if first is not None:
                 facts += f" The first {ask.name} release with wheels for Python {have} is {first}."
             return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, f"Install {ask.name} {first} or later, or "
-                       f"use {_use(supported, have)}." if first else f"Use {_use(supported, have)}."),
-                       softer=_unverified(m, ask.name, known, plats))
+                       f"use {_use(supported, have)}." if first else f"Use {_use(supported, have)}.", unverified=_unverified(m, ask.name, known, plats)))
         return _platform_limit(m, ask, said, lists, have, plats, plat_seen, evidence) if any(lists.values()) else None
+    common = _inferred(m, ask.name, offered, plats)
+    if common and not common & set(supported) and not older:
+        facts = (f"{said}. {ask.name} {max(known)} ships wheels for Python {_span(supported)}{_where(plats)} (the "
+                 f"matrix). The paste does not show the Python; every release offered has wheels for Python "
+                 f"{_span(common)} only, none of which {ask.name} {max(known)} has a wheel for.")
+        return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, f"Use a Python {_span(supported)} interpreter for "
+                   f"{ask.name} {max(known)}, or ask for a release pip offers.", unverified=_unverified(m, ask.name, known, plats)))
+    if not older and any(not pys for ls in lists.values() for pys in ls.values()):
+        return _platform_limit(m, ask, said, lists, None, plats, plat_seen, evidence)
     if older:
-        common = _inferred(m, ask.name, offered, plats)
         guess = common - set(supported)
         facts = (f"{said}: only releases newer than {ask.name} {max(known)}, which ships wheels for Python "
                  f"{_span(supported)}{_where(plats)} (the matrix). The paste does not show the Python"
@@ -218,16 +255,41 @@ def _judge_pinned(m: Matrix, e: Evidence, ask: _Ask) -> Hit | None:
                     f"{max(known)} has none for {_span(guess)}: the interpreter is likely Python {_span(guess)}."
                     if guess else "."))
         return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, f"Use a Python {_span(supported)} interpreter for "
-                   f"{ask.name} {max(known)}, or ask for a release pip offers."),
-                   softer=_unverified(m, ask.name, known, plats))
+                   f"{ask.name} {max(known)}, or ask for a release pip offers.", unverified=_unverified(m, ask.name, known, plats)))
     return Hit(evidence=tuple(evidence), missing=Missing(
         error=ask.seen.text.strip(), paste=_PASTE,
         missing=f"the Python version pip runs for ({ask.name} {', '.join(map(str, known[-3:]))} ships wheels for "
                 f"Python {_span(supported)}{_where(plats)})"))
 
 
+def _series(m: Matrix, ask: _Ask, offered: tuple[Version, ...]) -> list[Version]:
+    """A pinned release the matrix knows only by its minor series (a patch release of a series whose Pythons it
+    knows), when pip offers nothing of that series: whether or not that patch release exists, no release of the
+    series has a wheel for this interpreter, so the series' Pythons speak for it."""
+    pins = [_version(x.version) for x in ask.spec if x.operator == "=="]
+    if len(pins) != 1 or pins[0] is None:
+        return []
+    pin = pins[0]
+    if any((v.major, v.minor) == (pin.major, pin.minor) for v in offered):
+        return []
+    series = f"=={pin.major}.{pin.minor}.*"
+    p = package_pythons(m, ask.name)
+    return [pin] if p is not None and any(str(s) == series for row in p.rows for s in row.releases) else []
+
+
+def _unknown_release(m: Matrix, ask: _Ask, said: str) -> str:
+    """What is missing when the matrix knows no release the request asks for: newer than it knows, or none such."""
+    releases = known_releases(m, ask.name)
+    pinned = [_version(x.version) for x in ask.spec if x.operator == "=="]
+    if releases and pinned and all(v is not None and v > releases[-1] for v in pinned):
+        return (f"{said}; the matrix knows {ask.name} releases up to {releases[-1]}, so it cannot say which Pythons "
+                f"and platforms {ask.name}{ask.spec} has wheels for (the Python pip runs for, and the platform)")
+    return (f"{said}; no {ask.name} release the matrix knows matches {ask.spec} (is it a release? pip lists the ones "
+            "with a wheel for this interpreter)")
+
+
 def _platform_limit(m: Matrix, ask: _Ask, said: str, lists: dict[Version, dict[str, tuple[Version, ...]]],
-                    have: Version, plats: tuple[str, ...], plat_seen: Seen[Any] | None,
+                    have: Version | None, plats: tuple[str, ...], plat_seen: Seen[Any] | None,
                     evidence: list[str]) -> Hit:
     """The requested releases do ship wheels for this Python: the platform (or something else) is the limit."""
     bare = sorted({p for ls in lists.values() for p, pys in ls.items() if not pys})
@@ -235,7 +297,7 @@ def _platform_limit(m: Matrix, ask: _Ask, said: str, lists: dict[Version, dict[s
         evidence.append(pasted_line(plat_seen))
     release = max(lists)
     if bare:
-        missing = (f"{said}. {ask.name} {release} has wheels for Python {have}, but none for "
+        missing = (f"{said}. {ask.name} {release} has wheels" + (f" for Python {have}" if have else "") + ", but none for "
                    f"{' or '.join(_NAMES[p] for p in bare)}: there the platform, not the Python, is the limit (an Intel "
                    "Mac, or an x86_64 Python under Rosetta on Apple silicon, is offered only the older releases)")
     else:
@@ -267,7 +329,7 @@ def _judge_none(m: Matrix, e: Evidence, ask: _Ask) -> Hit | None:
         facts = (f"{said}. {ask.name} is published as wheels only; the releases the matrix knows cover Python "
                  f"{_span(every)}{_where(plats)}, and the paste does not show which Python pip runs for. {also}")
         return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, f"Check `python --version` (and that it is a "
-                   f"64-bit CPython) against Python {_span(every)}."), softer=True)
+                   f"64-bit CPython) against Python {_span(every)}."))
     evidence.append(pasted_line(python_seen))
     have = _minor(python)
     pinned = {v: _pythons(m, ask.name, v, plats) for v in asked}
@@ -278,8 +340,7 @@ def _judge_none(m: Matrix, e: Evidence, ask: _Ask) -> Hit | None:
         first = _first_with(m, ask.name, have, plats)
         return Hit(evidence=tuple(evidence), fill=_fill(ask, facts + (f" The first {ask.name} release with wheels "
                    f"for Python {have} is {first}." if first else ""), f"Use {_use(supported, have)}"
-                   + (f", or install {ask.name} {first} or later." if first else ".")),
-                   softer=_unverified(m, ask.name, asked, plats))
+                   + (f", or install {ask.name} {first} or later." if first else "."), unverified=_unverified(m, ask.name, asked, plats)))
     if every and have not in every:
         facts = (f"{said}. No {ask.name} release the matrix knows ships wheels for Python {have}{_where(plats)}: they "
                  f"cover Python {_span(every)}{elsewhere}; this Python is {python}.")
@@ -290,7 +351,35 @@ def _judge_none(m: Matrix, e: Evidence, ask: _Ask) -> Hit | None:
              f"it, or the paste predates those releases. {also}")
     advice = (f"Install {ask.name} {first} or later" if first else f"Install {ask.name}") + \
         " from an index that carries it, with a 64-bit CPython."
-    return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, advice), softer=True)
+    return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, advice))
+
+
+def _thirty_two_bit(e: Evidence, ask: _Ask) -> Hit | None:
+    """A 32-bit interpreter (a ``Python37-32`` directory, collect_env's "32-bit runtime"): no wheel fits it."""
+    bits = e.best("python_bits")
+    if bits is None or bits.value != 32:
+        return None
+    facts = (f"pip could not install {ask.name}: this Python is a 32-bit interpreter, and {ask.name} publishes 64-bit "
+             "wheels only.")
+    return Hit(evidence=(pasted_line(ask.seen), pasted_line(bits)), fill=_fill(ask, facts, "Install a 64-bit CPython "
+               "(the Windows installer's \"64-bit\" build) and create the environment with it."))
+
+
+def _judge(m: Matrix, e: Evidence, ask: _Ask) -> Hit | None:
+    """One unsatisfied requirement: an index that cannot carry it, else a 32-bit interpreter, else nothing offered
+    at all, else the releases asked for against what was offered."""
+    gap = _index_gap(m, e, ask)
+    if gap is not None:
+        return Hit(evidence=(pasted_line(ask.seen),), missing=Missing(error=ask.seen.text.strip(), missing=gap,
+                   paste="pip's output with an index that carries the build you need (the variant index of a CUDA "
+                         "your driver serves), and `python --version`"))
+    hit = _thirty_two_bit(e, ask)
+    if hit is not None:
+        return hit
+    p = package_pythons(m, ask.name)
+    if ask.offered == ():
+        return _judge_none(m, e, ask) if p is None or p.wheels_only else None
+    return _judge_pinned(m, e, ask) if str(ask.spec) else None
 
 
 @predicate("pip-offers-no-wheel-for-interpreter", ("python", "system"), ("package", "asked", "facts", "advice"))
@@ -312,13 +401,7 @@ def _pip_offers_no_wheel(f: Facts) -> Iterator[Hit]:
                     "this interpreter"))
         return
     for ask in asks:
-        p = package_pythons(f.matrix, ask.name)
-        if ask.offered == () and (p is None or p.wheels_only):
-            hit = _judge_none(f.matrix, e, ask)
-        elif ask.offered == () or not str(ask.spec):
-            hit = None
-        else:
-            hit = _judge_pinned(f.matrix, e, ask)
+        hit = _judge(f.matrix, e, ask)
         if hit is not None:
             yield hit
             return

@@ -46,6 +46,22 @@ def _python_home(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add("system", "windows" if m["minor"] else "darwin", line, MESSAGE, "path", m.span())
 
 
+def _bits(m: re.Match[str], line: Line, out: Collector) -> None:
+    """A 32-bit or 64-bit interpreter: Windows' ``Python37-32`` directory, collect_env's ``(32-bit runtime)``, a
+    ``win32`` wheel."""
+    out.add("python_bits", 32 if "32" in m[0] else 64, line, MESSAGE, "path", m.span())
+
+
+def _os_wheel(m: re.Match[str], line: Line, out: Collector) -> None:
+    """A Windows or macOS wheel's platform tag (``win_amd64``, ``macosx_10_9_x86_64``): the platform it was for."""
+    tag = m["tag"]
+    system = "windows" if tag.startswith("win") else "darwin"
+    out.add("system", system, line, DOWNLOAD, "wheel", m.span())
+    machine = "aarch64" if tag.endswith("arm64") else "x86_64" if tag.endswith(("x86_64", "amd64")) else None
+    if machine is not None:
+        out.add("machine", machine, line, DOWNLOAD, "wheel", m.span())
+
+
 def _python_image(m: re.Match[str], line: Line, out: Collector) -> None:
     """The official Python container image (``python:3.12-slim``, ``FROM python:3.11``): its interpreter."""
     out.add("python", m["v"], line, PROSE, "image", m.span())
@@ -129,6 +145,9 @@ RULES: tuple[tuple[tuple[str, ...], re.Pattern[str], Handler], ...] = (
     (("\\Python3", "Python.framework/Versions/3."), re.compile(
         r"\\Python3(?P<minor>\d{1,2})(?:-(?:32|64|arm64))?\\|Python\.framework/Versions/(?P<v>3\.\d{1,2})/"),
      _python_home),
+    (("-32\\", "bit runtime)", "win32.whl"), re.compile(
+        r"\\Python3\d{1,2}-32\\|\((?:32|64)-bit runtime\)|-win32\.whl"), _bits),
+    ((".whl",), re.compile(r"-(?P<tag>win_amd64|win_arm64|macosx_\d+_\d+_(?:x86_64|arm64|universal2))\.whl"), _os_wheel),
     (("python:3",), re.compile(r"(?<![\w/.-])python:(?P<v>3\.\d{1,2})(?![\d.])"), _python_image),
     (("Python 3",), re.compile(r"^\W{0,3}(?:Python [Vv]ersion:\s*\(?)?Python (?P<v>3\.\d{1,2}(?:\.\d{1,2})?)(?![\d.])"),
      _python_said),

@@ -197,7 +197,7 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("but you", re.compile(rf"(?P<name>{_NAME}) (?P<version>{VERSION}) (?:requires|has requirement) .*?, but you(?:'ll)? "
                            rf"have (?P<have>{_NAME}) (?P<have_version>{VERSION}) which is incompatible"), _you_have),
     ("matching distribution", re.compile(r"No matching distribution found for (?P<req>\S+)"), _no_match),
-    ("satisfies the requirement", re.compile(r"Could not find a version that satisfies the requirement (?P<req>\S+)"
+    ("satisfies the requirement", re.compile(r"[Cc]ould not find a version that satisfies the requirement (?P<req>\S+)"
                                              r"(?: \(from versions: (?P<offered>[^()]*)\))?"), _no_match),
     ("index", re.compile(r"(?:Looking in indexes:|--(?:extra-)?index-url[= ])(?P<urls>.*)$"), _index),
     *((needle, re.compile(pattern), _unreachable) for needle, pattern in _UNREACHABLE),

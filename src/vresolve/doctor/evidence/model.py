@@ -184,6 +184,7 @@ class Evidence:
     system: tuple[Seen[str], ...] = ()  # "linux" | "windows" | "darwin"
     machine: tuple[Seen[str], ...] = ()  # "x86_64" | "aarch64"
     wsl: tuple[Seen[bool], ...] = ()
+    python_bits: tuple[Seen[int], ...] = ()  # the interpreter's word size where shown (32: no torch wheels at all)
     container: tuple[Seen[str], ...] = ()  # an image ("nvcr.io/nvidia/pytorch:24.08-py3") or "docker"
     jetson: tuple[Seen[str], ...] = ()
     l4t: tuple[Seen[str], ...] = ()  # a Jetson's Jetson Linux release: "36.4.3" (nv_tegra_release, jtop, dpkg)
