@@ -235,16 +235,18 @@ def _judge_pinned(m: Matrix, e: Evidence, ask: _Ask) -> Hit | None:
                      f"wheels for Python {_span(supported)}{_where(plats)} (the matrix); this Python is {python}.")
             if first is not None:
                 facts += f" The first {ask.name} release with wheels for Python {have} is {first}."
-            return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, f"Install {ask.name} {first} or later, or "
-                       f"use {_use(supported, have)}." if first else f"Use {_use(supported, have)}.", unverified=_unverified(m, ask.name, known, plats)))
+            advice = f"Install {ask.name} {first} or later, or use {_use(supported, have)}." if first else \
+                f"Use {_use(supported, have)}."
+            return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, advice, _unverified(m, ask.name, known, plats)))
         return _platform_limit(m, ask, said, lists, have, plats, plat_seen, evidence) if any(lists.values()) else None
     common = _inferred(m, ask.name, offered, plats)
+    advice = f"Use a Python {_span(supported)} interpreter for {ask.name} {max(known)}, or ask for a release pip offers."
+    unverified = _unverified(m, ask.name, known, plats)
     if common and not common & set(supported) and not older:
         facts = (f"{said}. {ask.name} {max(known)} ships wheels for Python {_span(supported)}{_where(plats)} (the "
                  f"matrix). The paste does not show the Python; every release offered has wheels for Python "
                  f"{_span(common)} only, none of which {ask.name} {max(known)} has a wheel for.")
-        return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, f"Use a Python {_span(supported)} interpreter for "
-                   f"{ask.name} {max(known)}, or ask for a release pip offers.", unverified=_unverified(m, ask.name, known, plats)))
+        return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, advice, unverified))
     if not older and any(not pys for ls in lists.values() for pys in ls.values()):
         return _platform_limit(m, ask, said, lists, None, plats, plat_seen, evidence)
     if older:
@@ -254,8 +256,7 @@ def _judge_pinned(m: Matrix, e: Evidence, ask: _Ask) -> Hit | None:
                  + (f"; every release offered has wheels for Python {_span(common)}, and of these {ask.name} "
                     f"{max(known)} has none for {_span(guess)}: the interpreter is likely Python {_span(guess)}."
                     if guess else "."))
-        return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, f"Use a Python {_span(supported)} interpreter for "
-                   f"{ask.name} {max(known)}, or ask for a release pip offers.", unverified=_unverified(m, ask.name, known, plats)))
+        return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, advice, unverified))
     return Hit(evidence=tuple(evidence), missing=Missing(
         error=ask.seen.text.strip(), paste=_PASTE,
         missing=f"the Python version pip runs for ({ask.name} {', '.join(map(str, known[-3:]))} ships wheels for "
@@ -340,7 +341,8 @@ def _judge_none(m: Matrix, e: Evidence, ask: _Ask) -> Hit | None:
         first = _first_with(m, ask.name, have, plats)
         return Hit(evidence=tuple(evidence), fill=_fill(ask, facts + (f" The first {ask.name} release with wheels "
                    f"for Python {have} is {first}." if first else ""), f"Use {_use(supported, have)}"
-                   + (f", or install {ask.name} {first} or later." if first else "."), unverified=_unverified(m, ask.name, asked, plats)))
+                   + (f", or install {ask.name} {first} or later." if first else "."),
+                   unverified=_unverified(m, ask.name, asked, plats)))
     if every and have not in every:
         facts = (f"{said}. No {ask.name} release the matrix knows ships wheels for Python {have}{_where(plats)}: they "
                  f"cover Python {_span(every)}{elsewhere}; this Python is {python}.")
