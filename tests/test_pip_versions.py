@@ -228,3 +228,63 @@ def test_the_python_and_platform_from_paths_images_and_words(line: str, python: 
     e = read_evidence(line + "\n")
     assert e.value("python") == python and e.value("system") == system
 
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# pythons.yaml's format: matrix validate refuses what doctor could not read
+# ---------------------------------------------------------------------------------------------------------------
+
+_BAD_PYTHONS = """\
+packages:
+  - name: torch
+    wheels_only: true
+    source: x
+    verified: secondary
+    releases:
+      - releases: ["1.13.1"]
+        python: {all: ["3.10", "3.9"], solaris: ["3.9"], linux-x86_64: ["3.9.1"]}
+        source: x
+        verified: primary
+      - releases: ["not a version"]
+        python: {}
+        source: x
+        verified: believed
+  - name: Torch
+    wheels_only: yes please
+    source: x
+    verified: primary
+    releases: []
+"""
+
+
+def test_validate_refuses_a_bad_pythons_table(tiny_copy: Any) -> None:
+    from vresolve.errors import MatrixError
+
+    path = tiny_copy({"pythons.yaml": _BAD_PYTHONS})
+    with pytest.raises(MatrixError) as info:
+        load_matrix(path)
+    said = "\n".join(str(p) for p in info.value.problems)
+    for expected in ("expected ascending Python versions", "unknown platform", "Python version (MAJOR.MINOR)",
+                     "invalid release or specifier", "expected at least one platform", "verified",
+                     "package listed twice", "wheels_only"):
+        assert expected in said, said
+
+
+def test_a_matrix_without_pythons_yaml_still_judges_torch_from_torch_yaml(tiny_copy: Any) -> None:
+    """pythons.yaml is optional: torch.yaml's `python` lists still answer for the releases it holds."""
+    m = load_matrix(tiny_copy())
+    assert m.pythons == ()
+    release = m.torch[0]
+    found = wheel_pythons(m, "torch", release.version, "windows-x86_64")
+    assert found is not None and found[0] == tuple(Version(f"{p.major}.{p.minor}") for p in release.python)
+
+
+def test_a_list_of_versions_wrapped_over_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    """tensorflow/tensorflow#61873 (corpus 819): the reporter's paste wraps pip's list over three lines; read whole,
+    it shares only Python 3.7, which TensorFlow 2.12 has no wheel for."""
+    e = read_evidence(_paste(CORPUS, "819").read_text())
+    offered = next(ev.value.offered for ev in e.installer if ev.value.offered)
+    assert offered[0] == "1.13.1" and offered[-1] == "2.11.0" and "2.2.0" in offered and "2.7.2" in offered
+    code, answer = doctor_paste(_paste(CORPUS, "819"), capsys)
+    assert code == 1 and _causes(answer) == ["python-unsupported"]
+    assert "every release offered has wheels for Python 3.7 only" in answer["findings"][0]["explanation"]

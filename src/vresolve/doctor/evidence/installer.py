@@ -87,9 +87,13 @@ def _you_have(m: re.Match[str], line: Line, out: Collector) -> None:
 
 
 def _no_match(m: re.Match[str], line: Line, out: Collector) -> None:
-    req = m["req"].strip()
+    _unsatisfied(m["req"], m.groupdict().get("offered"), line, out)
+
+
+def _unsatisfied(req: str, offered: str | None, line: Line, out: Collector) -> None:
+    """A requirement pip could not satisfy, and the versions it listed ("none": (); not shown: None)."""
+    req = req.strip()
     name = re.match(_NAME, req)
-    offered = m.groupdict().get("offered")
     versions = None if offered is None else tuple(v.strip() for v in offered.split(",")
                                                    if v.strip() and v.strip() != "none")
     out.add("installer", InstallerEvent(action="no-matching-distribution", name=dist_name(name[0]) if name else None,
@@ -233,8 +237,40 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
 )
 
 
+#: pip's list of versions left open at the end of a line (a paste that wrapped it), and the lines that go on with it
+_OPEN_LIST_RE = re.compile(r"[Cc]ould not find a version that satisfies the requirement (?P<req>\S+) \(from versions: "
+                           r"(?P<versions>[^()]*)$")
+_LIST_GOES_ON_RE = re.compile(r"^\s*(?P<versions>(?:\d[\w.+!-]*,\s*)*(?:\d[\w.+!-]*)?),?\s*(?P<close>\))?\s*$")
+
+
 class InstallerReader:
     """pip's and uv's messages (see the module's docstring)."""
 
+    def __init__(self) -> None:
+        #: a "(from versions: ..." list that runs past its line: (its first line, the requirement, versions so far)
+        self._open: tuple[Line, str, list[str]] | None = None
+        self._last = 0
+
     def feed(self, line: Line, out: Collector) -> bool:
+        if self._open is not None and self._goes_on(line, out):
+            return True
+        m = _OPEN_LIST_RE.search(line.body)
+        if m is not None:
+            self._open, self._last = (line, m["req"], [m["versions"]]), line.no
         return apply_rules(RULES, line, out)
+
+    def _goes_on(self, line: Line, out: Collector) -> bool:
+        """A line that carries on an open list of versions (the next line, versions only); when it closes the list,
+        the requirement's event with every version offered, on the list's first line."""
+        assert self._open is not None
+        first, req, parts = self._open
+        m = _LIST_GOES_ON_RE.match(line.body) if line.no == self._last + 1 else None
+        if m is None:
+            self._open = None  # not closed: the first line's event stands, without the list
+            return False
+        parts.append(m["versions"])
+        self._last = line.no
+        if m["close"]:
+            self._open = None
+            _unsatisfied(req, ", ".join(p.strip().strip(",") for p in parts if p.strip()), first, out)
+        return True
