@@ -35,18 +35,13 @@ def _asked(detail: str | None, name: str) -> SpecifierSet | None:
         return None
 
 
-def _no_wheel_for(matrix: Matrix, name: str, asked: SpecifierSet | None, python: Version) -> bool:
-    """Whether no release of ``name`` (vllm, torch) that the request asks for supports this Python: vLLM's
-    ``Requires-Python`` (every release where none is asked for, or none asked is known); torch's Pythons with wheels
-    (no judgement where the request names no torch release the matrix knows)."""
-    if name == "vllm":
-        releases = [r for r in matrix.vllm if asked is None or asked.contains(r.version, prereleases=True)] \
-            or list(matrix.vllm)
-        return not any(r.requires_python is None or r.requires_python.contains(python, prereleases=True)
-                       for r in releases)
-    torches = [r for r in matrix.torch if asked is not None and asked.contains(r.version, prereleases=True)]
-    return bool(torches) and not any((python.major, python.minor) in {(p.major, p.minor) for p in r.python}
-                                     for r in torches)
+def _no_wheel_for(matrix: Matrix, asked: SpecifierSet | None, python: Version) -> bool:
+    """Whether no vLLM release the request asks for supports this Python (``Requires-Python``; every release where
+    none is asked for, or none asked is known). torch and the other binary-only packages: :mod:`.pip_versions`."""
+    releases = [r for r in matrix.vllm if asked is None or asked.contains(r.version, prereleases=True)] \
+        or list(matrix.vllm)
+    return not any(r.requires_python is None or r.requires_python.contains(python, prereleases=True)
+                   for r in releases)
 
 
 @predicate("pip-finds-no-wheel-for-python", ("python",))
@@ -62,7 +57,7 @@ def _no_wheel_for_python(f: Facts) -> Iterator[Hit]:
     for ev in e.installer:
         name = (ev.value.name or "").lower()
         if ev.value.action == "no-matching-distribution" and name == "vllm" \
-                and _no_wheel_for(f.matrix, name, _asked(ev.value.detail, name), have):
+                and _no_wheel_for(f.matrix, _asked(ev.value.detail, name), have):
             yield Hit(evidence=(pasted_line(ev), pasted_line(python)))
             return
 
