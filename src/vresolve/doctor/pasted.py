@@ -55,7 +55,8 @@ _MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cusparse", "cufft", "curand", 
 #: the predicates that read what only a paste shows (``Facts.log``), judged with the paste's typed lines (in this
 #: order: a finding's lines, and the order of findings of one severity, follow it)
 PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-without-gpus",
-                     "container-built-for-newer-driver", "pip-finds-no-wheel-for-python")
+                     "container-built-for-newer-driver", "pip-finds-no-wheel-for-python", "ptxas-older-than-ptx",
+                     "triton-image-newer-than-driver", "companion-cuda-build-beside-cpu-torch", "jaxlib-without-cuda")
 
 
 def _line(seen: Seen[Any]) -> str:
@@ -221,7 +222,8 @@ def _unexplained(e: Evidence) -> list[Unclear]:
 #: signals that show a failure no known-issues row names by itself (what doctor reads, without a cause)
 _FAILURE_SIGNALS = frozenset({
     "container-without-gpu", "cuda-home-unset", "cuda-init-failed", "cuda-oom", "driver-combination",
-    "gcc-unsupported", "no-cuda-gpus", "no-driver", "nvcc-unsupported-arch", "undefined-symbol", "vllm-c-obsolete"})
+    "gcc-unsupported", "no-cuda-gpus", "no-driver", "nvcc-unsupported-arch", "undefined-symbol", "vllm-c-obsolete",
+    "invalid-image", "jax-cuda-plugin-failed"})
 #: what to paste next, by the kind of failure shown
 _PASTE_FOR = {
     "cuda": "the whole log from its first error, run again with `CUDA_LAUNCH_BLOCKING=1`, and " + ASK_FOR,
@@ -271,6 +273,19 @@ def _pasted_holds(facts: Facts) -> Iterator[tuple[KnownIssue, Hit]]:
     """The rows of :data:`PASTED_PREDICATES` that hold, predicate by predicate in that order."""
     for name in PASTED_PREDICATES:
         yield from holds(facts, (name,))
+
+
+def _cpu_torch_is_the_mismatch(e: Evidence) -> bool:
+    """Whether a companion built for a CUDA torch sits beside a CPU-only torch of the release it was built for (or of
+    no release shown): then the CPU torch is the whole mismatch, and a companion "for your torch" is not the fix."""
+    from .paste_predicates import cuda_companion_beside_cpu_torch
+
+    if not cuda_companion_beside_cpu_torch(e):
+        return False
+    torch = e.dist("torch")
+    have = public_version(torch.value.version) if torch is not None else None
+    built = {public_version(bf.value.torch) for bf in e.built_for if bf.value.torch}
+    return have is None or built <= {have}
 
 
 def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -> tuple[list[Finding], list[Unclear]]:
@@ -375,6 +390,14 @@ def merge_log_findings(findings: Sequence[Finding], typed: Sequence[Finding],
     signed = [replace(f, evidence=cite(f.evidence)) if cite else f
               for f in findings if f.source == "log" and f.cause not in named]
     return dedupe([f for f in findings if f.source != "log"] + signed + list(typed))
+
+
+def overruled(findings: Sequence[Finding], e: Evidence) -> list[Finding]:
+    """Findings the paste's facts overrule: a companion "built for another torch" (a signature's) where the only
+    difference is that the torch is a CPU build of the release it was built for (the CPU build is the cause)."""
+    if not _cpu_torch_is_the_mismatch(e):
+        return list(findings)
+    return [f for f in findings if f.cause != "companion-mismatch"]
 
 
 _UNAVAILABLE_RE = re.compile(r"`?torch\.cuda\.is_available\(\)`?\s*(?:is|returns|=)\s*False", re.IGNORECASE)

@@ -1,0 +1,206 @@
+"""Families from the held-out misses of issue 25 now read by their facts (tests/data/heldout 516, 517, 526, 713, 720),
+each with look-alikes that share its words and must not get its cause:
+
+- a ptxas refusing PTX of a newer ISA than its own (toolkit-mismatch), its ISAs read against cuda.yaml's ``ptx_isa``;
+- Triton's kernel image refused by a driver of CUDA 11 or older (ptx-toolchain-too-new), not named where the driver is
+  not shown or serves CUDA 12;
+- a framework's build without CUDA: JAX's CPU jaxlib, a companion built for a CUDA torch beside a CPU torch
+  (cpu-only-build, the CPU torch named instead of the companion);
+- setuptools' and distutils' words for no MSVC (c-compiler-missing).
+
+The pastes are real text from the threads their sidecars cite; single lines below are real lines of the same families
+(their threads in the comments).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from vresolve.matrix import load_matrix
+
+from .conftest import doctor_paste
+
+DATA = Path(__file__).parent / "data"
+CORPUS, HELDOUT = DATA / "corpus", DATA / "heldout"
+Capsys = pytest.CaptureFixture[str]
+
+
+def _paste(tmp_path: Path, text: str, capsys: Capsys) -> tuple[int, dict]:  # type: ignore[type-arg]
+    path = tmp_path / "paste.txt"
+    path.write_text(text)
+    return doctor_paste(path, capsys)
+
+
+def _causes(doc: dict) -> list[str]:  # type: ignore[type-arg]
+    return [f["cause"] for f in doc.get("findings", [])]
+
+
+def _errors(doc: dict) -> list[str]:  # type: ignore[type-arg]
+    return [f["cause"] for f in doc["findings"] if f["severity"] == "error"]
+
+
+def _one(directory: Path, number: int) -> Path:
+    return next(directory.glob(f"{number}-*.txt"))
+
+
+# --- the PTX ISA table in the matrix ---
+
+def test_the_ptx_isa_of_each_toolkit_is_nvidias_table() -> None:
+    """cuda.yaml's ptx_isa, from NVIDIA's PTX ISA release notes: CUDA 11.x writes 7.x, 12.0-12.5 write 8.0-8.5, 12.6
+    still 8.5 (its ptxas says so), 12.8 8.7, 12.9 8.8, 13.0 9.0; not given where unsourced."""
+    m = load_matrix(Path(__file__).parents[1] / "compat_matrix")
+    isa = {str(t.version): str(t.ptx_isa) for t in m.toolkits if t.ptx_isa is not None}
+    assert (isa["11.2"], isa["11.3"], isa["11.8"], isa["12.0"], isa["12.5"], isa["12.6"], isa["12.8"], isa["12.9"],
+            isa["13.0"]) == ("7.2", "7.3", "7.8", "8.0", "8.5", "8.5", "8.7", "8.8", "9.0")
+    assert all(m.toolkit(Version(v)) is not None for v in isa) and "13.3" not in isa
+
+
+# --- a ptxas older than the PTX it is given ---
+
+@pytest.mark.parametrize(("path", "said"), [
+    (_one(HELDOUT, 516), "PTX ISA 7.3 needs the ptxas of CUDA 11.3 or later; this ptxas takes PTX ISA 7.2 at most "
+                         "(CUDA 11.2)"),
+    # Windows: Triton wrote 8.6 (NVIDIA's table: CUDA 12.7, never released) for the system CUDA 12.6 ptxas
+    (_one(CORPUS, 840), "PTX ISA 8.6 needs the ptxas of CUDA 12.8 or later; this ptxas takes PTX ISA 8.5 at most "
+                        "(CUDA 12.5 or 12.6)"),
+    (_one(CORPUS, 841), "PTX ISA 8.4 needs the ptxas of CUDA 12.4 or later; this ptxas takes PTX ISA 7.8 at most "
+                        "(CUDA 11.8)"),
+])
+def test_a_ptxas_older_than_its_ptx_is_a_toolkit_mismatch(path: Path, said: str, capsys: Capsys) -> None:
+    code, doc = doctor_paste(path, capsys)
+    found = next(f for f in doc["findings"] if f["cause"] == "toolkit-mismatch")
+    assert code == 1 and found["severity"] == "error"
+    assert any(e.startswith(said) for e in found["evidence"]), found["evidence"]
+
+
+@pytest.mark.parametrize("text", [
+    # a healthy build's ptxas lines (vLLM's and flash-attn's verbose builds print these)
+    "ptxas info    : 0 bytes gmem\nptxas info    : Compiling entry function '_Z6kernelPf' for 'sm_80'\n"
+    "ptxas info    : Used 40 registers, 376 bytes cmem[0]\n",
+    # nvcc refusing a GPU architecture is another family (the toolkit older than the GPU, not than the PTX)
+    "nvcc fatal   : Unsupported gpu architecture 'compute_90'\n",
+])
+def test_other_ptxas_and_nvcc_lines_are_not_a_ptx_version_refusal(text: str, tmp_path: Path, capsys: Capsys) -> None:
+    _, doc = _paste(tmp_path, text, capsys)
+    assert "toolkit-mismatch" not in _causes(doc)
+
+
+# --- Triton's kernel image refused by the driver ---
+
+def test_triton_image_refused_by_a_cuda_11_driver_is_a_toolchain_too_new(capsys: Capsys) -> None:
+    """517: driver 470 (CUDA 11.4) refuses Triton's kernels: the driver's CUDA is read against the toolchain's."""
+    code, doc = doctor_paste(_one(HELDOUT, 517), capsys)
+    found = next(f for f in doc["findings"] if f["cause"] == "ptx-toolchain-too-new")
+    assert code == 1 and found["severity"] == "error"
+    assert any("the driver serves CUDA 11.4 (PTX ISA 7.4 at most" in e for e in found["evidence"])
+
+
+def test_triton_image_refused_without_the_driver_is_not_named(capsys: Capsys) -> None:
+    """842 (triton#1323): the refused image came from a cache built on another GPU; no driver is shown, so nothing is
+    named, and doctor asks for nvidia-smi and Triton's version."""
+    code, doc = doctor_paste(_one(CORPUS, 842), capsys)
+    assert code == 1 and _errors(doc) == [] and "ptx-toolchain-too-new" not in _causes(doc)
+    assert "nvidia-smi" in doc["unclear"][0]["paste"] and "triton" in doc["unclear"][0]["paste"]
+
+
+@pytest.mark.parametrize("text", [
+    # predibase/lorax#237: the same error, and a host whose driver serves CUDA 12.2
+    "RuntimeError: Triton Error [CUDA]: device kernel image is invalid\n"
+    "| NVIDIA-SMI 535.54.03              Driver Version: 535.54.03    CUDA Version: 12.2     |\n",
+    # numba's form of the same driver error (not Triton's): no JIT toolchain named, so no cause
+    "numba.cuda.cudadrv.driver.CudaAPIError: [200] Call to cuModuleLoadDataEx results in CUDA_ERROR_INVALID_IMAGE\n"
+    "| NVIDIA-SMI 470.182.03   Driver Version: 470.182.03   CUDA Version: 11.4     |\n",
+])
+def test_a_refused_image_the_driver_does_not_explain_stays_unnamed(text: str, tmp_path: Path, capsys: Capsys) -> None:
+    code, doc = _paste(tmp_path, text, capsys)
+    assert code == 1 and "ptx-toolchain-too-new" not in _causes(doc) and doc["unclear"]
+
+
+# --- builds without CUDA: JAX ---
+
+@pytest.mark.parametrize("path", [_one(HELDOUT, 526), _one(CORPUS, 844)])
+def test_jax_saying_its_jaxlib_has_no_cuda_is_a_cpu_only_build(path: Path, capsys: Capsys) -> None:
+    _, doc = doctor_paste(path, capsys)
+    assert "cpu-only-build" in _causes(doc)
+
+
+def test_the_jaxlib_warning_alone_is_no_error(capsys: Capsys) -> None:
+    """843 (kohya-colab#133): the warning where JAX is only a dependency and the GPU is used: said, not an error."""
+    code, doc = doctor_paste(_one(CORPUS, 843), capsys)
+    assert code == 0 and _errors(doc) == []
+
+
+@pytest.mark.parametrize("text", [
+    # jax-ml/jax#29068: `uv add jax[cuda12]` installed the CUDA plugin, which then failed to initialize
+    " + jax==0.6.1\n + jax-cuda12-pjrt==0.6.1\n + jax-cuda12-plugin==0.6.1\n + jaxlib==0.6.1\n"
+    "ERROR:2025-05-28 18:06:26,600:jax._src.xla_bridge:444: Jax plugin configuration error: Exception when calling "
+    "jax_plugins.xla_cuda12.initialize()\n"
+    "An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not installed. Falling back to cpu.\n",
+    # JAX's older words, which say no more than that no GPU backend came up (jax/_src/xla_bridge.py before 0.4.x)
+    "WARNING:absl:No GPU/TPU found, falling back to CPU. (Set TF_CPP_MIN_LOG_LEVEL=0 and rerun for more info.)\n",
+])
+def test_a_failing_jax_cuda_plugin_or_an_undecided_fallback_is_not_a_cpu_jaxlib(text: str, tmp_path: Path,
+                                                                               capsys: Capsys) -> None:
+    _, doc = _paste(tmp_path, text, capsys)
+    assert "cpu-only-build" not in _causes(doc)
+
+
+def test_a_cuda_plugin_failing_then_falling_back_is_not_named(capsys: Capsys) -> None:
+    """845 (mujoco_playground#137): the plugin cannot load cuSPARSE, then JAX's fallback words: cause not named."""
+    code, doc = doctor_paste(_one(CORPUS, 845), capsys)
+    assert code == 1 and "cpu-only-build" not in _causes(doc) and doc["unclear"]
+
+
+# --- builds without CUDA: a companion built for a CUDA torch beside a CPU torch ---
+
+@pytest.mark.parametrize("path", [_one(HELDOUT, 713), _one(CORPUS, 847), _one(CORPUS, 848)])
+def test_a_cuda_companion_beside_a_cpu_torch_names_the_cpu_torch(path: Path, capsys: Capsys) -> None:
+    """xFormers built for X+cuNNN beside X+cpu: the CPU torch is the cause; "install the xformers for your torch"
+    (companion-mismatch) would be the wrong fix and is not said."""
+    code, doc = doctor_paste(path, capsys)
+    assert code == 1 and "cpu-only-build" in _errors(doc) and "companion-mismatch" not in _causes(doc)
+
+
+def test_a_companion_of_another_cuda_release_is_still_a_companion_mismatch(capsys: Capsys) -> None:
+    """849 (A1111#11395): built for 2.0.0+cu118, torch 1.13.1+cu117: a CUDA torch of another release."""
+    _, doc = doctor_paste(_one(CORPUS, 849), capsys)
+    assert "companion-mismatch" in _causes(doc) and "cpu-only-build" not in _causes(doc)
+
+
+def test_the_cpu_torch_is_named_whatever_else_xformers_lists(tmp_path: Path, capsys: Capsys) -> None:
+    """facebookresearch/xformers#982: built for 2.2.0+cu121 and Python 3.11.7; torch 2.2.0+cpu, Python 3.11.0 (the
+    same minor): the CPU torch alone."""
+    _, doc = _paste(tmp_path, "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+                    "    PyTorch 2.2.0+cu121 with CUDA 1201 (you have 2.2.0+cpu)\n"
+                    "    Python  3.11.7 (you have 3.11.0)\n", capsys)
+    assert "cpu-only-build" in _errors(doc) and "companion-mismatch" not in _causes(doc)
+
+
+# --- no MSVC for a Python build on Windows ---
+
+@pytest.mark.parametrize("text", [
+    # keras-retinanet#606 (held-out 720): older setuptools' words
+    "error: Microsoft Visual C++ 14.0 is required. Get it with \"Microsoft Visual C++ Build Tools\": "
+    "http://landinghub.visualstudio.com/visual-cpp-build-tools\n",
+    # today's setuptools (setuptools/msvc.py's _augment_exception)
+    "error: Microsoft Visual C++ 14.0 or greater is required. Get it with \"Microsoft C++ Build Tools\": "
+    "https://visualstudio.microsoft.com/visual-cpp-build-tools/\n",
+    # Python 2.7's (the same function, version 9.0), and distutils' own words (cocoapi#150)
+    "error: Microsoft Visual C++ 9.0 is required (Unable to find vcvarsall.bat). Get it from http://aka.ms/vcpython27\n",
+    "running build_ext\nbuilding 'pycocotools._mask' extension\nerror: Unable to find vcvarsall.bat\n",
+])
+def test_no_msvc_for_a_python_build_is_a_missing_compiler(text: str, tmp_path: Path, capsys: Capsys) -> None:
+    code, doc = _paste(tmp_path, text, capsys)
+    assert code == 1 and "c-compiler-missing" in _errors(doc)
+
+
+def test_the_runtime_dlls_missing_is_not_a_missing_compiler(tmp_path: Path, capsys: Capsys) -> None:
+    """torch/__init__.py's words on Windows when a DLL does not load: the Visual C++ runtime, not a compiler."""
+    _, doc = _paste(tmp_path, "OSError: [WinError 126] The specified module could not be found. Error loading "
+                    "\"C:\\Python310\\lib\\site-packages\\torch\\lib\\c10.dll\" or one of its dependencies.\n"
+                    "Microsoft Visual C++ Redistributable is not installed, this may lead to the DLL load failure.\n",
+                    capsys)
+    assert "c-compiler-missing" not in _causes(doc)
