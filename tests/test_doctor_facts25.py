@@ -204,3 +204,43 @@ def test_the_runtime_dlls_missing_is_not_a_missing_compiler(tmp_path: Path, caps
                     "Microsoft Visual C++ Redistributable is not installed, this may lead to the DLL load failure.\n",
                     capsys)
     assert "c-compiler-missing" not in _causes(doc)
+
+
+# --- NCCL failures whose transport the paste does not show: not guessed, and what settles it asked for ---
+
+@pytest.mark.parametrize("number", [718, 534])
+def test_an_nccl_error_without_its_warn_lines_is_not_named(number: int, capsys: Capsys) -> None:
+    """718 (pytorch#23363, two containers: their bridge network) and 534 (DeepSpeedExamples#845, the socket
+    interface): the threads found network causes, but the pastes show only NCCL's summary line, which a too-small
+    /dev/shm, a crashed peer or a P2P fault print alike: cause not named, and the paste asks for NCCL's own lines and
+    the containers' flags."""
+    code, doc = doctor_paste(_one(HELDOUT, number), capsys)
+    assert code == 1 and _errors(doc) == [] and len(doc["unclear"]) == 1
+    paste = doc["unclear"][0]["paste"]
+    assert all(w in paste for w in ("NCCL_DEBUG=INFO", "NCCL WARN", "ip addr", "--network", "--ipc", "--shm-size"))
+
+
+@pytest.mark.parametrize("number", [265, 602, 263])
+def test_nccl_naming_the_failing_transport_is_still_named(number: int, capsys: Capsys) -> None:
+    """Look-alikes the other way: NCCL's own lines naming the failing transport (no socket interface, an InfiniBand
+    verbs call in a container, P2P's IPC handle) settle it."""
+    _, doc = doctor_paste(_one(CORPUS, number), capsys)
+    assert "nccl-misconfigured" in _errors(doc)
+
+
+# --- a compiled extension that did not load, its reason cut off ---
+
+def test_an_extension_that_did_not_load_asks_for_its_reason_and_versions(capsys: Capsys) -> None:
+    """626 (sglang#17460): sgl-kernel's report without its "Error details" or any version: the facts do not settle
+    whether it is a torch of another release (the PR's cause) or a library not found, so nothing is named and the
+    paste asks for the loader's reason and the versions of torch and the package."""
+    code, doc = doctor_paste(_one(HELDOUT, 626), capsys)
+    assert code == 1 and _errors(doc) == []
+    paste = doc["unclear"][0]["paste"]
+    assert "undefined symbol" in paste and "pip list" in paste and "torch" in paste
+
+
+def test_an_extension_whose_symbol_is_shown_is_still_judged(capsys: Capsys) -> None:
+    """Look-alike: the same report with its undefined torch symbol (138, sglang#13948) is judged as before."""
+    _, doc = doctor_paste(_one(CORPUS, 138), capsys)
+    assert "torch-abi-mismatch" in _errors(doc)

@@ -227,8 +227,21 @@ _FAILURE_SIGNALS = frozenset({
 #: what to paste next, by the kind of failure shown
 _PASTE_FOR = {
     "cuda": "the whole log from its first error, run again with `CUDA_LAUNCH_BLOCKING=1`, and " + ASK_FOR,
-    "nccl": "the log run again with `NCCL_DEBUG=INFO`, the output of `nvidia-smi topo -m`, and " + ASK_FOR,
+    # NCCL's own WARN lines name the transport that failed (NET/Socket and the interface, NET/IB, SHM, P2P); between
+    # containers the cause is most often in how they were started (a bridge network, a private IPC namespace, a
+    # 64 MB /dev/shm)
+    "nccl": "the log of every rank run again with `NCCL_DEBUG=INFO` (NCCL's `NCCL WARN` and `NET/` lines name the "
+            "transport that failed and the interface it used), the output of `nvidia-smi topo -m` and `ip addr` on each "
+            "node, and, in containers, the `docker run` flags they were started with (`--network`, `--ipc`, "
+            "`--shm-size`); and " + ASK_FOR,
 }
+#: a compiled extension that says it did not load, without the loader's reason (sgl-kernel's report cut short)
+_EXTENSION_UNLOADED_RE = re.compile(r"\b(?:could not|cannot|can't|failed to) load (?:any )?[\w.-]*\s?(?:library|extension)",
+                                    re.IGNORECASE)
+ASK_FOR_EXTENSION = ("the import's whole error (the loader's own reason: `undefined symbol`, `cannot open shared object "
+                     "file`), the versions of torch and of the package that failed (`pip list | grep -i -E "
+                     "\"torch|kernel|flash|xformers|vllm\"`: a compiled extension loads only with the torch release it "
+                     "was built for), and " + ASK_FOR)
 
 
 def _failed_lines(e: Evidence) -> list[Unclear]:
@@ -245,8 +258,9 @@ def _failed_lines(e: Evidence) -> list[Unclear]:
     seen.sort(key=lambda ks: (rank[ks[0]], ks[1].line))
     kind, first = seen[0]
     lines = tuple(dict.fromkeys(_line(s) for _, s in seen))[:3]
+    unloaded = any(_EXTENSION_UNLOADED_RE.search(s.text) for _, s in seen)
     return [Unclear(error=first.text.strip(), missing="the facts that name its cause (torch, its CUDA, the GPUs, "
-                    "the driver)", evidence=lines, paste=_PASTE_FOR.get(kind, ASK_FOR))]
+                    "the driver)", evidence=lines, paste=ASK_FOR_EXTENSION if unloaded else _PASTE_FOR.get(kind, ASK_FOR))]
 
 
 def _all_causes(e: Evidence, matrix: Matrix) -> tuple[list[tuple[str, Seen[Any]]], list[Unclear]]:
