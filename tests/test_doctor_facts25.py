@@ -244,3 +244,53 @@ def test_an_extension_whose_symbol_is_shown_is_still_judged(capsys: Capsys) -> N
     """Look-alike: the same report with its undefined torch symbol (138, sglang#13948) is judged as before."""
     _, doc = doctor_paste(_one(CORPUS, 138), capsys)
     assert "torch-abi-mismatch" in _errors(doc)
+
+
+# --- `doctor --log` on the machine itself: the paste's predicates read the live machine's facts ---
+
+def _live(tmp_path: Path, text: str, monkeypatch: pytest.MonkeyPatch, capsys: Capsys, driver: str, cuda: str) -> dict:  # type: ignore[type-arg]
+    import json
+
+    from vresolve.cli import main
+
+    path = tmp_path / "paste.txt"
+    path.write_text(text)
+    monkeypatch.setenv("VRESOLVE_DRIVER", driver)
+    monkeypatch.setenv("VRESOLVE_CUDA_DRIVER", cuda)
+    monkeypatch.setenv("VRESOLVE_GPUS", "NVIDIA A10")
+    main(["doctor", "--log", str(path), "--json"])  # no --no-env: judged on this machine (its driver from detection)
+    return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+
+TRITON_REFUSED = "RuntimeError: Triton Error [CUDA]: device kernel image is invalid.\n"  # triton#2971's line
+#: NGC's banner as a corpus excerpt has it, without the host's driver (that part cut)
+NGC_BANNER = "This container was built for NVIDIA Driver Release 545.23 or later, but\n"
+
+
+def test_a_pasted_error_is_judged_with_the_live_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: Capsys) -> None:
+    """The paste shows only Triton's error; the machine doctor runs on has driver 470 (CUDA 11.4): named, citing it."""
+    doc = _live(tmp_path, TRITON_REFUSED, monkeypatch, capsys, "470.182.03", "11.4")
+    found = next(f for f in doc["findings"] if f["cause"] == "ptx-toolchain-too-new")
+    assert "this machine's driver 470.182.03 (CUDA 11.4)" in found["evidence"]
+
+
+def test_a_live_driver_of_cuda_12_does_not_explain_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: Capsys) -> None:
+    doc = _live(tmp_path, TRITON_REFUSED, monkeypatch, capsys, "535.104.05", "12.2")
+    assert "ptx-toolchain-too-new" not in _causes(doc) and doc["unclear"]
+
+
+def test_without_the_live_machine_the_driver_is_asked_for(capsys: Capsys, tmp_path: Path) -> None:
+    _, doc = _paste(tmp_path, TRITON_REFUSED, capsys)
+    assert "ptx-toolchain-too-new" not in _causes(doc) and "nvidia-smi" in doc["unclear"][0]["paste"]
+
+
+@pytest.mark.parametrize(("driver", "named"), [("535.104.05", True), ("550.54.15", False)])
+def test_ngcs_banner_is_read_against_the_live_driver(driver: str, named: bool, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch, capsys: Capsys) -> None:
+    """The banner's driver release against this machine's driver: older is driver-too-old, newer is nothing."""
+    doc = _live(tmp_path, NGC_BANNER, monkeypatch, capsys, driver, "12.2")
+    found = [f for f in doc["findings"] if f["cause"] == "driver-too-old"
+             and f"this machine's driver {driver}" in f["evidence"]]
+    assert bool(found) is named

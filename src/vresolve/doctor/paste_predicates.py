@@ -112,6 +112,12 @@ def _container_driver(f: Facts) -> Iterator[Hit]:
     if e is None or banner is None:
         return
     driver = e.best("driver")
+    live = f.host.driver.version
+    if driver is None and live is not None:  # judged on the machine doctor probed
+        older = live < DriverVersion.parse(banner.value.detail or "0")
+        if older:
+            yield Hit(evidence=(pasted_line(banner), f"this machine's driver {live}"))
+        return
     if driver is None:
         yield Hit(evidence=(pasted_line(banner),), missing=Missing(
             error=banner.text.strip(), missing="the host's NVIDIA driver version",
@@ -297,18 +303,26 @@ def _ptxas_older_than_ptx(f: Facts) -> Iterator[Hit]:
         return
 
 
-def _driver_cuda(f: Facts, e: Evidence) -> tuple[Version, Seen[Any]] | None:
-    """The newest CUDA the pasted driver serves: nvidia-smi's "CUDA Version", else the newest toolkit whose own
-    Linux floor the driver meets (cuda.yaml)."""
+def _served_by(f: Facts, driver: DriverVersion) -> Version | None:
+    """The newest CUDA toolkit whose own Linux floor ``driver`` meets (cuda.yaml)."""
+    return max((t.version for t in f.matrix.toolkits if t.min_driver.linux is not None and t.min_driver.linux <= driver),
+               default=None)
+
+
+def _driver_cuda(f: Facts, e: Evidence) -> tuple[Version, str] | None:
+    """The newest CUDA the driver serves, and the line that says so: the paste's nvidia-smi "CUDA Version", else its
+    driver read against cuda.yaml; else the machine doctor probed (``doctor --log`` on it)."""
     served = e.best("cuda_driver")
     cuda = public_version(str(served.value)) if served is not None else None
     if served is not None and cuda is not None:
-        return cuda, served
+        return cuda, pasted_line(served)
     driver = e.best("driver")
-    if driver is None:
-        return None
-    met = [t.version for t in f.matrix.toolkits if t.min_driver.linux is not None and t.min_driver.linux <= driver.value]
-    return (max(met), driver) if met else None
+    cuda = _served_by(f, driver.value) if driver is not None else None
+    if driver is not None:
+        return (cuda, pasted_line(driver)) if cuda is not None else None
+    live = f.host.driver
+    cuda = live.cuda or (_served_by(f, live.version) if live.version is not None else None)
+    return (cuda, f"this machine's driver {live.version} (CUDA {cuda})") if cuda is not None else None
 
 
 @predicate("triton-image-newer-than-driver", ("driver", "cuda_driver"))
@@ -327,11 +341,11 @@ def _triton_image_newer_than_driver(f: Facts) -> Iterator[Hit]:
             error=refused.text.strip(), missing="the driver's version and the CUDA it serves, and Triton's version",
             paste="the output of `nvidia-smi` and of `pip list | grep -i -E \"triton|torch\"`"))
         return
-    cuda, seen = served
+    cuda, line = served
     if cuda.major < 12:
         isa = next((t.ptx_isa for t in f.matrix.toolkits if (t.version.major, t.version.minor)
                     == (cuda.major, cuda.minor) and t.ptx_isa is not None), None)
-        yield Hit(evidence=(pasted_line(refused), pasted_line(seen),
+        yield Hit(evidence=(pasted_line(refused), line,
                             f"the driver serves CUDA {cuda.major}.{cuda.minor}" + (f" (PTX ISA {isa} at most, cuda.yaml)"
                                                                                   if isa is not None else "")
                             + ": it loads no kernel of a CUDA 12 ptxas"), seen=(refused,))

@@ -302,9 +302,12 @@ def _cpu_torch_is_the_mismatch(e: Evidence) -> bool:
     return have is None or built <= {have}
 
 
-def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -> tuple[list[Finding], list[Unclear]]:
+def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = (),
+                 host: Host | None = None) -> tuple[list[Finding], list[Unclear]]:
     """Findings for the causes the paste's typed lines show, one per cause (with every line that shows
-    it, up to five), leaving out causes ``already`` found; and the errors whose cause the paste does not settle."""
+    it, up to five), leaving out causes ``already`` found; and the errors whose cause the paste does not settle.
+    ``host``: the machine doctor probed, when the paste is judged on it (``doctor --log`` without ``--no-env``): the
+    paste's predicates read its facts where the paste does not show them (its driver)."""
     lines: dict[str, list[str]] = {}
     rows: dict[str, KnownIssue] = {}
     found, unclear = _all_causes(e, matrix)
@@ -316,7 +319,7 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -
         if row is not None and row.cause == cause:
             rows.setdefault(cause, row)
     out = []
-    facts = Facts(host=Host(), matrix=matrix, log=e)
+    facts = Facts(host=host or Host(), matrix=matrix, log=e)
     for row, hit in _pasted_holds(facts):  # rows judged from the log
         if hit.missing is not None:  # the row's fact is not shown: its error is not settled
             m = hit.missing
