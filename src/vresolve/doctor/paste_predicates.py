@@ -392,3 +392,50 @@ def _jaxlib_without_cuda(f: Facts) -> Iterator[Hit]:
             (jaxlib is not None and "cuda" in (jaxlib.value.version or "").partition("+")[2].lower()):
         return
     yield Hit(evidence=(pasted_line(said), *((pasted_line(jaxlib),) if jaxlib is not None else ())), seen=(said,))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# torch's own symbols or libraries missing for a compiled extension (judged among the signals, in the symbols' order)
+# ------------------------------------------------------------------------------------------------------------
+
+#: whose C++ ABI a torch-owned undefined symbol in this library breaks: a companion's, else the ABI's
+_COMPANIONS = ("flash_attn", "flashinfer", "xformers", "torchvision", "torchaudio")
+
+
+def symbol_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
+    """torch's own symbols or libraries missing for an extension: a companion's build for another torch when the
+    extension is a companion's (its file, or the package being imported), else the ABI of torch itself."""
+    importing = {i.value for i in e.imported}
+    companion_imported = bool(importing & set(_COMPANIONS)) and not importing & {"vllm", "sgl_kernel"}
+    for s in e.symbols:
+        if s.value.owner != "torch":
+            continue
+        where = (s.value.library or "") + " " + s.text
+        companion = any(c in where for c in _COMPANIONS) or (companion_imported and "vllm" not in where)
+        yield ("companion-mismatch" if companion else "torch-abi-mismatch"), s
+    for lib in e.libraries:  # libtorch_cuda_cpp.so, libc10_cuda.so: built against a torch that had them
+        if lib.value.missing and lib.value.name.startswith(("torch", "c10")) and companion_imported:
+            yield "companion-mismatch", lib
+
+
+def _symbol_hits(f: Facts, cause: str) -> Iterator[Hit]:
+    for c, seen in symbol_causes(f.log) if f.log is not None else ():
+        if c == cause:
+            yield from _typed_hit([seen])
+
+
+@predicate("torch-symbol-missing-in-companion", ("torch", "torchvision", "torchaudio", "xformers", "flashinfer",
+                                                 "flash-attn"))
+def _torch_symbol_in_companion(f: Facts) -> Iterator[Hit]:
+    """A companion's library (its file, or the package being imported) missing a symbol or library of torch's own."""
+    yield from _symbol_hits(f, "companion-mismatch")
+
+
+@predicate("torch-symbol-missing-in-extension", ("vllm", "torch"))
+def _torch_symbol_in_extension(f: Facts) -> Iterator[Hit]:
+    """Another extension (vLLM's, sgl-kernel's) missing a symbol of torch's own: built against another torch."""
+    yield from _symbol_hits(f, "torch-abi-mismatch")
+
+
+#: the predicates of torch's symbols, judged among the signals (pasted.py's ``_causes``)
+SYMBOL_PREDICATES = ("torch-symbol-missing-in-companion", "torch-symbol-missing-in-extension")

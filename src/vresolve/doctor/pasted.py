@@ -23,6 +23,7 @@ from .evidence.model import REPORT
 from .facts import Finding, dedupe, in_site_packages, with_version
 from .judge import Facts, fill, holds
 from .logs import issue_for, match_log
+from .paste_predicates import SYMBOL_PREDICATES, symbol_causes
 from .predicates import Hit
 from .predicates import pasted_release as _release
 
@@ -44,9 +45,6 @@ class Unclear:
     def to_dict(self) -> dict[str, object]:
         return {"error": self.error, "missing": self.missing, "evidence": list(self.evidence), "paste": self.paste}
 
-# whose C++ ABI a torch-owned undefined symbol in this library breaks: a companion's, else the ABI's
-_COMPANIONS = ("flash_attn", "flashinfer", "xformers", "torchvision", "torchaudio")
-
 #: the CUDA libraries whose absence is a missing library, not another CUDA major's runtime (cudart, nvrtc):
 #: cuDNN's and NCCL's, cuBLAS's family (``libcudnn_ops_infer.so.8`` is cuDNN's); ``libcuda`` is the driver's
 _MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cusparse", "cufft", "curand", "cusolver")
@@ -61,22 +59,6 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
 
 def _line(seen: Seen[Any]) -> str:
     return f"pasted line {seen.line}: {seen.text}"
-
-
-def _symbol_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
-    """torch's own symbols or libraries missing for an extension: a companion's build for another torch when the
-    extension is a companion's (its file, or the package being imported), else the ABI of torch itself."""
-    importing = {i.value for i in e.imported}
-    companion_imported = bool(importing & set(_COMPANIONS)) and not importing & {"vllm", "sgl_kernel"}
-    for s in e.symbols:
-        if s.value.owner != "torch":
-            continue
-        where = (s.value.library or "") + " " + s.text
-        companion = any(c in where for c in _COMPANIONS) or (companion_imported and "vllm" not in where)
-        yield ("companion-mismatch" if companion else "torch-abi-mismatch"), s
-    for lib in e.libraries:  # libtorch_cuda_cpp.so, libc10_cuda.so: built against a torch that had them
-        if lib.value.missing and lib.value.name.startswith(("torch", "c10")) and companion_imported:
-            yield "companion-mismatch", lib
 
 
 def signal_causes(matrix: Matrix) -> dict[str, str]:
@@ -143,7 +125,8 @@ def _causes(e: Evidence, table: dict[str, str], facts: Facts) -> Iterator[tuple[
         cause = table.get(sig.value.code)
         if cause is not None:
             yield cause, sig
-    yield from _symbol_causes(e)
+    order = {id(seen): i for i, (_, seen) in enumerate(symbol_causes(e))}  # the symbols' order, then the libraries'
+    yield from sorted(_typed(facts, SYMBOL_PREDICATES), key=lambda cs: order.get(id(cs[1]), len(order)))
     yield from _typed(facts, ("build-isolated-torch",))
     yield from _typed(facts, ("build-out-of-memory",))
     yield from _install_causes(e, facts)
