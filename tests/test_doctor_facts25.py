@@ -294,3 +294,29 @@ def test_ngcs_banner_is_read_against_the_live_driver(driver: str, named: bool, t
     found = [f for f in doc["findings"] if f["cause"] == "driver-too-old"
              and f"this machine's driver {driver}" in f["evidence"]]
     assert bool(found) is named
+
+
+# --- builds without CUDA: ONNX Runtime's CPU package ---
+
+@pytest.mark.parametrize("number", [850, 851])
+def test_onnxruntime_without_its_cuda_provider_is_a_cpu_only_build(number: int, capsys: Capsys) -> None:
+    """850 (the CPU package required), 851 (both packages installed, the CPU one's files loaded): said as a warning
+    (the program runs on, on the CPU)."""
+    _, doc = doctor_paste(_one(CORPUS, number), capsys)
+    found = [f for f in doc["findings"] if f["cause"] == "cpu-only-build"]
+    assert found and found[0]["severity"] == "warning" and "onnxruntime-gpu" in found[0]["fix"]
+
+
+@pytest.mark.parametrize("text", [
+    # commaai/openpilot#31708: onnxruntime-gpu lists the provider, which cannot load its CUDA libraries
+    "['TensorrtExecutionProvider', 'CUDAExecutionProvider', 'AzureExecutionProvider', 'CPUExecutionProvider']\n"
+    "2024-03-05 11:40:14.847815005 [W:onnxruntime:Default, onnxruntime_pybind_state.cc:861 "
+    "CreateExecutionProviderInstance] Failed to create CUDAExecutionProvider. Please reference "
+    "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirementsto ensure all dependencies "
+    "are met.\n",
+    # microsoft/onnxruntime#5337: the provider listed, the session on the CPU (no build fault shown)
+    "- ```onnxruntime.get_available_providers()``` output is ['CPUExecutionProvider', 'CUDAExecutionProvider']\n",
+])
+def test_an_onnxruntime_with_its_cuda_provider_is_not_a_cpu_build(text: str, tmp_path: Path, capsys: Capsys) -> None:
+    _, doc = _paste(tmp_path, text, capsys)
+    assert "cpu-only-build" not in _causes(doc)

@@ -148,6 +148,13 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # JAX's own word that its jaxlib has no CUDA backend while it sees an NVIDIA GPU (jax/_src/xla_bridge.py); not
         # its older, undecided "No GPU/TPU found, falling back to CPU"
         ("jaxlib-without-cuda", "cuda-enabled jaxlib", r"a CUDA-enabled jaxlib is not installed"),
+        # ONNX Runtime asked for its CUDA execution provider by a build that has none (the CPU `onnxruntime` package, or
+        # its files over `onnxruntime-gpu`'s when both are installed): its own warning, and Optimum's error
+        ("onnxruntime-without-cuda", "available provider",
+         r"Specified provider 'CUDAExecutionProvider' is not in available provider"),  # (a console may wrap the rest)
+        ("onnxruntime-without-cuda", "available execution providers",
+         r"Asked to use CUDAExecutionProvider as an ONNX Runtime execution provider, but the available execution "
+         r"providers are \[(?P<detail>[^\]]*)\]"),
         # JAX's CUDA plugin installed but failing to load or initialize (JAX then falls back to the CPU with the words
         # above): not a CPU-only build
         ("jax-cuda-plugin-failed", "jax plugin", r"Jax plugin configuration error"),
