@@ -320,3 +320,22 @@ def test_onnxruntime_without_its_cuda_provider_is_a_cpu_only_build(number: int, 
 def test_an_onnxruntime_with_its_cuda_provider_is_not_a_cpu_build(text: str, tmp_path: Path, capsys: Capsys) -> None:
     _, doc = _paste(tmp_path, text, capsys)
     assert "cpu-only-build" not in _causes(doc)
+
+
+# --- a ptxas older than the GPU it is asked to assemble for ---
+
+@pytest.mark.parametrize(("number", "said"), [(852, "sm_121 needs the ptxas of CUDA 12.9 or later"),
+                                              (853, "sm_89 needs the ptxas of CUDA 11.8 or later")])
+def test_a_ptxas_that_does_not_know_the_gpu_is_a_toolkit_mismatch(number: int, said: str, capsys: Capsys) -> None:
+    _, doc = doctor_paste(_one(CORPUS, number), capsys)
+    found = next(f for f in doc["findings"] if f["cause"] == "toolkit-mismatch")
+    assert any(e.startswith(said) for e in found["evidence"]), found["evidence"]
+
+
+def test_tritons_blackwell_ptxas_on_thor_reads_the_same(tmp_path: Path, capsys: Capsys) -> None:
+    """triton-inference-server#8632: Triton's second ptxas (ptxas-blackwell) and Thor's sm_110a (CUDA 13's name)."""
+    _, doc = _paste(tmp_path, "torch._inductor.runtime.triton_heuristics.NoTritonConfigsError: No valid triton configs. "
+                    "PTXASError: PTXAS error: Internal Triton PTX codegen error\n`ptxas` stderr:\n"
+                    "ptxas-blackwell fatal   : Value 'sm_110a' is not defined for option 'gpu-name'\n", capsys)
+    found = next(f for f in doc["findings"] if f["cause"] == "toolkit-mismatch")
+    assert any(e.startswith("sm_110 needs the ptxas of CUDA 13.0 or later") for e in found["evidence"])

@@ -439,3 +439,20 @@ def _torch_symbol_in_extension(f: Facts) -> Iterator[Hit]:
 
 #: the predicates of torch's symbols, judged among the signals (pasted.py's ``_causes``)
 SYMBOL_PREDICATES = ("torch-symbol-missing-in-companion", "torch-symbol-missing-in-extension")
+
+
+@predicate("ptxas-older-than-gpu", ("nvcc", "gpus"))
+def _ptxas_older_than_gpu(f: Facts) -> Iterator[Hit]:
+    """ptxas not knowing the GPU architecture it is asked to assemble for: its toolkit predates the GPU; the first
+    toolkit whose ptxas targets it read from cuda.yaml's ``nvcc_archs``."""
+    from ..values import Capability
+
+    for s in f.log.signals if f.log is not None else ():
+        if s.value.code != "ptxas-unknown-arch" or not s.value.detail:
+            continue
+        cc = Capability.parse(s.value.detail)
+        first = min((t.version for t in f.matrix.toolkits if t.can_target(cc)), default=None)
+        said = (f"{cc.base.sm} needs the ptxas of CUDA {first} or later (cuda.yaml nvcc_archs)" if first is not None
+                else f"{cc.base.sm}: no toolkit in cuda.yaml targets it")
+        yield Hit(evidence=(pasted_line(s), said), seen=(s,))
+        return

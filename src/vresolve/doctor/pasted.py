@@ -54,7 +54,8 @@ _MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cusparse", "cufft", "curand", 
 #: order: a finding's lines, and the order of findings of one severity, follow it)
 PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-without-gpus",
                      "container-built-for-newer-driver", "pip-finds-no-wheel-for-python", "ptxas-older-than-ptx",
-                     "triton-image-newer-than-driver", "companion-cuda-build-beside-cpu-torch", "jaxlib-without-cuda")
+                     "triton-image-newer-than-driver", "companion-cuda-build-beside-cpu-torch", "jaxlib-without-cuda",
+                     "ptxas-older-than-gpu")
 
 
 def _line(seen: Seen[Any]) -> str:

@@ -163,6 +163,10 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # came from a newer compiler (Triton's, a newer nvcc) than the toolkit whose ptxas assembles it
         ("ptxas-older-than-ptx", "unsupported .version",
          r"\bUnsupported \.version (?P<detail>\d+\.\d+; current version is '\d+\.\d+)'"),
+        # ptxas that does not know the GPU architecture it is asked for (Triton asks for the device's own: sm_89 on an
+        # RTX 4090, sm_121a on a GB10): the ptxas is of a toolkit older than the GPU
+        ("ptxas-unknown-arch", "is not defined for option 'gpu-name'",
+         r"\bptxas(?:-blackwell)?\s+fatal\s*:\s*Value '(?P<detail>sm_\d{2,3}[af]?)' is not defined for option 'gpu-name'"),
         # the driver refusing a kernel image (CUDA_ERROR_INVALID_IMAGE, 200): by itself no cause (a cubin of a newer CUDA
         # major than the driver's, a build for another GPU, a corrupt file); :mod:`..paste_predicates` judges it
         ("invalid-image", "image is invalid", r"device kernel image is invalid"),
