@@ -389,7 +389,8 @@ def _jaxlib_without_cuda(f: Facts) -> Iterator[Hit]:
         return
     jaxlib = e.dist("jaxlib")
     if any(e.dist(name) is not None for name in _JAX_CUDA_DISTS) or \
-            (jaxlib is not None and "cuda" in (jaxlib.value.version or "").partition("+")[2].lower()):
+            (jaxlib is not None and "cuda" in ((jaxlib.value.version or "").partition("+")[2] + " "
+                                               + (jaxlib.value.build or "")).lower()):
         return
     yield Hit(evidence=(pasted_line(said), *((pasted_line(jaxlib),) if jaxlib is not None else ())), seen=(said,))
 
