@@ -75,12 +75,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         findings = diagnose(host, m, env, shadows=() if args.no_env else library_shadows(), log=log,
                             reinstall=_reinstall_lines(host, m))
     if evidence is not None:  # what only the log's typed lines show, judged the same way for both
-        from ..doctor.pasted import judge_pasted, keep_available, merge_log_findings
+        from ..doctor.pasted import judge_pasted, keep_available, merge_log_findings, overruled
 
         # a cause the log's typed lines show is cited by line; a signature's finding of it gives way
-        pasted, unclear = judge_pasted(evidence, m, [f for f in findings if f.source != "log"])
+        pasted, unclear = judge_pasted(evidence, m, [f for f in findings if f.source != "log"],
+                                       host=None if args.no_env else host)  # the live machine's facts
         assert kept is not None
-        findings = keep_available(merge_log_findings(findings, pasted, kept.cite), evidence)
+        findings = keep_available(overruled(merge_log_findings(findings, pasted, kept.cite), evidence), evidence)
         if args.no_env and not findings and not unclear and _holds_nothing(evidence):
             raise UsageError(f"--log: {args.log!r} holds nothing doctor can read (no error line, version, GPU or "
                              "driver): paste the error and the output of `vllm collect-env`")

@@ -108,6 +108,12 @@ def _container_driver(f: Facts) -> Iterator[Hit]:
     if e is None or banner is None:
         return
     driver = e.best("driver")
+    live = f.host.driver.version
+    if driver is None and live is not None:  # judged on the machine doctor probed
+        older = live < DriverVersion.parse(banner.value.detail or "0")
+        if older:
+            yield Hit(evidence=(pasted_line(banner), f"this machine's driver {live}"))
+        return
     if driver is None:
         yield Hit(evidence=(pasted_line(banner),), missing=Missing(
             error=banner.text.strip(), missing="the host's NVIDIA driver version",
@@ -254,3 +260,196 @@ def _companion_built_for(f: Facts) -> Iterator[Hit]:
             yield from _typed_hit([bf])
         elif bf.value.python and have_python and bf.value.python.split(".")[:2] != str(have_python).split(".")[:2]:
             yield from _typed_hit([bf])
+
+
+# ------------------------------------------------------------------------------------------------------------
+# PTX and kernel images set against the toolkit or driver that takes them (cuda.yaml's ptx_isa)
+# ------------------------------------------------------------------------------------------------------------
+
+def _isa_toolkits(matrix: Matrix, isa: Version, exact: bool) -> list[Version]:
+    """The CUDA toolkits whose PTX ISA (cuda.yaml's ``ptx_isa``) is ``isa`` (``exact``), else the first one whose ptxas
+    takes it (its ISA at least ``isa``); empty where the table has none."""
+    known = sorted((t.version, t.ptx_isa) for t in matrix.toolkits if t.ptx_isa is not None)
+    if exact:
+        return [v for v, i in known if i == isa]
+    return [v for v, i in known if i >= isa][:1]
+
+
+def _isa_said(matrix: Matrix, given: Version, own: Version) -> str:
+    """The two PTX ISAs of a ptxas refusal read against cuda.yaml: which toolkit's ptxas takes the PTX given, and
+    which toolkit's this ptxas is."""
+    takes, mine = _isa_toolkits(matrix, given, False), _isa_toolkits(matrix, own, True)
+    first = (f"PTX ISA {given} needs the ptxas of CUDA {takes[0]} or later" if takes
+             else f"PTX ISA {given} is newer than every toolkit in cuda.yaml")
+    this = f" (CUDA {' or '.join(str(v) for v in mine)})" if mine else ""
+    return f"{first}; this ptxas takes PTX ISA {own} at most{this} (cuda.yaml ptx_isa)"
+
+
+@predicate("ptxas-older-than-ptx", ("nvcc",))
+def _ptxas_older_than_ptx(f: Facts) -> Iterator[Hit]:
+    """ptxas refusing PTX of a newer ISA than its own: the PTX came from a newer compiler (Triton's, a newer nvcc)
+    than the CUDA toolkit whose ptxas assembles it; the ISAs read against cuda.yaml's ``ptx_isa``."""
+    for s in f.log.signals if f.log is not None else ():
+        m = re.fullmatch(r"(\d+\.\d+); current version is '(\d+\.\d+)", s.value.detail or "") \
+            if s.value.code == "ptxas-older-than-ptx" else None
+        if m is None or Version(m[1]) <= Version(m[2]):
+            continue
+        given, own = Version(m[1]), Version(m[2])
+        yield Hit(evidence=(pasted_line(s), _isa_said(f.matrix, given, own)), seen=(s,))
+        return
+
+
+def _served_by(f: Facts, driver: DriverVersion) -> Version | None:
+    """The newest CUDA toolkit whose own Linux floor ``driver`` meets (cuda.yaml)."""
+    return max((t.version for t in f.matrix.toolkits if t.min_driver.linux is not None and t.min_driver.linux <= driver),
+               default=None)
+
+
+def _driver_cuda(f: Facts, e: Evidence) -> tuple[Version, str] | None:
+    """The newest CUDA the driver serves, and the line that says so: the paste's nvidia-smi "CUDA Version", else its
+    driver read against cuda.yaml; else the machine doctor probed (``doctor --log`` on it)."""
+    served = e.best("cuda_driver")
+    cuda = public_version(str(served.value)) if served is not None else None
+    if served is not None and cuda is not None:
+        return cuda, pasted_line(served)
+    driver = e.best("driver")
+    cuda = _served_by(f, driver.value) if driver is not None else None
+    if driver is not None:
+        return (cuda, pasted_line(driver)) if cuda is not None else None
+    live = f.host.driver
+    cuda = live.cuda or (_served_by(f, live.version) if live.version is not None else None)
+    return (cuda, f"this machine's driver {live.version} (CUDA {cuda})") if cuda is not None else None
+
+
+@predicate("triton-image-newer-than-driver", ("driver", "cuda_driver"))
+def _triton_image_newer_than_driver(f: Facts) -> Iterator[Hit]:
+    """Triton's kernel refused by the driver (CUDA_ERROR_INVALID_IMAGE) where the driver serves CUDA 11 or older:
+    Triton assembles its kernels with the ptxas it bundles, of CUDA 12 in every release that runs on today's
+    torch, whose cubins a driver of an older CUDA major does not load; ``missing`` when the driver is not shown."""
+    e = f.log
+    refused = next((s for s in e.signals if s.value.code == "invalid-image" and "triton" in s.text.lower()), None) \
+        if e is not None else None
+    if e is None or refused is None:
+        return
+    served = _driver_cuda(f, e)
+    if served is None:
+        yield Hit(evidence=(pasted_line(refused),), missing=Missing(
+            error=refused.text.strip(), missing="the driver's version and the CUDA it serves, and Triton's version",
+            paste="the output of `nvidia-smi` and of `pip list | grep -i -E \"triton|torch\"`"))
+        return
+    cuda, line = served
+    if cuda.major < 12:
+        isa = next((t.ptx_isa for t in f.matrix.toolkits if (t.version.major, t.version.minor)
+                    == (cuda.major, cuda.minor) and t.ptx_isa is not None), None)
+        yield Hit(evidence=(pasted_line(refused), line,
+                            f"the driver serves CUDA {cuda.major}.{cuda.minor}" + (f" (PTX ISA {isa} at most, cuda.yaml)"
+                                                                                  if isa is not None else "")
+                            + ": it loads no kernel of a CUDA 12 ptxas"), seen=(refused,))
+
+
+def _cuda_local(version: str | None) -> bool:
+    return (version or "").partition("+")[2].lower().startswith("cu")
+
+
+def cuda_companion_beside_cpu_torch(e: Evidence) -> list[Seen[Any]]:
+    """The lines that show a companion built for a CUDA torch (xFormers' "built for: PyTorch 2.1.0+cu121", a missing
+    ``libc10_cuda.so`` / ``libtorch_cuda.so``) where the paste's torch is a CPU build: the CPU torch is the cause."""
+    cpu = e.torch_cuda_seen()
+    if cpu is None or cpu.value is not None:
+        return []
+    built: list[Seen[Any]] = [bf for bf in e.built_for if _cuda_local(bf.value.torch)]
+    built += [lib for lib in e.libraries if lib.value.missing and lib.value.name.startswith(("torch_cuda", "c10_cuda"))]
+    return [*built[:2], cpu] if built else []
+
+
+@predicate("companion-cuda-build-beside-cpu-torch", ("torch", "torch_cuda", "xformers"))
+def _companion_cuda_beside_cpu_torch(f: Facts) -> Iterator[Hit]:
+    """A companion (xFormers, flash-attn, torchvision...) built for a CUDA torch beside a CPU-only torch."""
+    seen = cuda_companion_beside_cpu_torch(f.log) if f.log is not None else []
+    if seen:
+        yield Hit(evidence=tuple(dict.fromkeys(pasted_line(s) for s in seen)), seen=tuple(seen))
+
+
+#: JAX's CUDA packages: their presence means a CUDA build was installed (a failure of it is not a CPU-only jaxlib)
+_JAX_CUDA_DISTS = ("jax-cuda12-plugin", "jax-cuda12-pjrt", "jax-cuda13-plugin", "jax-cuda13-pjrt", "jax-cuda11-plugin",
+                   "jax-cuda11-pjrt")
+
+
+@predicate("jaxlib-without-cuda", ("jax", "jaxlib"))
+def _jaxlib_without_cuda(f: Facts) -> Iterator[Hit]:
+    """JAX saying its jaxlib has no CUDA backend while it sees an NVIDIA GPU, where nothing shows its CUDA plugin
+    installed (a plugin that fails to initialize makes JAX say the same words)."""
+    e = f.log
+    said = next((s for s in e.signals if s.value.code == "jaxlib-without-cuda"), None) if e is not None else None
+    if e is None or said is None or "jax-cuda-plugin-failed" in e.signal_codes():
+        return
+    jaxlib = e.dist("jaxlib")
+    if any(e.dist(name) is not None for name in _JAX_CUDA_DISTS) or \
+            (jaxlib is not None and "cuda" in ((jaxlib.value.version or "").partition("+")[2] + " "
+                                               + (jaxlib.value.build or "")).lower()):
+        return
+    yield Hit(evidence=(pasted_line(said), *((pasted_line(jaxlib),) if jaxlib is not None else ())), seen=(said,))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# torch's own symbols or libraries missing for a compiled extension (judged among the signals, in the symbols' order)
+# ------------------------------------------------------------------------------------------------------------
+
+#: whose C++ ABI a torch-owned undefined symbol in this library breaks: a companion's, else the ABI's
+_COMPANIONS = ("flash_attn", "flashinfer", "xformers", "torchvision", "torchaudio")
+
+
+def symbol_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
+    """torch's own symbols or libraries missing for an extension: a companion's build for another torch when the
+    extension is a companion's (its file, or the package being imported), else the ABI of torch itself."""
+    importing = {i.value for i in e.imported}
+    companion_imported = bool(importing & set(_COMPANIONS)) and not importing & {"vllm", "sgl_kernel"}
+    for s in e.symbols:
+        if s.value.owner != "torch":
+            continue
+        where = (s.value.library or "") + " " + s.text
+        companion = any(c in where for c in _COMPANIONS) or (companion_imported and "vllm" not in where)
+        yield ("companion-mismatch" if companion else "torch-abi-mismatch"), s
+    for lib in e.libraries:  # libtorch_cuda_cpp.so, libc10_cuda.so: built against a torch that had them
+        if lib.value.missing and lib.value.name.startswith(("torch", "c10")) and companion_imported:
+            yield "companion-mismatch", lib
+
+
+def _symbol_hits(f: Facts, cause: str) -> Iterator[Hit]:
+    for c, seen in symbol_causes(f.log) if f.log is not None else ():
+        if c == cause:
+            yield from _typed_hit([seen])
+
+
+@predicate("torch-symbol-missing-in-companion", ("torch", "torchvision", "torchaudio", "xformers", "flashinfer",
+                                                 "flash-attn"))
+def _torch_symbol_in_companion(f: Facts) -> Iterator[Hit]:
+    """A companion's library (its file, or the package being imported) missing a symbol or library of torch's own."""
+    yield from _symbol_hits(f, "companion-mismatch")
+
+
+@predicate("torch-symbol-missing-in-extension", ("vllm", "torch"))
+def _torch_symbol_in_extension(f: Facts) -> Iterator[Hit]:
+    """Another extension (vLLM's, sgl-kernel's) missing a symbol of torch's own: built against another torch."""
+    yield from _symbol_hits(f, "torch-abi-mismatch")
+
+
+#: the predicates of torch's symbols, judged among the signals (pasted.py's ``_causes``)
+SYMBOL_PREDICATES = ("torch-symbol-missing-in-companion", "torch-symbol-missing-in-extension")
+
+
+@predicate("ptxas-older-than-gpu", ("nvcc", "gpus"))
+def _ptxas_older_than_gpu(f: Facts) -> Iterator[Hit]:
+    """ptxas not knowing the GPU architecture it is asked to assemble for: its toolkit predates the GPU; the first
+    toolkit whose ptxas targets it read from cuda.yaml's ``nvcc_archs``."""
+    from ..values import Capability
+
+    for s in f.log.signals if f.log is not None else ():
+        if s.value.code != "ptxas-unknown-arch" or not s.value.detail:
+            continue
+        cc = Capability.parse(s.value.detail)
+        first = min((t.version for t in f.matrix.toolkits if t.can_target(cc)), default=None)
+        said = (f"{cc.base.sm} needs the ptxas of CUDA {first} or later (cuda.yaml nvcc_archs)" if first is not None
+                else f"{cc.base.sm}: no toolkit in cuda.yaml targets it")
+        yield Hit(evidence=(pasted_line(s), said), seen=(s,))
+        return

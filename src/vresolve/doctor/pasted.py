@@ -23,6 +23,7 @@ from .evidence.model import REPORT
 from .facts import Finding, dedupe, in_site_packages, with_version
 from .judge import Facts, _softer, fill, holds
 from .logs import issue_for, match_log
+from .paste_predicates import SYMBOL_PREDICATES, symbol_causes
 from .predicates import Hit
 from .predicates import pasted_release as _release
 
@@ -44,9 +45,6 @@ class Unclear:
     def to_dict(self) -> dict[str, object]:
         return {"error": self.error, "missing": self.missing, "evidence": list(self.evidence), "paste": self.paste}
 
-# whose C++ ABI a torch-owned undefined symbol in this library breaks: a companion's, else the ABI's
-_COMPANIONS = ("flash_attn", "flashinfer", "xformers", "torchvision", "torchaudio")
-
 #: the CUDA libraries whose absence is a missing library, not another CUDA major's runtime (cudart, nvrtc):
 #: cuDNN's and NCCL's, cuBLAS's family (``libcudnn_ops_infer.so.8`` is cuDNN's); ``libcuda`` is the driver's
 _MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cusparse", "cufft", "curand", "cusolver")
@@ -56,27 +54,12 @@ _MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cusparse", "cufft", "curand", 
 #: order: a finding's lines, and the order of findings of one severity, follow it)
 PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-without-gpus",
                      "container-built-for-newer-driver", "pip-offers-no-wheel-for-interpreter",
-                     "pip-finds-no-wheel-for-python")
+                     "pip-finds-no-wheel-for-python", "ptxas-older-than-ptx", "triton-image-newer-than-driver",
+                     "companion-cuda-build-beside-cpu-torch", "jaxlib-without-cuda", "ptxas-older-than-gpu")
 
 
 def _line(seen: Seen[Any]) -> str:
     return f"pasted line {seen.line}: {seen.text}"
-
-
-def _symbol_causes(e: Evidence) -> Iterator[tuple[str, Seen[Any]]]:
-    """torch's own symbols or libraries missing for an extension: a companion's build for another torch when the
-    extension is a companion's (its file, or the package being imported), else the ABI of torch itself."""
-    importing = {i.value for i in e.imported}
-    companion_imported = bool(importing & set(_COMPANIONS)) and not importing & {"vllm", "sgl_kernel"}
-    for s in e.symbols:
-        if s.value.owner != "torch":
-            continue
-        where = (s.value.library or "") + " " + s.text
-        companion = any(c in where for c in _COMPANIONS) or (companion_imported and "vllm" not in where)
-        yield ("companion-mismatch" if companion else "torch-abi-mismatch"), s
-    for lib in e.libraries:  # libtorch_cuda_cpp.so, libc10_cuda.so: built against a torch that had them
-        if lib.value.missing and lib.value.name.startswith(("torch", "c10")) and companion_imported:
-            yield "companion-mismatch", lib
 
 
 def signal_causes(matrix: Matrix) -> dict[str, str]:
@@ -143,7 +126,8 @@ def _causes(e: Evidence, table: dict[str, str], facts: Facts) -> Iterator[tuple[
         cause = table.get(sig.value.code)
         if cause is not None:
             yield cause, sig
-    yield from _symbol_causes(e)
+    order = {id(seen): i for i, (_, seen) in enumerate(symbol_causes(e))}  # the symbols' order, then the libraries'
+    yield from sorted(_typed(facts, SYMBOL_PREDICATES), key=lambda cs: order.get(id(cs[1]), len(order)))
     yield from _typed(facts, ("build-isolated-torch",))
     yield from _typed(facts, ("build-out-of-memory",))
     yield from _install_causes(e, facts)
@@ -222,12 +206,26 @@ def _unexplained(e: Evidence) -> list[Unclear]:
 #: signals that show a failure no known-issues row names by itself (what doctor reads, without a cause)
 _FAILURE_SIGNALS = frozenset({
     "container-without-gpu", "cuda-home-unset", "cuda-init-failed", "cuda-oom", "driver-combination",
-    "gcc-unsupported", "no-cuda-gpus", "no-driver", "nvcc-unsupported-arch", "undefined-symbol", "vllm-c-obsolete"})
+    "gcc-unsupported", "no-cuda-gpus", "no-driver", "nvcc-unsupported-arch", "undefined-symbol", "vllm-c-obsolete",
+    "invalid-image", "jax-cuda-plugin-failed"})
 #: what to paste next, by the kind of failure shown
 _PASTE_FOR = {
     "cuda": "the whole log from its first error, run again with `CUDA_LAUNCH_BLOCKING=1`, and " + ASK_FOR,
-    "nccl": "the log run again with `NCCL_DEBUG=INFO`, the output of `nvidia-smi topo -m`, and " + ASK_FOR,
+    # NCCL's own WARN lines name the transport that failed (NET/Socket and the interface, NET/IB, SHM, P2P); between
+    # containers the cause is most often in how they were started (a bridge network, a private IPC namespace, a
+    # 64 MB /dev/shm)
+    "nccl": "the log of every rank run again with `NCCL_DEBUG=INFO` (NCCL's `NCCL WARN` and `NET/` lines name the "
+            "transport that failed and the interface it used), the output of `nvidia-smi topo -m` and `ip addr` on each "
+            "node, and, in containers, the `docker run` flags they were started with (`--network`, `--ipc`, "
+            "`--shm-size`); and " + ASK_FOR,
 }
+#: a compiled extension that says it did not load, without the loader's reason (sgl-kernel's report cut short)
+_EXTENSION_UNLOADED_RE = re.compile(r"\b(?:could not|cannot|can't|failed to) load (?:any )?[\w.-]*\s?(?:library|extension)",
+                                    re.IGNORECASE)
+ASK_FOR_EXTENSION = ("the import's whole error (the loader's own reason: `undefined symbol`, `cannot open shared object "
+                     "file`), the versions of torch and of the package that failed (`pip list | grep -i -E "
+                     "\"torch|kernel|flash|xformers|vllm\"`: a compiled extension loads only with the torch release it "
+                     "was built for), and " + ASK_FOR)
 
 
 def _failed_lines(e: Evidence) -> list[Unclear]:
@@ -244,8 +242,9 @@ def _failed_lines(e: Evidence) -> list[Unclear]:
     seen.sort(key=lambda ks: (rank[ks[0]], ks[1].line))
     kind, first = seen[0]
     lines = tuple(dict.fromkeys(_line(s) for _, s in seen))[:3]
+    unloaded = any(_EXTENSION_UNLOADED_RE.search(s.text) for _, s in seen)
     return [Unclear(error=first.text.strip(), missing="the facts that name its cause (torch, its CUDA, the GPUs, "
-                    "the driver)", evidence=lines, paste=_PASTE_FOR.get(kind, ASK_FOR))]
+                    "the driver)", evidence=lines, paste=ASK_FOR_EXTENSION if unloaded else _PASTE_FOR.get(kind, ASK_FOR))]
 
 
 def _all_causes(e: Evidence, matrix: Matrix) -> tuple[list[tuple[str, Seen[Any]]], list[Unclear]]:
@@ -302,9 +301,25 @@ def _rows_judged(facts: Facts, lines: dict[str, list[str]], rows: dict[str, Know
     return hits
 
 
-def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -> tuple[list[Finding], list[Unclear]]:
+def _cpu_torch_is_the_mismatch(e: Evidence) -> bool:
+    """Whether a companion built for a CUDA torch sits beside a CPU-only torch of the release it was built for (or of
+    no release shown): then the CPU torch is the whole mismatch, and a companion "for your torch" is not the fix."""
+    from .paste_predicates import cuda_companion_beside_cpu_torch
+
+    if not cuda_companion_beside_cpu_torch(e):
+        return False
+    torch = e.dist("torch")
+    have = public_version(torch.value.version) if torch is not None else None
+    built = {public_version(bf.value.torch) for bf in e.built_for if bf.value.torch}
+    return have is None or built <= {have}
+
+
+def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = (),
+                 host: Host | None = None) -> tuple[list[Finding], list[Unclear]]:
     """Findings for the causes the paste's typed lines show, one per cause (with every line that shows
-    it, up to five), leaving out causes ``already`` found; and the errors whose cause the paste does not settle."""
+    it, up to five), leaving out causes ``already`` found; and the errors whose cause the paste does not settle.
+    ``host``: the machine doctor probed, when the paste is judged on it (``doctor --log`` without ``--no-env``): the
+    paste's predicates read its facts where the paste does not show them (its driver)."""
     lines: dict[str, list[str]] = {}
     rows: dict[str, KnownIssue] = {}
     found, unclear = _all_causes(e, matrix)
@@ -316,7 +331,7 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = ()) -
         if row is not None and row.cause == cause:
             rows.setdefault(cause, row)
     out = []
-    facts = Facts(host=Host(), matrix=matrix, log=e)
+    facts = Facts(host=host or Host(), matrix=matrix, log=e)
     hits = _rows_judged(facts, lines, rows, unclear)
     for cause, evidence in lines.items():
         if cause not in {f.cause for f in already}:
@@ -393,6 +408,14 @@ def merge_log_findings(findings: Sequence[Finding], typed: Sequence[Finding],
     signed = [replace(f, evidence=cite(f.evidence)) if cite else f
               for f in findings if f.source == "log" and f.cause not in named]
     return dedupe([f for f in findings if f.source != "log"] + signed + list(typed))
+
+
+def overruled(findings: Sequence[Finding], e: Evidence) -> list[Finding]:
+    """Findings the paste's facts overrule: a companion "built for another torch" (a signature's) where the only
+    difference is that the torch is a CPU build of the release it was built for (the CPU build is the cause)."""
+    if not _cpu_torch_is_the_mismatch(e):
+        return list(findings)
+    return [f for f in findings if f.cause != "companion-mismatch"]
 
 
 _UNAVAILABLE_RE = re.compile(r"`?torch\.cuda\.is_available\(\)`?\s*(?:is|returns|=)\s*False", re.IGNORECASE)

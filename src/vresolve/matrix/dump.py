@@ -120,7 +120,8 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
         "majors": [{"major": c.major, "minor_compat_driver": _floor(c.minor_compat_driver), **_prov(c.provenance)}
                    for c in m.cuda_majors],
         "toolkits": [{
-            "version": str(t.version), "released": t.released, "min_driver": _floor(t.min_driver),
+            "version": str(t.version), "released": t.released,
+            **({"ptx_isa": str(t.ptx_isa)} if t.ptx_isa is not None else {}), "min_driver": _floor(t.min_driver),
             **({"updates": [{"version": str(u.version), **_floor(u.min_driver)} for u in t.updates]}
                if t.updates else {}),
             "nvcc_archs": {"lowest": str(t.nvcc_lowest), "highest": str(t.nvcc_highest),

@@ -44,7 +44,7 @@ def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tu
     toolkits = []
     for row, d in r.rows(doc, "toolkits", "version"):
         r.known(d, row, ("version", "released", "min_driver", "updates", "nvcc_archs", "host_gcc", "install",
-                         "host_source", "host_verified", *_PROV))
+                         "host_source", "host_verified", "ptx_isa", *_PROV))
         version = r.version(d, "version", row)
         if version is not None and len(version.release) != 2:
             r.problem(row, "version", f"expected MAJOR.MINOR, got {shown(d['version'])}")
@@ -57,13 +57,14 @@ def _read_cuda(doc: dict[str, Any], r: _Rows) -> tuple[tuple[CudaMajor, ...], tu
         updates = _read_updates(d, row, r)
         lowest, highest, nvcc_list = _read_nvcc_archs(d, row, r)
         host = _read_toolkit_host(d, row, r)
+        ptx_isa = r.version(d, "ptx_isa", row, required=False)
         prov = r.provenance(d, row)
         if (version is not None and (released is not None or d.get("released", "") is None) and floor is not None
                 and lowest is not None and
             highest is not None and prov is not None):
             toolkits.append(CudaToolkit(
                 version=version, released=released, min_driver=floor, updates=tuple(updates),
-                nvcc_lowest=lowest, nvcc_highest=highest, nvcc_list=nvcc_list, provenance=prov, **host))
+                nvcc_lowest=lowest, nvcc_highest=highest, nvcc_list=nvcc_list, provenance=prov, ptx_isa=ptx_isa, **host))
     return tuple(majors), tuple(toolkits)
 
 

@@ -137,6 +137,9 @@ class CudaToolkit:
     install_conda: tuple[str, tuple[str, ...]] | None = None  # (channel, packages) installing exactly this nvcc
     install_pip: tuple[str, ...] = ()  # NVIDIA's pip packages for exactly this nvcc
     host_provenance: Provenance | None = None
+    #: the PTX ISA version this toolkit's compiler emits and its ptxas accepts at most (a driver of this CUDA version
+    #: JITs PTX up to it); None where not sourced
+    ptx_isa: Version | None = None
 
     def can_target(self, cc: Capability) -> bool:
         """Whether this toolkit's nvcc can emit SASS for ``cc``."""

@@ -130,7 +130,12 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("host-compiler-missing", "no such file",
          r"(?:error: command|unable to execute) '(?P<detail>(?:[\w-]+-)?(?:gcc|g\+\+|cc|c\+\+)|cl\.exe)'"
          r"(?: failed)?: No such file or directory"),
-        ("host-compiler-missing", "visual c++", r"Microsoft Visual C\+\+ 14\.0 or greater is required"),
+        # setuptools' and distutils' words for no MSVC on Windows (setuptools/msvc.py's _augment_exception: "Microsoft
+        # Visual C++ 14.0 or greater is required", older setuptools "... 14.0 is required", Python 2.7's "9.0 is required
+        # (Unable to find vcvarsall.bat)"; distutils' own "Unable to find vcvarsall.bat"); not the runtime DLLs'
+        # "Microsoft Visual C++ Redistributable is not installed", which names no compiler version
+        ("host-compiler-missing", "visual c++", r"Microsoft Visual C\+\+ \d+\.\d+ (?:or greater )?is required"),
+        ("host-compiler-missing", "vcvarsall", r"Unable to find vcvarsall\.bat"),
         # gcc's driver without its compiler proper: cc1plus is g++'s (installed by g++), cc1 gcc's own
         ("host-compiler-missing", "cannot execute",
          r"\b(?:[\w.-]+-)?(?:gcc|g\+\+|cc|c\+\+)(?:-\d+)?(?:\.exe)?: (?:fatal )?error: cannot execute "
@@ -140,6 +145,32 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # TensorFlow 2.11 or later on native Windows, which has no GPU build (:mod:`.tensorflow`)
         ("tensorflow-windows-cpu-build", "gpu", r"\bGPU is NOT AVAILABLE\b|\bNum GPUs Available:?\s+0\b"
          r"|list_physical_devices\(['\"]GPU['\"]\)\)?\s*(?:=|->|:|\bis\b)?\s*\[\]"),
+        # JAX's own word that its jaxlib has no CUDA backend while it sees an NVIDIA GPU (jax/_src/xla_bridge.py); not
+        # its older, undecided "No GPU/TPU found, falling back to CPU"
+        ("jaxlib-without-cuda", "cuda-enabled jaxlib", r"a CUDA-enabled jaxlib is not installed"),
+        # ONNX Runtime asked for its CUDA execution provider by a build that has none (the CPU `onnxruntime` package, or
+        # its files over `onnxruntime-gpu`'s when both are installed): its own warning, and Optimum's error
+        ("onnxruntime-without-cuda", "available provider",
+         r"Specified provider 'CUDAExecutionProvider' is not in available provider"),  # (a console may wrap the rest)
+        ("onnxruntime-without-cuda", "available execution providers",
+         r"Asked to use CUDAExecutionProvider as an ONNX Runtime execution provider, but the available execution "
+         r"providers are \[(?P<detail>[^\]]*)\]"),
+        # JAX's CUDA plugin installed but failing to load or initialize (JAX then falls back to the CPU with the words
+        # above): not a CPU-only build
+        ("jax-cuda-plugin-failed", "jax plugin", r"Jax plugin configuration error"),
+        ("jax-cuda-plugin-failed", "jax_plugins", r"jax_plugins[/\\.]xla_cuda\d+"),
+        # ptxas given PTX of a newer ISA than its own ("Unsupported .version 7.3; current version is '7.2'"): the PTX
+        # came from a newer compiler (Triton's, a newer nvcc) than the toolkit whose ptxas assembles it
+        ("ptxas-older-than-ptx", "unsupported .version",
+         r"\bUnsupported \.version (?P<detail>\d+\.\d+; current version is '\d+\.\d+)'"),
+        # ptxas that does not know the GPU architecture it is asked for (Triton asks for the device's own: sm_89 on an
+        # RTX 4090, sm_121a on a GB10): the ptxas is of a toolkit older than the GPU
+        ("ptxas-unknown-arch", "is not defined for option 'gpu-name'",
+         r"\bptxas(?:-blackwell)?\s+fatal\s*:\s*Value '(?P<detail>sm_\d{2,3}[af]?)' is not defined for option 'gpu-name'"),
+        # the driver refusing a kernel image (CUDA_ERROR_INVALID_IMAGE, 200): by itself no cause (a cubin of a newer CUDA
+        # major than the driver's, a build for another GPU, a corrupt file); :mod:`..paste_predicates` judges it
+        ("invalid-image", "image is invalid", r"device kernel image is invalid"),
+        ("invalid-image", "invalid_image", r"CUDA_ERROR_INVALID_IMAGE"),
         ("shm-exhausted", "shared memory segment", r"Error while creating shared memory segment"),
         ("shm-exhausted", "posix_fallocate", r"posix_fallocate failed\s*:\s*No space left on device"),
         ("shm-exhausted", "shared memory", r"insufficient shared memory \(shm\)|workers are out of shared memory"
