@@ -466,7 +466,7 @@ def _spec(flag: str, text: str | None) -> Any:
 def plan_inputs(args: argparse.Namespace, detected: Any = None) -> tuple[Any, Any, Any, str]:
     """(matrix, host, request, detected_by) from the plan flags; detection only for --gpu auto (``detected``: the
     machine :func:`kept_auto_plan` already probed)."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from ..detect import detect_interpreter
     from ..resolve import Request
@@ -612,7 +612,7 @@ def kept_auto_plan(args: argparse.Namespace) -> tuple[Any, int | None]:
 
 def _overrides(args: argparse.Namespace) -> Any:
     """What ``--gpu auto`` detection takes from the environment and the flags that name a fact."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from ..detect import Overrides
 
@@ -622,7 +622,7 @@ def _overrides(args: argparse.Namespace) -> Any:
 
 def _this_machine(args: argparse.Namespace, m: Any, glibc: Any, detected: Any = None) -> tuple[Any, str]:
     """``--gpu auto``: the detected machine (the flags override what they name), and who said so."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from ..detect import detect_host, fill_capabilities
     from .targets import parse_python
