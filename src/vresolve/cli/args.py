@@ -602,7 +602,7 @@ def kept_auto_plan(args: argparse.Namespace) -> tuple[Any, int | None]:
         return None, None
     if host.driver.broken or any(g.compute_capability is None for g in host.gpus):
         return host, None
-    hit = late_plan_output(repr(host))  # a dataclass's repr: every fact detection found
+    hit = late_plan_output(repr(host))  # a frozen Struct's repr: every fact detection found
     if hit is None:
         return host, None
     code, out, err = hit
