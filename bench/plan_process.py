@@ -16,8 +16,8 @@ before and after under the same load.
 It also prints the import of the modules that a ``--json`` plan for a named GPU imports, running nothing (the
 rest of a cold plan is the matrix load, the resolution and the rendering), and the floors: the same interpreter
 importing only the modules that cannot be left out (argparse for ``--help``, with a parser of nine commands printing
-its help; for a plan, what the resolver, the matrix's classes and the matrix cache need: argparse, dataclasses,
-packaging, resolvelib, pickle, hashlib, json, pathlib; rich's console and table for the human output).
+its help; for a plan, what the resolver, the matrix's classes and the matrix cache need: argparse, msgspec (the
+records' Structs), packaging, resolvelib, pickle, hashlib, json, pathlib; rich's console and table for the human output).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ for n in "plan lock apply doctor detect matrix fleet site completion".split():
     s.add_parser(n, help="the help of " + n)
 p.print_help()
 """
-_PLAN_FLOOR = ("import argparse, dataclasses, typing, pathlib, pickle, hashlib, json, packaging.specifiers, "
+_PLAN_FLOOR = ("import argparse, msgspec, typing, pathlib, pickle, hashlib, json, packaging.specifiers, "
                "packaging.version, resolvelib")
 
 # what a plan for a named GPU imports (the console script's re too), run nothing: the rest of a cold plan is its work

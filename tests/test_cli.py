@@ -213,3 +213,23 @@ def test_help_is_argparses_own_at_every_width(columns: str | None, monkeypatch: 
     every.formatter_class = argparse.HelpFormatter  # argparse's, which asks shutil for the width
     assert top.format_help() == every.format_help()
     assert build_parser("plan").parse_args(["--matrix", "x", "detect"]).command == "detect"  # a listed command
+
+
+def test_only_the_console_script_leaves_its_objects_to_the_exit(capsys: pytest.CaptureFixture[str]) -> None:
+    """The console script (main() with no argv: the process is the command) freezes what it made, so that the
+    interpreter's exit skips collecting it; a library caller's main(argv) leaves the collector as it was."""
+    import gc
+    import subprocess
+    import sys
+
+    frozen = gc.get_freeze_count()
+    assert _entry.main(["plan", "--gpu", "NVIDIA H200", "--driver", "580.159.04", "--python", "3.12", "--json"]) == 0
+    capsys.readouterr()
+    assert gc.get_freeze_count() == frozen
+    script = ("import gc, sys; from vresolve._entry import main; "
+              "sys.argv = ['vresolve', 'plan', '--gpu', 'NVIDIA H200', '--driver', '580.159.04', '--json']; "
+              "code = main(); print(code, gc.get_freeze_count() > 0, file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.splitlines()[-1] == "0 True"
+    assert json.loads(p.stdout)["stack"]["vllm"] == "0.33.0"  # the whole answer was written before the exit

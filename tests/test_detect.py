@@ -226,7 +226,7 @@ def test_overrides_skip_probes(tmp_path: Path) -> None:
     bindir = fake_smi(tmp_path, query=str(h200_query(tmp_path)), sleep=30)  # would hang if called
     o = Overrides.from_env({"PATH": f"{bindir}:/usr/bin:/bin", "VRESOLVE_DRIVER": "550.54.15",
                             "VRESOLVE_GPUS": "H200, A100", "VRESOLVE_PYTHON": "3.10"})
-    o = Overrides(**{**{f: getattr(o, f) for f in o.__dataclass_fields__}, "use_nvml": False,
+    o = Overrides(**{**{f: getattr(o, f) for f in o.__struct_fields__}, "use_nvml": False,
                      "root": str(tmp_path)})
     h = fill_capabilities(detect_host(o, installed=False), load_matrix(TINY))
     assert str(h.driver.version) == "550.54.15" and h.driver.source == "override"
@@ -245,7 +245,7 @@ def test_no_libnvidia_ml(tmp_path: Path) -> None:
     else:
         pytest.skip("this machine has libnvidia-ml")
     o = overrides(tmp_path)
-    o = Overrides(**{**{f: getattr(o, f) for f in o.__dataclass_fields__}, "use_nvml": True, "root": "/"})
+    o = Overrides(**{**{f: getattr(o, f) for f in o.__struct_fields__}, "use_nvml": True, "root": "/"})
     h = detect_host(o, installed=False)
     assert "NVML: libnvidia-ml.so.1 not found (no NVIDIA driver user-space library)" in h.problems
 

@@ -15,12 +15,12 @@ import os
 import re
 import shlex
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from msgspec.structs import replace
 from packaging.version import Version
 from rich.console import Console
 

@@ -249,7 +249,7 @@ def test_source_build_against_nvidias_torch_uses_l4ts_nvcc(matrix: Matrix) -> No
     from vresolve.host import InstalledDist, Toolkit
 
     host = _jetson(matrix, "orin-r36.4.3", "Orin (nvgpu)")
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     host = replace(host, toolkits=(Toolkit(version=Version("12.6.68"), path="/usr/local/cuda", source="/usr/local/cuda",
                                            nvcc="/usr/local/cuda/bin/nvcc"),),
@@ -518,7 +518,7 @@ def test_doctor_does_not_hold_a_jetsons_vllm_to_the_release_wheels_kernels(matri
     """After the plan ran on the board: the Jetson index's vLLM 0.14.0+cu126 is its own build (sm_87 only, fewer
     compiled modules than the release's PyPI wheel), beside its torch 2.9.1 for L4T's CUDA 12.6: healthy. The same
     install on a machine that is no Jetson is missing the release wheel's modules."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from vresolve.doctor.checks import diagnose
     from vresolve.host import DriverInfo, EnvReport, ModuleReport, TorchRuntime
@@ -548,7 +548,7 @@ def test_doctor_names_a_generic_aarch64_torch_on_a_jetson(matrix: Matrix, versio
     """`pip install torch` on an Orin (JetPack 6.2, L4T 36.4.3 read from the captured tree): PyPI's aarch64 torch, a
     CPU build or a server-ARM CUDA 12.8 one that does not see the GPU. One finding, with the Jetson's way, instead of
     the advice for a container started without GPUs."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from vresolve.doctor.checks import diagnose
     from vresolve.host import DriverInfo, EnvReport, ModuleReport, TorchRuntime

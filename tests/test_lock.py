@@ -139,7 +139,7 @@ def test_lock_targets_the_hosts_glibc_and_every_package_has_a_wheel_for_it(
         glibc: str, locked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """llguidance's case: its newest release has only manylinux_2_31 wheels (and an sdist). A lock for a
     glibc 2.28 machine takes the older release with a 2_28 wheel, never the sdist; one for 2.36 the newest."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
     s = _Server()
@@ -308,7 +308,7 @@ def test_a_known_glibc_newer_than_uv_names_locks_for_uvs_newest(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """glibc 2.41 (uv's --python-platform stops at manylinux_2_40, which such a machine runs): uv targets 2_40,
     the header keeps the machine's glibc. One older than any manylinux is refused, naming it."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from vresolve.errors import UsageError
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-from dataclasses import replace
 
 import pytest
+from msgspec.structs import replace
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 

@@ -16,7 +16,7 @@ entry carries a CRC-32 of what it holds; one that does not check out is a miss.
 ``plan --gpu auto`` is keyed only after detection (:class:`LatePlanKey`): the entry point keeps what the command
 writes, the CLI probes the machine first (before the matrix, the resolver, the plan and the renderers are imported)
 and asks :func:`late_plan_output` with the same key's parts plus the detected ``Host``'s ``repr`` (a frozen
-dataclass's: every fact detection found, all the plan reads of the machine); a hit is written out and its exit code
+Struct's: every fact detection found, all the plan reads of the machine); a hit is written out and its exit code
 returned, a miss is computed and kept by the entry point (what was written after the probe) when it ends with 0
 or 1. Never kept: ``--keep-torch`` (it reads the installed environment), a broken driver (exit 3), a machine whose
 GPU's compute capability only the matrix gives (detection needed the matrix), a library caller of

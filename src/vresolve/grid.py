@@ -10,16 +10,16 @@ records in that branch: a driver of that branch at least that new.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from .errors import UsageError
 
 __all__ = ["Row", "Column", "Answer", "Grid", "rows", "columns", "pythons", "cell_of", "grid_from_answers"]
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(msgspec.Struct, frozen=True):
     """One compute capability of one architecture; ``names``: its GPUs, the first one planned for."""
 
     family: str
@@ -28,8 +28,7 @@ class Row:
     jetpack: str | None = None  # a Jetson on L4T's own CUDA: planned for this JetPack, from the Jetson index
 
 
-@dataclass(frozen=True)
-class Column:
+class Column(msgspec.Struct, frozen=True):
     """A driver branch (``570``) at ``driver``, the newest floor the matrix records in it; ``cuda``:
     the toolkits (and minor-compatibility majors) whose floors lie in the branch."""
 
@@ -38,8 +37,7 @@ class Column:
     cuda: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(msgspec.Struct, frozen=True):
     """``vresolve plan --json`` for one input: its exit code, its object and (bash) exports."""
 
     argv: tuple[str, ...]
@@ -48,8 +46,7 @@ class Answer:
     exports: str = ""
 
 
-@dataclass(frozen=True)
-class Grid:
+class Grid(msgspec.Struct, frozen=True):
     rows: tuple[Row, ...]
     columns: tuple[Column, ...]
     python: str
@@ -57,7 +54,7 @@ class Grid:
     policy: str
     revision: str
     #: (capability, driver) -> (vLLM version or None, "wheel" | "source" | "none")
-    cells: dict[tuple[str, str], tuple[str | None, str]] = field(default_factory=dict)
+    cells: dict[tuple[str, str], tuple[str | None, str]] = msgspec.field(default_factory=dict)
 
     def releases(self) -> list[str]:
         """The vLLM releases in the grid, oldest first."""

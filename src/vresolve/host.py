@@ -7,9 +7,9 @@ through JSON (for ``--json`` and for the machine assumptions recorded in lockfil
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from packaging.version import Version
 
 from .values import Capability, DriverVersion
@@ -26,8 +26,7 @@ def _s(value: object | None) -> str | None:
     return None if value is None else str(value)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class DriverInfo:
+class DriverInfo(msgspec.Struct, frozen=True, kw_only=True):
     """The NVIDIA driver: its version, the newest CUDA it serves, and who said so."""
 
     version: DriverVersion | None = None
@@ -66,8 +65,7 @@ class DriverInfo:
                    library_version=d.get("library_version"))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class HostGpu:
+class HostGpu(msgspec.Struct, frozen=True, kw_only=True):
     index: int
     name: str
     compute_capability: Capability | None = None
@@ -103,8 +101,7 @@ class HostGpu:
                    cc_source=d.get("cc_source"))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Toolkit:
+class Toolkit(msgspec.Struct, frozen=True, kw_only=True):
     """A CUDA toolkit found on the machine."""
 
     version: Version
@@ -120,8 +117,7 @@ class Toolkit:
         return cls(version=Version(d["version"]), path=d["path"], source=d["source"], nvcc=d.get("nvcc"))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class InstalledDist:
+class InstalledDist(msgspec.Struct, frozen=True, kw_only=True):
     """An installed distribution that matters to the stack (torch, vllm, ...)."""
 
     name: str
@@ -142,8 +138,7 @@ class InstalledDist:
         return cls(name=d["name"], version=d["version"], location=d.get("location"), cuda=d.get("cuda"))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TorchRuntime:
+class TorchRuntime(msgspec.Struct, frozen=True, kw_only=True):
     """torch's own view of the machine, from ``import torch`` in a subprocess (opt-in)."""
 
     version: str | None = None
@@ -165,8 +160,7 @@ class TorchRuntime:
                    device_capabilities=tuple(d.get("device_capabilities") or ()), error=d.get("error"))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PlatformInfo:
+class PlatformInfo(msgspec.Struct, frozen=True, kw_only=True):
     os: str = "linux"  # "linux" | "windows" | "darwin"
     machine: str = "x86_64"  # "x86_64" | "aarch64"
     glibc: Version | None = None
@@ -192,15 +186,14 @@ class PlatformInfo:
                    l4t=_v(d.get("l4t")), l4t_source=d.get("l4t_source"))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Host:
+class Host(msgspec.Struct, frozen=True, kw_only=True):
     """Everything vresolve knows about one machine, and what it could not learn (``problems``)."""
 
-    driver: DriverInfo = field(default_factory=DriverInfo)
+    driver: DriverInfo = msgspec.field(default_factory=DriverInfo)
     gpus: tuple[HostGpu, ...] = ()
-    python: Version = field(default_factory=lambda: Version("3.12"))  # major.minor.micro
+    python: Version = msgspec.field(default_factory=lambda: Version("3.12"))  # major.minor.micro
     python_executable: str | None = None
-    platform: PlatformInfo = field(default_factory=PlatformInfo)
+    platform: PlatformInfo = msgspec.field(default_factory=PlatformInfo)
     cpu_count: int | None = None
     memory_mib: int | None = None  # physical memory, or the cgroup's limit when lower
     toolkits: tuple[Toolkit, ...] = ()
@@ -250,8 +243,7 @@ class Host:
         )
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ModuleReport:
+class ModuleReport(msgspec.Struct, frozen=True, kw_only=True):
     """One module of the stack as an interpreter sees it: where it comes from, and whether it imports."""
 
     name: str
@@ -270,8 +262,7 @@ class ModuleReport:
                    traceback=d.get("traceback"))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class EnvReport:
+class EnvReport(msgspec.Struct, frozen=True, kw_only=True):
     """What a Python environment does when the stack is imported (from a subprocess, with a timeout)."""
 
     python: str

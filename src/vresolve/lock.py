@@ -30,10 +30,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
+from msgspec.structs import replace
 from packaging.version import Version
 
 from . import __version__
@@ -67,8 +68,7 @@ class OutputError(VresolveError):
     exit_code = EXIT_USAGE
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LockFiles:
+class LockFiles(msgspec.Struct, frozen=True, kw_only=True):
     """The text of every lock file, by format; and how the closure was computed."""
 
     files: Mapping[str, str]  # format -> text

@@ -16,6 +16,9 @@ NVML_MISMATCH = "Failed to initialize NVML: Driver/library version mismatch"
 
 _INVISIBLE_RE = re.compile(f"[{INVISIBLE}]")  # what no GPU name, version or probe message holds
 
+# The parsers below compile their patterns on first use (``re`` caches them): a plan for a named GPU reads none of
+# these outputs, and compiling them all at import cost about half a millisecond of every run.
+
 #: the longest name or message kept from the machine (NVIDIA's longest GPU names are under 60 characters)
 MACHINE_TEXT_LIMIT = 256
 
@@ -31,7 +34,7 @@ def machine_text(text: str, limit: int = MACHINE_TEXT_LIMIT) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-_NVML_LIBRARY_RE = re.compile(r"NVML library version:\s*(\d+\.\d+(?:\.\d+)?)")
+_NVML_LIBRARY_RE = r"NVML library version:\s*(\d+\.\d+(?:\.\d+)?)"
 
 
 def parse_nvml_library_version(text: str) -> str | None:
@@ -40,14 +43,14 @@ def parse_nvml_library_version(text: str) -> str | None:
     >>> parse_nvml_library_version("Failed to initialize NVML: ...\\nNVML library version: 570.124")
     '570.124'
     """
-    m = _NVML_LIBRARY_RE.search(text)
+    m = re.search(_NVML_LIBRARY_RE, text)
     return m[1] if m else None
 
 
 SMI_FIELDS = ("index", "name", "uuid", "compute_cap", "driver_version", "memory.total", "pci.bus_id")
 
 
-_PROC_VERSION_RE = re.compile(
+_PROC_VERSION_RE = (
     r"NVRM version: NVIDIA (?P<kind>UNIX(?: Open)? Kernel Module|.*?Kernel Module)[^\d]*?"
     r"(?:for \S+\s+)?(?P<version>\d+\.\d+(?:\.\d+)?)")
 
@@ -62,7 +65,7 @@ def parse_proc_driver_version(text: str) -> tuple[DriverVersion, str] | None:
 
     or, for the proprietary module, ``NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14  Thu ...``.
     """
-    m = _PROC_VERSION_RE.search(text)
+    m = re.search(_PROC_VERSION_RE, text)
     if not m:
         return None
     return DriverVersion.parse(m["version"]), "open" if "Open" in m["kind"] else "proprietary"
@@ -88,8 +91,8 @@ def parse_proc_gpu_information(text: str) -> dict[str, str]:
 
 
 _BANNER_RE = {
-    "driver": re.compile(r"(?:Driver Version|KMD Version)\s*:\s*(\d+\.\d+(?:\.\d+)?)", re.IGNORECASE),
-    "cuda": re.compile(r"CUDA (?:UMD )?Version\s*:\s*(\d+\.\d+)", re.IGNORECASE),
+    "driver": r"(?:Driver Version|KMD Version)\s*:\s*(\d+\.\d+(?:\.\d+)?)",
+    "cuda": r"CUDA (?:UMD )?Version\s*:\s*(\d+\.\d+)",
 }
 
 
@@ -102,8 +105,8 @@ def parse_smi_banner(text: str) -> tuple[DriverVersion | None, Version | None]:
 
     R610 and newer print ``KMD Version: 610.43.02`` and ``CUDA UMD Version: 13.3`` instead.
     """
-    d = _BANNER_RE["driver"].search(text)
-    c = _BANNER_RE["cuda"].search(text)
+    d = re.search(_BANNER_RE["driver"], text, re.IGNORECASE)
+    c = re.search(_BANNER_RE["cuda"], text, re.IGNORECASE)
     return (DriverVersion.parse(d[1]) if d else None), (Version(c[1]) if c else None)
 
 
@@ -132,7 +135,7 @@ def parse_smi_query(text: str, fields: tuple[str, ...] = SMI_FIELDS) -> list[dic
     return rows
 
 
-_NVCC_RE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
+_NVCC_RE = r"release (\d+\.\d+), V(\d+\.\d+\.\d+)"
 
 
 def parse_nvcc_version(text: str) -> Version | None:
@@ -142,7 +145,7 @@ def parse_nvcc_version(text: str) -> Version | None:
 
         Cuda compilation tools, release 13.0, V13.0.88
     """
-    m = _NVCC_RE.search(text)
+    m = re.search(_NVCC_RE, text)
     return Version(m[2]) if m else None
 
 
@@ -160,7 +163,7 @@ def driver_or_none(text: str | None) -> DriverVersion | None:
         return None
 
 
-_TEGRA_RELEASE_RE = re.compile(r"^# R(\d{2,3}) \((?:release|Release)\), REVISION: (\d{1,3})\.(\d{1,3})\b", re.MULTILINE)
+_TEGRA_RELEASE_RE = r"^# R(\d{2,3}) \((?:release|Release)\), REVISION: (\d{1,3})\.(\d{1,3})\b"
 
 
 def parse_nv_tegra_release(text: str) -> Version | None:
@@ -170,11 +173,11 @@ def parse_nv_tegra_release(text: str) -> Version | None:
 
         # R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64, DATE: Wed Jan  8 01:49:37 UTC 2025
     """
-    m = _TEGRA_RELEASE_RE.search(text[:4096])
+    m = re.search(_TEGRA_RELEASE_RE, text[:4096], re.MULTILINE)
     return Version(f"{int(m[1])}.{int(m[2])}.{int(m[3])}") if m else None
 
 
-_L4T_CORE_RE = re.compile(r"^(\d{2,3})\.(\d{1,3})(?:\.(\d{1,3}))?-\d{8,14}$")
+_L4T_CORE_RE = r"^(\d{2,3})\.(\d{1,3})(?:\.(\d{1,3}))?-\d{8,14}$"
 
 
 def parse_l4t_core_version(text: str) -> Version | None:
@@ -184,7 +187,7 @@ def parse_l4t_core_version(text: str) -> Version | None:
 
         36.4.3-20250107174145
     """
-    m = _L4T_CORE_RE.match(text.strip()[:64])
+    m = re.match(_L4T_CORE_RE, text.strip()[:64])
     return Version(f"{int(m[1])}.{int(m[2])}.{int(m[3] or 0)}") if m else None
 
 

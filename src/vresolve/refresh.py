@@ -24,10 +24,10 @@ import re
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from packaging.markers import Marker
 from packaging.metadata import Metadata, parse_email
 from packaging.requirements import Requirement
@@ -50,8 +50,7 @@ __all__ = ["PACKAGES", "Progress", "generate", "merge_since", "torch_index_varia
            "render_wheels_doc", "apply_files", "unseen_rows"]
 
 
-@dataclass(frozen=True, slots=True)
-class _Spec:
+class _Spec(msgspec.Struct, frozen=True):
     first: Version  # oldest release the matrix covers
     keep: tuple[str, ...]  # Requires-Dist names to record
     one_per_platform: bool  # read one wheel per platform (torch*: one per Python tag otherwise)
@@ -132,8 +131,7 @@ def derive_cuda(reqs: Iterable[Requirement], platform: str = "linux-x86_64") -> 
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class _Pick:
+class _Pick(msgspec.Struct, frozen=True):
     version: Version
     platform: str
     file: IndexFile

@@ -9,8 +9,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+import msgspec
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
@@ -60,10 +60,9 @@ _CC_RE = re.compile(
 )
 
 
-# Not slotted: these values are pickled thousands of times in the matrix cache, and unpickling a
-# slotted dataclass runs a Python-level __setstate__ per object (about 17 ms of a cold plan).
-@dataclass(frozen=True, order=True)
-class Capability:
+# Positional: these values are pickled thousands of times in the matrix cache, and a positional Struct unpickles
+# as one call of its class (a keyword-only one goes through a Python-level rebuild per object)
+class Capability(msgspec.Struct, frozen=True, order=True):
     """A CUDA compute capability such as 8.6 or 9.0a (arch-specific suffix ``a``/``f``).
 
     >>> Capability.parse("sm_90a")
@@ -105,8 +104,7 @@ class Capability:
         return Capability(self.major, self.minor) if self.suffix else self
 
 
-@dataclass(frozen=True)
-class ArchList:
+class ArchList(msgspec.Struct, frozen=True):
     """What a CUDA build contains: SASS (cubins) and PTX, as compute capabilities.
 
     A GPU of capability ``cc`` runs the build when there is SASS of the same major whose

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+
+import msgspec
 
 from .._proc import uv_bin
 from ..errors import UsageError
@@ -27,8 +28,7 @@ __all__ = ["Job", "Claim", "Reporter", "StepOutcome", "CheckOutcome", "wheel_job
 ACTIVATE = "vresolve-env.sh"  # the activation file apply writes into the environment
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Job:
+class Job(msgspec.Struct, frozen=True, kw_only=True):
     """What ``apply`` runs, in order: ``steps`` (with ``build_env`` exported and ``pre_checks`` run before step
     ``build_from``, for a source build), then ``verify`` with ``exports`` set."""
 
@@ -98,8 +98,7 @@ def source_job(sp: SourcePlan, cwd: Path, parallelism: Sequence[tuple[str, str]]
                pre_checks=sp.checks, log=env_dir.with_name(env_dir.name + ".build.log"))
 
 
-@dataclass(kw_only=True, slots=True)
-class Claim:
+class Claim(msgspec.Struct, kw_only=True):
     """The paths a job makes, claimed before it runs: ``moved`` holds the existing ones put aside (``--force``),
     (where it was, where it is now). Each directory the job makes gets vresolve's marker (:meth:`mark`)."""
 
@@ -229,8 +228,7 @@ class _no_interrupts:  # noqa: N801 - SIGINT ignored for the duration (main thre
             signal.signal(signal.SIGINT, self.previous)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class StepOutcome:
+class StepOutcome(msgspec.Struct, frozen=True, kw_only=True):
     index: int  # 1-based
     step: Step
     status: str  # "ok" | "failed" | "skipped"
@@ -238,8 +236,7 @@ class StepOutcome:
     why: str = ""  # skipped: why; failed: what failed
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CheckOutcome:
+class CheckOutcome(msgspec.Struct, frozen=True, kw_only=True):
     check: Check
     status: str  # "passed" | "failed" | "skipped"
     output: str = ""

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 __all__ = ["LockLine", "LockBody", "MAX_LOCK_BYTES", "is_pylock", "check_lock_body"]
 
@@ -31,8 +32,7 @@ _LONG_RE = re.compile(r"(--[A-Za-z0-9-]*)[=\s]?(.*)")
 _HASH_RE = re.compile(r"(sha256:[0-9a-f]{64}|sha384:[0-9a-f]{96}|sha512:[0-9a-f]{128})")
 
 
-@dataclass(frozen=True, slots=True)
-class LockLine:
+class LockLine(msgspec.Struct, frozen=True):
     """A logical line of a lock that is not vresolve's own: its first physical line's number, its text (as
     joined), and why."""
 
@@ -41,8 +41,7 @@ class LockLine:
     why: str
 
 
-@dataclass(frozen=True, slots=True)
-class LockBody:
+class LockBody(msgspec.Struct, frozen=True):
     pins: int  # the pinned, hashed requirements
     extra: tuple[LockLine, ...]  # installable, but not vresolve's own: only with the user's leave
     unreadable: tuple[LockLine, ...]  # never installed

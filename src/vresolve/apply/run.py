@@ -14,8 +14,9 @@ import subprocess
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from .._proc import dies_with_us, stop_group
 
@@ -25,8 +26,7 @@ TAIL_LINES = 30  # the last lines of a command's output kept for the failure rep
 _MAX_LINE = 4000  # longer lines (a progress bar redrawn without newlines) are cut
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Ran:
+class Ran(msgspec.Struct, frozen=True, kw_only=True):
     """How a command ended: its exit code (None: it could not start), its last lines, the seconds it took."""
 
     argv: tuple[str, ...]
@@ -49,13 +49,12 @@ _DOWNLOADED = re.compile(r"^\s*Downloaded (\S+)\s*$")
 _PIP_DONE = re.compile(r"^\s*(?:Installing collected packages|Successfully installed)")
 
 
-@dataclass(kw_only=True, slots=True)
-class Downloads:
+class Downloads(msgspec.Struct, kw_only=True):
     """What an installer said it downloads, and what it has finished: its own lines, counted per file
     (uv prints ``Downloading NAME (SIZE)`` then `` Downloaded NAME``; pip the first only, finishing in order)."""
 
-    sizes: dict[str, float] = field(default_factory=dict)
-    done: set[str] = field(default_factory=set)
+    sizes: dict[str, float] = msgspec.field(default_factory=dict)
+    done: set[str] = msgspec.field(default_factory=set)
 
     def feed(self, line: str) -> bool:
         """Read one output line; True when it changed the tally."""

@@ -105,7 +105,7 @@ def _refuse(args: argparse.Namespace) -> None:
 
 def _this_machine(m: Any, timeout: float) -> Any:
     """This machine (apply installs here, whatever machine the plan names): its GPUs decide which checks run."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from ..detect import Overrides, detect_host, fill_capabilities
 
@@ -115,7 +115,7 @@ def _this_machine(m: Any, timeout: float) -> Any:
 def _plan_job(args: argparse.Namespace, m: Any, this: Any) -> tuple[Any, Any, list[Any]]:
     """(the job, the wheel plan or None for a source build or a plan that is not locked, what to show) from the
     plan flags."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from ..apply import source_job, wheel_job
     from ..plan import build_plan

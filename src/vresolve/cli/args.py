@@ -466,7 +466,7 @@ def _spec(flag: str, text: str | None) -> Any:
 def plan_inputs(args: argparse.Namespace, detected: Any = None) -> tuple[Any, Any, Any, str]:
     """(matrix, host, request, detected_by) from the plan flags; detection only for --gpu auto (``detected``: the
     machine :func:`kept_auto_plan` already probed)."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from ..detect import detect_interpreter
     from ..resolve import Request
@@ -602,7 +602,7 @@ def kept_auto_plan(args: argparse.Namespace) -> tuple[Any, int | None]:
         return None, None
     if host.driver.broken or any(g.compute_capability is None for g in host.gpus):
         return host, None
-    hit = late_plan_output(repr(host))  # a dataclass's repr: every fact detection found
+    hit = late_plan_output(repr(host))  # a frozen Struct's repr: every fact detection found
     if hit is None:
         return host, None
     code, out, err = hit
@@ -612,7 +612,7 @@ def kept_auto_plan(args: argparse.Namespace) -> tuple[Any, int | None]:
 
 def _overrides(args: argparse.Namespace) -> Any:
     """What ``--gpu auto`` detection takes from the environment and the flags that name a fact."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from ..detect import Overrides
 
@@ -622,7 +622,7 @@ def _overrides(args: argparse.Namespace) -> Any:
 
 def _this_machine(args: argparse.Namespace, m: Any, glibc: Any, detected: Any = None) -> tuple[Any, str]:
     """``--gpu auto``: the detected machine (the flags override what they name), and who said so."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from ..detect import detect_host, fill_capabilities
     from .targets import parse_python

@@ -275,7 +275,7 @@ def _lock_one(args: argparse.Namespace, name: str, a: argparse.Namespace, dir_: 
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from ..detect import Overrides, detect_host, fill_capabilities, probe_torch
     from ..errors import EXIT_DETECTION

@@ -57,7 +57,7 @@ def twice_named(names: Iterable[str]) -> str | None:
 
 def read_inventory(paths: list[str], m: Any) -> Any:
     """Inventories and detect files, merged, each checked; GPUs named only get the matrix's capability."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from ..detect import fill_capabilities
     from ..fleet.inventory import Inventory, InventoryError, inventory_from_json
@@ -92,7 +92,7 @@ def _cmd_detect(args: argparse.Namespace) -> int:
         note(f"asking every alive node of {ray_cluster(args.ray)} to run vresolve detect (at most {args.timeout:g} s)"
              " ...", quiet=no_progress(args))
         inv = detect_ray(args.ray or None, args.timeout)
-        from dataclasses import replace
+        from msgspec.structs import replace
 
         from ..detect import fill_capabilities
 
@@ -207,7 +207,7 @@ def fleet_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     if not inv.hosts:
         raise UsageError("INVENTORY: no host to plan for (every node failed, or the inventory is empty)")
     if glibc is not None:  # the nodes' image's glibc, in place of what the inventory records (Kubernetes: none)
-        from dataclasses import replace
+        from msgspec.structs import replace
 
         inv = replace(inv, hosts=tuple(replace(fh, host=replace(fh.host, platform=replace(fh.host.platform, glibc=glibc)))
                                        for fh in inv.hosts))

@@ -145,7 +145,7 @@ def _jetson_by_capability(matrix: Matrix, host: Host, *, given: bool) -> Host:
     """``--gpu sm_87`` is a Jetson Orin, planned as ``--gpu "Jetson AGX Orin"`` is (likewise sm_72 Xavier,
     sm_53/sm_62 the Tegra X1/X2 boards, sm_110 Thor): only a Jetson module has that capability. With
     ``--platform linux-x86_64`` it is no GPU that exists: a usage error naming the module and its platform."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     if all(g.compute_capability is None or matrix.find_gpu(g.name) is not None for g in host.gpus):
         return replace(host, gpus=tuple(host.gpus))  # every GPU known by name: none is a Jetson by capability alone

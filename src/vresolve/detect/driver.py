@@ -6,8 +6,9 @@ what failed, and the evidence (kernel modules, device nodes, libraries, NVIDIA d
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
 
+import msgspec
+from msgspec.structs import replace
 from packaging.version import Version
 
 from ..host import (
@@ -28,13 +29,12 @@ from ..values import Capability
 from .overrides import _TIMED_OUT, Overrides, _path, _read, _run
 
 
-@dataclass
-class _Found:
-    driver: DriverInfo = field(default_factory=DriverInfo)
-    gpus: list[HostGpu] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)  # a driver probe that failed or hung: the driver is broken
-    evidence: list[str] = field(default_factory=list)  # what shows an NVIDIA driver is installed
+class _Found(msgspec.Struct):
+    driver: DriverInfo = msgspec.field(default_factory=DriverInfo)
+    gpus: list[HostGpu] = msgspec.field(default_factory=list)
+    problems: list[str] = msgspec.field(default_factory=list)
+    failures: list[str] = msgspec.field(default_factory=list)  # a driver probe that failed or hung: the driver is broken
+    evidence: list[str] = msgspec.field(default_factory=list)  # what shows an NVIDIA driver is installed
     answered: bool = False  # NVML or nvidia-smi answered
     library_version: str | None = None
 

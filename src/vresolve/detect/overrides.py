@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 if TYPE_CHECKING:
     import subprocess
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Overrides:
+class Overrides(msgspec.Struct, frozen=True, kw_only=True):
     """Facts the user states instead of letting vresolve probe them."""
 
     driver: str | None = None
@@ -28,7 +28,7 @@ class Overrides:
     smi_timeout: float = 10.0
     use_nvml: bool = True
     root: str = "/"  # where /proc, /sys, /dev, /usr/local/cuda live (tests point it at a captured tree)
-    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    environ: Mapping[str, str] = msgspec.field(default_factory=lambda: dict(os.environ))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **flags: object) -> Overrides:

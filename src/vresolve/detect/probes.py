@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from msgspec.structs import replace
 from packaging.version import InvalidVersion, Version
 
 from ..errors import UsageError

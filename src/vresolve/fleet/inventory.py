@@ -5,9 +5,9 @@ the shape of what they held (every string from a file is hostile until checked h
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from packaging.version import InvalidVersion
 
 from ..host import Host
@@ -26,8 +26,7 @@ class InventoryError(ValueError):
     """An inventory that is not one: ``inventory[3].host.gpus[0].compute_capability: invalid capability 'x'``."""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class FleetHost:
+class FleetHost(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     host: Host
     source: str  # "ray" | "k8s" | "file"
@@ -36,8 +35,7 @@ class FleetHost:
         return {"name": self.name, "host": self.host.to_dict(), "source": self.source}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Failed:
+class Failed(msgspec.Struct, frozen=True, kw_only=True):
     """A node that was asked and did not answer (a timeout, a dead node, unreadable labels)."""
 
     host: str
@@ -47,8 +45,7 @@ class Failed:
         return {"host": self.host, "why": self.why}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Inventory:
+class Inventory(msgspec.Struct, frozen=True, kw_only=True):
     hosts: tuple[FleetHost, ...] = ()
     failed: tuple[Failed, ...] = ()
 
@@ -98,7 +95,7 @@ def host_from_json(d: object, where: str) -> Host:
 
 def _plain(host: Host) -> Host:
     """GPU names as plain lines (they reach a terminal)."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     gpus = tuple(replace(g, name=machine_text(g.name) or f"GPU {g.index}") for g in host.gpus)
     return replace(host, gpus=gpus) if gpus != host.gpus else host

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+from msgspec.structs import replace
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
@@ -41,8 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["Group", "Blocker", "FleetPlan", "plan_fleet", "group_hosts"]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Group:
+class Group(msgspec.Struct, frozen=True, kw_only=True):
     """Identical hosts, and the best stack for them (None: no stack, with why)."""
 
     hosts: tuple[str, ...]
@@ -57,8 +57,7 @@ class Group:
         return self.resolution.stack if self.resolution else self.jetson.stack if self.jetson else None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Blocker:
+class Blocker(msgspec.Struct, frozen=True, kw_only=True):
     """Nodes that hold the common stack back: why, the upgrade that would release it, and what it unlocks."""
 
     hosts: tuple[str, ...]
@@ -67,8 +66,7 @@ class Blocker:
     unlocks: Version  # the vLLM the whole fleet would get
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class FleetPlan:
+class FleetPlan(msgspec.Struct, frozen=True, kw_only=True):
     hosts: int
     groups: tuple[Group, ...]
     common: dict[str, Resolution]  # platform tag -> the common stack's resolution there ({} when none)

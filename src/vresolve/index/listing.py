@@ -7,11 +7,11 @@ import hmac
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
+import msgspec
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from ..errors import PackageIndexError
@@ -35,8 +35,7 @@ _HASH_RE = re.compile(r"[0-9a-f]+")
 _FIXED_HASHES = frozenset(hashlib.algorithms_guaranteed) - {"shake_128", "shake_256"}
 
 
-@dataclass(frozen=True, slots=True)
-class IndexFile:
+class IndexFile(msgspec.Struct, frozen=True):
     """One file of a project as the simple API lists it."""
 
     filename: str

@@ -9,9 +9,9 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import requests
 from requests.adapters import HTTPAdapter
 from requests.auth import HTTPBasicAuth
@@ -46,8 +46,7 @@ _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 _RETRY_AFTER_MAX = 30.0  # seconds: the longest wait a Retry-After gets
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
+class Limits(msgspec.Struct, frozen=True):
     """What one answer of the index may cost; over a limit is a PackageIndexError naming the URL and it.
 
     Real sizes, for scale: a project's listing is at most a few MB (torch's, with every file of
@@ -62,8 +61,7 @@ class Limits:
     deadline: float = 300.0  # seconds for one request: its retries, and its whole answer
 
 
-@dataclass(frozen=True, slots=True)
-class _Answer:
+class _Answer(msgspec.Struct, frozen=True):
     url: str  # the final URL (after redirects)
     status: int
     headers: Mapping[str, str]

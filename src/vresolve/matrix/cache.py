@@ -16,17 +16,19 @@ others can write, is never read: see :func:`vresolve._cache.trusted_cache_dir`.)
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import io
 import pickle
 from pathlib import Path
 from typing import Any
 
+import msgspec
+import msgspec.structs
+
 from .model import Matrix
 
-FORMAT = 8  # 4: KnownIssue.signals; 5: Matrix.jetson_wheels; 6: DriverSupport (gpus.yaml driver:); 7: equal strings once;
-#              8: KnownIssue.when
+FORMAT = 9  # 4: KnownIssue.signals; 5: Matrix.jetson_wheels; 6: DriverSupport (gpus.yaml driver:); 7: equal strings once;
+#              8: KnownIssue.when; 9: msgspec Structs (pickled as their class called with the fields)
 MAGIC = b"vresolve-matrix-cache\0"
 MAX_BYTES = 64 * 2**20  # the shipped matrix pickles to well under 1 MiB
 
@@ -55,7 +57,7 @@ def cache_file(revision: str) -> Path | None:
 
 
 def _classes() -> dict[tuple[str, str], type]:
-    """Every class a pickled matrix holds, by (module, name): the model's dataclasses, vresolve's values and
+    """Every class a pickled matrix holds, by (module, name): the model's Structs, vresolve's values and
     packaging's versions and specifiers. Protocol 5 pickles of these need no other global (no copyreg
     reconstructor, no builtins: tuples, dicts and frozensets have opcodes of their own)."""
     from packaging.specifiers import Specifier, SpecifierSet
@@ -65,7 +67,7 @@ def _classes() -> dict[tuple[str, str], type]:
     from . import model
 
     classes: list[type] = [c for c in vars(model).values()
-                           if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == model.__name__]
+                           if isinstance(c, type) and issubclass(c, msgspec.Struct) and c.__module__ == model.__name__]
     classes += [values.Capability, values.ArchList, values.DriverVersion, Version, Specifier, SpecifierSet]
     return {(c.__module__, c.__qualname__): c for c in classes}
 
@@ -154,7 +156,7 @@ def read(cfile: Path, revision: str, root: Path) -> Matrix | None:
             gc.enable()
     if not isinstance(m, Matrix) or m.revision != revision:
         return None
-    return m if m.path == str(root) else dataclasses.replace(m, path=str(root))
+    return m if m.path == str(root) else msgspec.structs.replace(m, path=str(root))
 
 
 def write(cfile: Path, m: Matrix) -> None:

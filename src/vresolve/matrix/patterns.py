@@ -24,8 +24,9 @@ import importlib
 import operator
 import re
 import sys
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 __all__ = ["backtracking_problem"]
 
@@ -72,8 +73,7 @@ _Bridge = tuple[tuple[int, Any], ...]
 _Open = tuple[int, bool, _Bridge]
 
 
-@dataclass(frozen=True)
-class _Head:
+class _Head(msgspec.Struct, frozen=True):
     """An unbounded quantifier that can begin (or end) what a node matches."""
 
     first: int  # what an iteration can start with
@@ -82,8 +82,7 @@ class _Head:
     stop: tuple[Any, ...] = ()  # tempered, (?:(?!T)x)*: T, which it never runs over
 
 
-@dataclass(frozen=True)
-class _Info:
+class _Info(msgspec.Struct, frozen=True):
     nullable: bool
     first: int
     last: int

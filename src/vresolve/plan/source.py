@@ -31,9 +31,9 @@ of its ops against torch's own result.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import msgspec
 from packaging.version import Version
 
 from ..host import Host, InstalledDist, Toolkit, describe_gpus
@@ -51,8 +51,7 @@ GIB_PER_NVCC_THREAD = 4
 VLLM_GIT = "https://github.com/vllm-project/vllm.git"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SourcePlan:
+class SourcePlan(msgspec.Struct, frozen=True, kw_only=True):
     host: Host
     request: Request
     vllm: VllmRelease
@@ -125,8 +124,7 @@ def _toolkit_on_host(host: Host, cuda: Version) -> Toolkit | None:
     return next((t for t in host.toolkits if (t.version.major, t.version.minor) == (cuda.major, cuda.minor)), None)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Choice:
+class _Choice(msgspec.Struct, frozen=True, kw_only=True):
     """What a source build is made of: the release, the torch (kept, or the release's pin), the toolkit."""
 
     release: VllmRelease
@@ -138,8 +136,7 @@ class _Choice:
     floor: DriverVersion | None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Options:
+class _Options(msgspec.Struct, frozen=True, kw_only=True):
     installer: Installer
     env_dir: str | None
     src_dir: str

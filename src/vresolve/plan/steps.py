@@ -5,9 +5,9 @@ environment an install goes into, the installer's argv, and the verification scr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import msgspec
 from packaging.version import Version
 
 if TYPE_CHECKING:
@@ -22,8 +22,7 @@ class Expand(str):
     __slots__ = ()
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Step:
+class Step(msgspec.Struct, frozen=True, kw_only=True):
     tool: str  # "uv" | "pip" | "conda" | "python" | "git" | "vllm"
     argv: tuple[str, ...]
     why: str
@@ -31,8 +30,7 @@ class Step:
     needs_gpu: bool = False  # runs only on a machine with the planned GPUs (``apply`` skips it elsewhere)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Check:
+class Check(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     argv: tuple[str, ...]
     expect: str  # a line the output must contain

@@ -17,9 +17,9 @@ fresh environment of the wheels' Python, the exports its kernels compile with, a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import msgspec
 from packaging.version import InvalidVersion, Version
 
 from ..matrix import Matrix
@@ -36,8 +36,7 @@ if TYPE_CHECKING:
 L4T_CUDA_HOME = "/usr/local/cuda"  # where JetPack installs L4T's CUDA toolkit (the cuda-toolkit-X-Y packages)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class InstallPlan:
+class InstallPlan(msgspec.Struct, frozen=True, kw_only=True):
     resolution: Resolution
     installer: Installer
     env_dir: str
@@ -45,7 +44,7 @@ class InstallPlan:
     env: tuple[tuple[str, str], ...]
     env_reasons: tuple[tuple[str, str], ...]
     verify: tuple[Check, ...]
-    alternatives: tuple[tuple[Resolution, str], ...] = field(default=())
+    alternatives: tuple[tuple[Resolution, str], ...] = ()
     checks: tuple[Check, ...] = ()  # before the install (a wheel set of a target's own index: L4T's toolkit, ...)
 
     @property
@@ -236,7 +235,7 @@ def build_plan(matrix: Matrix, res: Resolution, *, installer: Installer = "uv", 
         checks.append(program_check((python,), "torch-version", name="the installer kept your torch",
                                     expect=f"torch {kept.version}"))
     if installer == "conda":
-        from dataclasses import replace
+        from msgspec.structs import replace
 
         checks = [replace(c, argv=("conda", "run", "-n", env_dir, *c.argv)) for c in checks]
     env, why = _exports(res)

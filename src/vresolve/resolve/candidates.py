@@ -11,9 +11,9 @@ the same CUDA major as the vLLM build). Pure.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
@@ -29,12 +29,11 @@ if TYPE_CHECKING:
 COMPANIONS = ("torchvision", "torchaudio", "xformers", "flashinfer-python", "triton")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Request:
+class Request(msgspec.Struct, frozen=True, kw_only=True):
     """What the user asks for, beyond the machine's facts."""
 
-    vllm: SpecifierSet = field(default_factory=SpecifierSet)
-    torch: SpecifierSet = field(default_factory=SpecifierSet)
+    vllm: SpecifierSet = msgspec.field(default_factory=SpecifierSet)
+    torch: SpecifierSet = msgspec.field(default_factory=SpecifierSet)
     variant: str | None = None  # torch's variant, when the user names one (cuXYZ | cpu)
     driver_policy: Policy = "minor-compat"
     cpu: bool = False  # plan the CPU backend (--gpu none, or no GPU found)
@@ -52,8 +51,7 @@ class Request:
     gpu_driver: bool = True  # refuse a driver that cannot drive a GPU (False: a fleet's composite host, judged per node)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class VllmBuild:
+class VllmBuild(msgspec.Struct, frozen=True, kw_only=True):
     """A vLLM release x one wheel build of it (the PyPI wheel, or a CUDA variant)."""
 
     release: VllmRelease
@@ -90,8 +88,7 @@ class VllmBuild:
         return self.label or f"vLLM {self.version} ({self.variant}, {where_text(self.where)})"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TorchBuild:
+class TorchBuild(msgspec.Struct, frozen=True, kw_only=True):
     release: TorchRelease
     variant: TorchVariant
     platform: str
@@ -163,8 +160,7 @@ def where_text(where: str) -> str:
             "pytorch": "PyTorch index"}.get(where, where)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class VllmRequirement:
+class VllmRequirement(msgspec.Struct, frozen=True, kw_only=True):
     spec: SpecifierSet
     name: str = "vllm"
 
@@ -179,8 +175,7 @@ class VllmRequirement:
         return f"vllm{self.spec}" if str(self.spec) else "vllm"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TorchRequirement:
+class TorchRequirement(msgspec.Struct, frozen=True, kw_only=True):
     version: Version | None  # the exact pin; None: any (a build that pins nothing)
     cuda_major: int | None  # None: the CPU build
     user: SpecifierSet
@@ -333,8 +328,7 @@ def _vkey(v: Version) -> float:
     return n
 
 
-@dataclass(frozen=True, kw_only=True, slots=True, eq=False)
-class Rejection:
+class Rejection(msgspec.Struct, frozen=True, kw_only=True, eq=False):
     """Why one candidate cannot run here, in hardware terms.
 
     A driver rejection keeps its parts and writes its sentence only when asked: a resolution
@@ -364,8 +358,7 @@ class Rejection:
                 f"driver {self.driver} serves CUDA {self.served or 'none'} at most")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Stack:
+class Stack(msgspec.Struct, frozen=True, kw_only=True):
     """What a plan installs: one record for a wheel plan, a source build, an alternative and a lock's header."""
 
     vllm: Version
@@ -382,8 +375,7 @@ class Stack:
     install_kind: InstallKind
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Jetson:
+class Jetson(msgspec.Struct, frozen=True, kw_only=True):
     """What makes this machine a Jetson: its module (a gpus.yaml row), its GPU, and its JetPack if known."""
 
     module: Gpu
@@ -397,8 +389,7 @@ class Jetson:
         return self.module.compute_capability
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class JetsonWheelChoice:
+class JetsonWheelChoice(msgspec.Struct, frozen=True, kw_only=True):
     """The wheel set of a target's own index that a Jetson installs: a vLLM wheel and its torch from one path of the
     Jetson index (its JetPack's), and the facts that chose it."""
 
@@ -421,8 +412,7 @@ class JetsonWheelChoice:
                      cuda=w.cuda, python=w.python, install_kind="wheel")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Resolution:
+class Resolution(msgspec.Struct, frozen=True, kw_only=True):
     host: Host
     request: Request
     vllm: VllmBuild
@@ -435,11 +425,21 @@ class Resolution:
     reasons: tuple[str, ...]
     warnings: tuple[str, ...]
     # the builds turned down on the way: made into Rejections (and text) only when asked, once
-    turned_down: Callable[[], tuple[Rejection, ...]] = field(repr=False, compare=False)
+    turned_down: Callable[[], tuple[Rejection, ...]]  # neither compared nor shown (see __eq__, __repr__)
     glibc_by: tuple[str, ...] = ()  # the packages whose wheels set glibc_floor (llguidance, vllm, torch)
     # the wheel set of the target's own index that was chosen (a Jetson's JetPack path): vllm and torch are its
     # builds; its files are replaced on that index under the same name, so it is never locked by hash
     index: JetsonWheelChoice | None = None
+
+    def __eq__(self, other: object) -> bool:
+        """The same answer, whatever was turned down on the way."""
+        if not isinstance(other, Resolution):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self.__struct_fields__ if f != "turned_down")
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__struct_fields__ if f != "turned_down")
+        return f"Resolution({shown})"
 
     @property
     def rejections(self) -> tuple[Rejection, ...]:

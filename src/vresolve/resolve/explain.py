@@ -9,9 +9,9 @@ name (this module never imports the resolver).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
@@ -26,8 +26,7 @@ if TYPE_CHECKING:
     Resolve = Callable[[Host, Matrix, Request], Resolution]
 
 
-@dataclass(frozen=True, slots=True)
-class Cause:
+class Cause(msgspec.Struct, frozen=True):
     """Why no stack fits, as data: a kind (a rejection kind: driver, gpu, python, platform, glibc; or
     "other") and its sentence in hardware terms, which the render layer prints."""
 
@@ -124,7 +123,7 @@ def _causes(host: Host, matrix: Matrix, request: Request, rejections: Sequence[R
 def _hints(host: Host, matrix: Matrix, request: Request, rejections: Sequence[Rejection], retry: Resolve
            ) -> list[str]:
     """What would make a stack fit: a driver, the other policy, no vLLM constraint, a source build, ..."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     hints: list[str] = []
     driver_rj = any(r.kind == "driver" and r.needs_driver is not None for r in rejections)
@@ -167,7 +166,7 @@ def _machine_text(host: Host, request: Request) -> str:
 def try_resolve(retry: Resolve, host: Host, matrix: Matrix, request: Request, *, driver: Any = ...,
                 policy: Policy | None = None) -> Resolution | None:
     """``retry``'s answer with the driver (None: any) or the policy changed; None when none fits."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     h = host if driver is ... else replace(host, driver=replace(host.driver, version=driver, cuda=None))
     r = request if policy is None else replace(request, driver_policy=policy)

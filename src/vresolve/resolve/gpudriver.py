@@ -9,8 +9,9 @@ marked ``unverified`` only warns.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from ..host import Host, HostGpu
 
@@ -24,8 +25,7 @@ __all__ = ["DriverGap", "driver_gaps", "refuse_unsupported_driver", "unrecorded_
 _FAMILY_NAMES = {"ada": "Ada Lovelace"}
 
 
-@dataclass(frozen=True, slots=True)
-class DriverGap:
+class DriverGap(msgspec.Struct, frozen=True):
     """One GPU the driver cannot drive: ``kind`` is ``too-old`` (below its first driver) or ``too-new``
     (past its last branch)."""
 

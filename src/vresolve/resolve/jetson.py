@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 
+import msgspec
+from msgspec.structs import replace
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
@@ -160,8 +161,7 @@ def _sbsa(j: Jetson, jp: JetPack) -> bool:
 # -------------------------------------------------------------------------------------- the SBSA path (Thor)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class UnifiedArm:
+class UnifiedArm(msgspec.Struct, frozen=True, kw_only=True):
     """A Jetson whose JetPack runs CUDA's unified ARM build (Thor): the resolver resolves the generic aarch64 builds
     for ``host`` under ``request`` (the JetPack's CUDA major only), then :meth:`finish` says why and what to mind."""
 
@@ -208,8 +208,7 @@ def _unified_arm(host: Host, matrix: Matrix, request: Request, j: Jetson, jp: Je
 # -------------------------------------------------------------------------- the JetPack-specific path (Orin, Xavier)
 
 
-@dataclass(frozen=True, slots=True)
-class _Way:
+class _Way(msgspec.Struct, frozen=True):
     """A vLLM release that builds from source for this module against a torch NVIDIA publishes for a JetPack."""
 
     jetpack: JetPack

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from msgspec.structs import replace
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
@@ -511,7 +511,7 @@ def _glibc_floor(host: Host, matrix: Matrix, v: VllmBuild, t: TorchBuild, reason
 def _set_aside(host: Host, matrix: Matrix, request: Request, v: VllmBuild) -> list[str]:
     """Newer releases the cautious pass set aside because the glibc their wheels need is not recorded: which,
     why, and the flag that admits them (empty when admitting them would not change the stack)."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     try:
         free = resolve(host, matrix, replace(request, allow_unknown_glibc=True))
@@ -536,7 +536,7 @@ def resolve_kept_torch(host: Host, matrix: Matrix, request: Request) -> Resoluti
     kept torch's CUDA major (the rules :func:`resolve` applies: vLLM and torch on one CUDA major, arch
     lists, driver, Python, glibc). NoCompatibleStack when none does (then a source build is the way).
     """
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     kept = host.installed_dist("torch")
     if kept is None:
