@@ -66,6 +66,11 @@ _JETSON_RE = re.compile(r"\b(?P<board>Jetson(?: AGX| Orin| Xavier| Nano| TX2| NX
 _WSL_RE = re.compile(r"\bWSL2?\b")
 _ROW_RE = re.compile(r"^\s*(?P<name>[A-Za-z][A-Za-z0-9._-]*)(?P<gap>\s+)v?(?P<v>\d[\w.+!]*)\s*$")
 _NOT_A_VERSION_NEXT = ("~", "-", "*", "x ")
+#: a command line asking an installer for a release (``$ pip install torch==2.5.1``, after a prompt or alone on its
+#: line; not prose that says what was installed): what it names is a request, not what is installed (pip's own
+#: lines say what it installed, or why it did not)
+_INSTALL_COMMAND_RE = re.compile(r"(?:^\s*|[$>#!`]\s*)(?:sudo\s+)?(?:python3?(?:\.exe)?\s+-m\s+)?"
+                                 r"(?:pip3?(?:\.exe)?|uv pip|conda|mamba|micromamba)\s+install\b")
 
 Handler = Callable[[str, Line, Collector], None]
 
@@ -220,7 +225,7 @@ class ProseReader:
 
     def _mentions(self, body: str, line: Line, out: Collector) -> None:
         lower = line.lower
-        if _holds(lower, _MENTION_NEEDLES):
+        if _holds(lower, _MENTION_NEEDLES) and not (" install" in lower and _INSTALL_COMMAND_RE.search(lower)):
             for m in (*_MENTION_RE.finditer(body), *_SPECIAL_RE.finditer(body)):
                 self._mention(m, body, line, out)
         if _holds(lower, _OS_NEEDLES):
