@@ -191,6 +191,11 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("system-not-ready", "not yet initialized", r"system not yet initialized"),
         ("system-not-ready", "system_not_ready", r"CUDA_ERROR_SYSTEM_NOT_READY"),
         ("system-not-ready", "systemnotready", r"cudaErrorSystemNotReady"),
+        # the code alone (802 is cudaErrorSystemNotReady / CUDA_ERROR_SYSTEM_NOT_READY in CUDA's headers), where a CUDA
+        # call or library reports it: "cuda driver library init failure: 802", "cuInit err: 802", "CUDA error 802",
+        # "cudaGetDeviceCount returned 802", "code=802"
+        ("system-not-ready", "802",
+         r"\b(?:CUDA|[Cc]uda|cu[A-Z]\w*)\b[^\n]{0,80}?\b(?:[Ee]rror|[Ee]rr|[Ff]ailure|returned|code)\b\s*[:=(]?\s*802\b(?![.\d])"),
         ("gpu-off-bus", "fallen off the bus", r"fallen off the bus"),
         ("gpu-off-bus", "xid", r"\bXid \(PCI:[0-9A-Fa-f:.]+\): 79\b"),
         ("gpu-off-bus", "gpu_is_lost", r"ERROR_GPU_IS_LOST"),
@@ -201,7 +206,27 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # torch's shared-memory tensors are files /torch_<pid>_<n> in /dev/shm (libshm, MapAllocator): writing one
         # fails when /dev/shm has no room left
         ("shm-exhausted", "unable to write to file", r"unable to write to file </torch_\w*>"),
+        # the driver's own library (libcuda.so, nvcuda.dll) loaded without an entry point of the CUDA driver API the
+        # program calls (cuCtxCreate_v3, cuCtxCreate_v4, cuGetProcAddress_v2): the API only grows, so the driver
+        # predates the CUDA the program was built for (ollama's "symbol lookup for cuCtxCreate_v3 failed", the loader's
+        # "libcuda.so.1: undefined symbol: cuCtxCreate_v4", Windows' "procedure entry point ... nvcuda.dll")
+        ("driver-entry-point-missing", "symbol lookup for cu", r"\bsymbol lookup for (?P<detail>cu[A-Z]\w*) failed"),
+        ("driver-entry-point-missing", "undefined symbol: cu",
+         r"\blibcuda\.so[\d.]*: undefined symbol: (?P<detail>cu[A-Z]\w*)"),
+        ("driver-entry-point-missing", "procedure entry point",
+         r"procedure entry point (?P<detail>cu[A-Z]\w*) could not be located in the dynamic link library [^\n]*?nvcuda\.dll"),
         ("no-c-compiler", "failed to find c compiler", r"Failed to find C compiler"),
+        # a C compiler the paste shows there (Triton's "Failed to find C compiler" beside it is then not a missing
+        # compiler): `gcc --version`'s first line, clang's, MSVC's banner, `which gcc`'s answer, CC set, the user's words
+        ("c-compiler-present", "(", r"^\s*(?:[\w.-]+-)?(?:gcc|g\+\+|cc|c\+\+)(?:-\d+)?(?:\.exe)? \([^()\n]{1,80}\) \d+\.\d+"),
+        ("c-compiler-present", "clang version", r"^\s*(?:[\w ]{1,40} )?clang version \d+\.\d+"),
+        ("c-compiler-present", "optimizing compiler", r"Microsoft \(R\) C/C\+\+ Optimizing Compiler Version \d+"),
+        ("c-compiler-present", "/", r"^\s*(?:/[\w.+-]+)+/(?:gcc|cc|clang|g\+\+)(?:-\d+)?\s*$"),
+        ("c-compiler-present", "cc=", r"(?:^|[\s;])(?:export |set )?CC=['\"]?[\w/\\.:+ -]*?(?:gcc|clang|cl|cc)(?:-\d+)?(?:\.exe)?\b"),
+        ("c-compiler-present", "have", r"\b(?:I|i|we|We)\s+(?:do\s+|already\s+)?have\s+(?:the\s+|a\s+)?(?:gcc|g\+\+|clang|MSVC"
+                                        r"|C compiler|c compiler)\b"),
+        ("c-compiler-present", "installed", r"\b(?:gcc|g\+\+|clang|MSVC)(?: and (?:gcc|g\+\+|clang))? (?:is|are) (?:already )?"
+                                             r"installed\b"),
         # pip ran a source package's build backend for its build requirements (in its isolated build environment,
         # unless told otherwise) and that failed; re-typed sdist-imports-torch where the package is one whose setup.py
         # imports torch without declaring it (:mod:`.isolation`)
