@@ -434,7 +434,16 @@ def merge_log_findings(findings: Sequence[Finding], typed: Sequence[Finding],
 
 def overruled(findings: Sequence[Finding], e: Evidence) -> list[Finding]:
     """Findings the paste's facts overrule: a companion "built for another torch" (a signature's) where the only
-    difference is that the torch is a CPU build of the release it was built for (the CPU build is the cause)."""
+    difference is that the torch is a CPU build of the release it was built for (the CPU build is the cause); a
+    signature's "library not found" of a CUDA library of another major than the one the paste shows installed (the
+    package asking for it is built for the other CUDA: ``cuda-library-of-other-major``)."""
+    from .paste_predicates import library_of_other_major
+
+    other = library_of_other_major(e)
+    if other is not None:
+        soname = other[0].value.soname
+        findings = [f for f in findings if not (f.cause == "library-not-found" and f.source == "log"
+                                                and any(soname in line for line in f.evidence))]
     if not _cpu_torch_is_the_mismatch(e):
         return list(findings)
     return [f for f in findings if f.cause != "companion-mismatch"]
