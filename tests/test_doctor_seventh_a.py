@@ -219,3 +219,27 @@ def test_a_driver_without_the_entry_point_is_too_old(directory: Path, number: st
 ])
 def test_entry_point_look_alikes(line: str) -> None:
     assert "libcuda-entry-point-missing" not in read_evidence(line).signal_codes()
+
+
+# --- vLLM's FlashAttention backend refused, judged by the GPU the paste shows ---
+
+def test_flash_attention_refused_without_a_gpu_asks_for_it(capsys: Capsys) -> None:
+    """816: the assertion names no GPU: what settles it (FlashAttention's compute capability 8.0) is asked for."""
+    _, doc = doctor_paste(_one(HELDOUT, "816"), capsys)
+    (unclear,) = doc["unclear"]
+    assert "is_fa_version_supported" in unclear["error"] and "nvidia-smi" in unclear["paste"]
+
+
+@pytest.mark.parametrize(("gpu", "named"), [("GPU 0: Tesla V100-SXM2-32GB", True), ("GPU 0: Tesla T4", True),
+                                            ("GPU 0: NVIDIA A100-SXM4-80GB", False)])
+def test_flash_attention_refused_judged_by_the_gpu(gpu: str, named: bool, tmp_path: Path, capsys: Capsys) -> None:
+    text = _one(HELDOUT, "816").read_text(encoding="utf-8") + f"\n{gpu}\n"
+    code, doc = _judge(text, tmp_path, capsys)
+    assert code == 1 and ("gpu-too-old-for-feature" in _errors(doc)) is named
+
+
+def test_the_flash_attention_error_line_alone_is_not_the_assertion() -> None:
+    """Look-alike (817's kind): vLLM's ERROR line that it cannot use FA 2 falls back to another backend."""
+    line = ("ERROR 03-22 10:54:27 [fa_utils.py:145] Cannot use FA version 2 is not supported due to FA2 is only "
+            "supported on devices with compute capability >= 8")
+    assert "fa-version-unsupported" not in read_evidence(line).signal_codes()

@@ -562,3 +562,49 @@ def _cuda_library_not_found(f: Facts) -> Iterator[Hit]:
     if libs:
         yield Hit(evidence=tuple(dict.fromkeys(pasted_line(s) for s in libs[:3])), seen=tuple(libs[:3]),
                   fill={"library": libs[0].value.soname})
+
+
+# ------------------------------------------------------------------------------------------------------------
+# vLLM's FlashAttention backend refused: the GPU against FlashAttention's compute capability 8.0
+# ------------------------------------------------------------------------------------------------------------
+
+#: FlashAttention 2 and 3 (vllm-flash-attn's ``is_fa_version_supported``) run from compute capability 8.0 on
+_FA_MIN_CAPABILITY = "8.0"
+
+
+def _gpu_capabilities(f: Facts, e: Evidence) -> list[tuple[Seen[Any], Any]]:
+    """(the line, the compute capability) of each GPU the paste shows: its own capability, else the matrix's for its
+    name."""
+    out = []
+    for g in e.gpus:
+        cc = g.value.compute_capability
+        if cc is None and g.value.name:
+            row = f.matrix.find_gpu(g.value.name)
+            cc = row.compute_capability if row is not None else None
+        if cc is not None:
+            out.append((g, cc))
+    return out
+
+
+@predicate("vllm-flash-attention-below-capability", ("gpus",), ("gpu", "cc"))
+def _vllm_flash_attention_below_capability(f: Facts) -> Iterator[Hit]:
+    """vLLM's FlashAttention backend asserting its version is supported, judged by the GPU the paste shows: below
+    compute capability 8.0 the GPU is too old for it; ``missing`` when no GPU is shown; no hit on a GPU of 8.0 or later
+    (FlashAttention refused for another reason: a build without it)."""
+    from ..values import Capability
+
+    e = f.log
+    refused = next((s for s in e.signals if s.value.code == "fa-version-unsupported"), None) if e is not None else None
+    if e is None or refused is None:
+        return
+    gpus = _gpu_capabilities(f, e)
+    if not gpus:
+        yield Hit(evidence=(pasted_line(refused),), missing=Missing(
+            error=refused.text.strip(), missing="the GPU (vLLM's FlashAttention needs compute capability 8.0)",
+            paste="the output of `nvidia-smi` and of `vllm collect-env` (or `python -m torch.utils.collect_env`)"))
+        return
+    old = [(g, cc) for g, cc in gpus if cc.base < Capability.parse(_FA_MIN_CAPABILITY)]
+    if old:
+        g, cc = old[0]
+        yield Hit(evidence=(pasted_line(refused), pasted_line(g)), seen=(refused,),
+                  fill={"gpu": g.value.name or "GPU", "cc": str(cc.base)})

@@ -53,7 +53,8 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
                      "container-built-for-newer-driver", "pip-offers-no-wheel-for-interpreter",
                      "pip-finds-no-wheel-for-python", "ptxas-older-than-ptx", "triton-image-newer-than-driver",
                      "companion-cuda-build-beside-cpu-torch", "jaxlib-without-cuda", "ptxas-older-than-gpu",
-                     "nvcc-older-than-arch", "cuda-library-of-other-major", "cuda-library-not-found")
+                     "nvcc-older-than-arch", "cuda-library-of-other-major", "cuda-library-not-found",
+                     "vllm-flash-attention-below-capability")
 
 
 def _line(seen: Seen[Any]) -> str:
@@ -355,8 +356,9 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = (),
     out = []
     facts = Facts(host=host or Host(), matrix=matrix, log=e)
     hits = _rows_judged(facts, lines, rows, unclear)
+    named = {f.cause for f in already if f.severity != "info"}  # (an info of a cause does not hide the paste's error)
     for cause, evidence in lines.items():
-        if cause not in {f.cause for f in already}:
+        if cause not in named:
             out.append(_finding(e, matrix, cause, rows.get(cause) or issue_for(matrix, cause), hits.get(cause),
                                 tuple(evidence)))
     if not any(f.severity == "error" for f in (*out, *already)):

@@ -214,6 +214,9 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # torch's shared-memory tensors are files /torch_<pid>_<n> in /dev/shm (libshm, MapAllocator): writing one
         # fails when /dev/shm has no room left
         ("shm-exhausted", "unable to write to file", r"unable to write to file </torch_\w*>"),
+        # vLLM's FlashAttention backend refusing to start (its assertion, a failure): FlashAttention 2 and 3 need compute
+        # capability 8.0 (vllm-flash-attn's is_fa_version_supported); its ERROR line alone is a fallback, not this
+        ("fa-version-unsupported", "is_fa_version_supported", r"\bassert is_fa_version_supported\("),
         ("no-c-compiler", "failed to find c compiler", r"Failed to find C compiler"),
         # a C compiler the paste shows there (Triton's "Failed to find C compiler" beside it is then not a missing
         # compiler): `gcc --version`'s first line, clang's, MSVC's banner, `which gcc`'s answer, CC set, the user's words
