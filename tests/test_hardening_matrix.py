@@ -363,13 +363,14 @@ SLOW_SIGNATURES = {
 
 # where each now lives in the shipped matrix: (issue id, index in its signatures)
 REWRITTEN = {
-    "kernel-symbol": ("vllm-kernel-symbol-missing-for-arch", 0), "killed": ("build-killed-oom", 0),
+    "kernel-symbol": ("vllm-kernel-symbol-missing-for-arch", 0),
     "flash-attn": ("flash-attn-built-for-other-torch", 0),
     "macos-symbol": ("vllm-c-undefined-torch-symbol", 1), "python-version": ("python-version-unsupported", 2),
     "torch-symbol": ("vllm-c-undefined-torch-symbol", 0),
 }
-#: the ones whose context is now judged from the paste's facts (vllm_paths, import failures, build environments)
-MOVED_TO_FACTS = {"shadowing-warning", "shadowing-traceback", "pip-build-env"}
+#: the ones whose context is now judged from the paste's facts (vllm_paths, import failures, build environments; a
+#: bare `Killed` is a build's only where the paste shows a build: the typed build-out-of-memory predicate)
+MOVED_TO_FACTS = {"shadowing-warning", "shadowing-traceback", "pip-build-env", "killed"}
 
 # a line that makes each of them backtrack: a fragment of what it looks for, repeated
 ADVERSARIAL = {

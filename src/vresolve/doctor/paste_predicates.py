@@ -453,3 +453,158 @@ def _ptxas_older_than_gpu(f: Facts) -> Iterator[Hit]:
                 else f"{cc.base.sm}: no toolkit in cuda.yaml targets it")
         yield Hit(evidence=(pasted_line(s), said), seen=(s,))
         return
+
+
+@predicate("nvcc-older-than-arch", ("nvcc", "gpus"), ("nvcc", "first"))
+def _nvcc_older_than_arch(f: Facts) -> Iterator[Hit]:
+    """nvcc refusing a GPU architecture (``Unsupported gpu architecture 'compute_75'``) where the nvcc the paste shows
+    is older than the first toolkit that targets it (cuda.yaml's ``nvcc_archs``): the toolkit predates the GPU.
+    ``missing`` when the paste shows no nvcc version; no hit when the nvcc is recent enough (an architecture it dropped,
+    or a wrong one)."""
+    from ..values import Capability
+
+    e = f.log
+    refused = next((s for s in e.signals if s.value.code == "nvcc-unsupported-arch" and s.value.detail), None) \
+        if e is not None else None
+    if e is None or refused is None:
+        return
+    try:
+        cc = Capability.parse(refused.value.detail or "")
+    except ValueError:
+        return
+    first = min((t.version for t in f.matrix.toolkits if t.can_target(cc)), default=None)
+    nvcc = e.best("nvcc")
+    have = public_version(nvcc.value.release) if nvcc is not None else None
+    if nvcc is None or have is None:
+        yield Hit(evidence=(pasted_line(refused),), missing=Missing(
+            error=refused.text.strip(), missing="the version of the nvcc that ran (to set against the architecture)",
+            paste="the output of `nvcc --version` (and `which nvcc`) in the shell that ran the build, and of "
+                  "`python -c \"import torch; print(torch.__version__, torch.version.cuda)\"`"))
+        return
+    if first is not None and (have.major, have.minor) < (first.major, first.minor):
+        yield Hit(evidence=(pasted_line(refused), pasted_line(nvcc),
+                            f"{cc.base.sm} needs the nvcc of CUDA {first} or later (cuda.yaml nvcc_archs); this nvcc is "
+                            f"CUDA {have}"), seen=(refused,), fill={"nvcc": str(have), "first": str(first)})
+
+
+# ------------------------------------------------------------------------------------------------------------
+# a CUDA library the loader did not find, and the CUDA major its name asks for
+# ------------------------------------------------------------------------------------------------------------
+
+#: the CUDA libraries whose absence is a missing library, not another CUDA major's runtime (cudart, nvrtc):
+#: cuDNN's and NCCL's, cuBLAS's family (``libcudnn_ops_infer.so.8`` is cuDNN's); ``libcuda`` is the driver's
+MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cusparse", "cufft", "curand", "cusolver")
+#: CUDA's own libraries whose soname carries the CUDA major (cuDNN's and NCCL's carry their own versions)
+_CUDA_MAJOR_LIBRARIES = ("cudart", "cublas", "cublasLt", "nvrtc", "cusparse", "cufft", "curand", "cusolver",
+                         "nvJitLink")
+
+
+def _cuda_major_of(name: str) -> int | None:
+    """The CUDA major a pasted package, tag or version names: ``nvidia-cublas-cu12`` -> 12, ``12.1`` -> 12."""
+    m = re.fullmatch(r"nvidia-[\w-]+-cu(\d{2})", name) or re.fullmatch(r"(\d{1,2})\.\d+(?:\.\d+)*", name)
+    return int(m[1]) if m else None
+
+
+def other_cuda_majors(e: Evidence) -> list[tuple[int, Seen[Any]]]:
+    """The CUDA majors the paste shows for this environment, each with its line: torch's CUDA, pip's
+    ``nvidia-*-cuNN`` packages, the toolkit (nvcc, collect_env's "CUDA runtime version"). Not the driver's "CUDA
+    Version" (the newest it serves, not what is installed)."""
+    out: list[tuple[int, Seen[Any]]] = []
+    cuda = e.torch_cuda_seen()
+    if cuda is not None and cuda.value is not None and (major := _cuda_major_of(cuda.value)) is not None:
+        out.append((major, cuda))
+    out += [(major, d) for d in e.dists if (major := _cuda_major_of(d.value.name)) is not None]
+    out += [(major, n) for n in e.nvcc if (major := _cuda_major_of(n.value.release)) is not None]
+    out += [(major, r) for r in e.cuda_runtime if (major := _cuda_major_of(r.value)) is not None]
+    return out
+
+
+def missing_cuda_libraries(e: Evidence) -> list[Seen[Any]]:
+    """CUDA libraries (cuBLAS's family, cuDNN, NCCL...) the loader did not find (not the driver's libcuda)."""
+    return [lib for lib in e.libraries if lib.value.missing and lib.value.name != "cuda"
+            and lib.value.name.startswith(MISSING_LIBRARIES)]
+
+
+def library_of_other_major(e: Evidence) -> tuple[Seen[Any], Seen[Any], int, int] | None:
+    """A missing CUDA library whose soname asks for one CUDA major (``libcublasLt.so.11``) where the paste shows
+    another major and not that one: (its line, the other major's line, the major asked, the other)."""
+    shown = other_cuda_majors(e)
+    for lib in missing_cuda_libraries(e):
+        asked = int(lib.value.version.split(".")[0]) if lib.value.name in _CUDA_MAJOR_LIBRARIES \
+            and lib.value.version else None
+        if asked is None or any(major == asked for major, _ in shown):
+            continue
+        other = next(((major, seen) for major, seen in shown if major != asked), None)
+        if other is not None:
+            return lib, other[1], asked, other[0]
+    return None
+
+
+@predicate("cuda-library-of-other-major", ("torch_cuda", "nvcc"), ("library", "asked", "other"))
+def _cuda_library_of_other_major(f: Facts) -> Iterator[Hit]:
+    """A CUDA library of one major (``libcublasLt.so.11``) asked for where the paste shows another CUDA major
+    installed (torch's, pip's ``nvidia-*-cu12`` packages, the toolkit): the package asking was built for the other
+    CUDA."""
+    found = library_of_other_major(f.log) if f.log is not None else None
+    if found is not None:
+        lib, other, asked, major = found
+        yield Hit(evidence=(pasted_line(lib), pasted_line(other)), seen=(lib,),
+                  fill={"library": lib.value.soname, "asked": str(asked), "other": str(major)})
+
+
+@predicate("cuda-library-not-found", ("ld_library_path",), ("library",))
+def _cuda_library_not_found(f: Facts) -> Iterator[Hit]:
+    """A CUDA library the loader did not find (by the name the paste shows), where nothing shows another major."""
+    e = f.log
+    if e is None or library_of_other_major(e) is not None:
+        return
+    libs = missing_cuda_libraries(e)
+    if libs:
+        yield Hit(evidence=tuple(dict.fromkeys(pasted_line(s) for s in libs[:3])), seen=tuple(libs[:3]),
+                  fill={"library": libs[0].value.soname})
+
+
+# ------------------------------------------------------------------------------------------------------------
+# vLLM's FlashAttention backend refused: the GPU against FlashAttention's compute capability 8.0
+# ------------------------------------------------------------------------------------------------------------
+
+#: FlashAttention 2 and 3 (vllm-flash-attn's ``is_fa_version_supported``) run from compute capability 8.0 on
+_FA_MIN_CAPABILITY = "8.0"
+
+
+def _gpu_capabilities(f: Facts, e: Evidence) -> list[tuple[Seen[Any], Any]]:
+    """(the line, the compute capability) of each GPU the paste shows: its own capability, else the matrix's for its
+    name."""
+    out = []
+    for g in e.gpus:
+        cc = g.value.compute_capability
+        if cc is None and g.value.name:
+            row = f.matrix.find_gpu(g.value.name)
+            cc = row.compute_capability if row is not None else None
+        if cc is not None:
+            out.append((g, cc))
+    return out
+
+
+@predicate("vllm-flash-attention-below-capability", ("gpus",), ("gpu", "cc"))
+def _vllm_flash_attention_below_capability(f: Facts) -> Iterator[Hit]:
+    """vLLM's FlashAttention backend asserting its version is supported, judged by the GPU the paste shows: below
+    compute capability 8.0 the GPU is too old for it; ``missing`` when no GPU is shown; no hit on a GPU of 8.0 or later
+    (FlashAttention refused for another reason: a build without it)."""
+    from ..values import Capability
+
+    e = f.log
+    refused = next((s for s in e.signals if s.value.code == "fa-version-unsupported"), None) if e is not None else None
+    if e is None or refused is None:
+        return
+    gpus = _gpu_capabilities(f, e)
+    if not gpus:
+        yield Hit(evidence=(pasted_line(refused),), missing=Missing(
+            error=refused.text.strip(), missing="the GPU (vLLM's FlashAttention needs compute capability 8.0)",
+            paste="the output of `nvidia-smi` and of `vllm collect-env` (or `python -m torch.utils.collect_env`)"))
+        return
+    old = [(g, cc) for g, cc in gpus if cc.base < Capability.parse(_FA_MIN_CAPABILITY)]
+    if old:
+        g, cc = old[0]
+        yield Hit(evidence=(pasted_line(refused), pasted_line(g)), seen=(refused,),
+                  fill={"gpu": g.value.name or "GPU", "cc": str(cc.base)})

@@ -45,9 +45,6 @@ class Unclear:
     def to_dict(self) -> dict[str, object]:
         return {"error": self.error, "missing": self.missing, "evidence": list(self.evidence), "paste": self.paste}
 
-#: the CUDA libraries whose absence is a missing library, not another CUDA major's runtime (cudart, nvrtc):
-#: cuDNN's and NCCL's, cuBLAS's family (``libcudnn_ops_infer.so.8`` is cuDNN's); ``libcuda`` is the driver's
-_MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cusparse", "cufft", "curand", "cusolver")
 
 
 #: the predicates that read what only a paste shows (``Facts.log``), judged with the paste's typed lines (in this
@@ -55,7 +52,9 @@ _MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cusparse", "cufft", "curand", 
 PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-without-gpus",
                      "container-built-for-newer-driver", "pip-offers-no-wheel-for-interpreter",
                      "pip-finds-no-wheel-for-python", "ptxas-older-than-ptx", "triton-image-newer-than-driver",
-                     "companion-cuda-build-beside-cpu-torch", "jaxlib-without-cuda", "ptxas-older-than-gpu")
+                     "companion-cuda-build-beside-cpu-torch", "jaxlib-without-cuda", "ptxas-older-than-gpu",
+                     "nvcc-older-than-arch", "cuda-library-of-other-major", "cuda-library-not-found",
+                     "vllm-flash-attention-below-capability")
 
 
 def _line(seen: Seen[Any]) -> str:
@@ -121,10 +120,22 @@ def _vllm_core(e: Evidence, matrix: Matrix) -> tuple[str, list[Seen[Any]]] | Unc
     return "incomplete-install", [first, vllm, torch] if vllm is not None else [first, torch]
 
 
+def compiler_shown(e: Evidence) -> Seen[Any] | None:
+    """The line that shows a C compiler there (``gcc --version``, ``which gcc``, CC set, the user's words, a report's
+    GCC version): Triton's "Failed to find C compiler" beside it is not a missing compiler."""
+    present = next((s for s in e.signals if s.value.code == "c-compiler-present"), None)
+    return present or next((t for t in e.tools if t.value[0] in ("gcc", "clang", "cl")), None)
+
+
+def _overruled(e: Evidence, code: str) -> bool:
+    """A signal whose cause the paste's own facts contradict (a missing C compiler where one is shown)."""
+    return code == "no-c-compiler" and compiler_shown(e) is not None
+
+
 def _causes(e: Evidence, table: dict[str, str], facts: Facts) -> Iterator[tuple[str, Seen[Any]]]:
     for sig in e.signals:
         cause = table.get(sig.value.code)
-        if cause is not None:
+        if cause is not None and not _overruled(e, sig.value.code):
             yield cause, sig
     order = {id(seen): i for i, (_, seen) in enumerate(symbol_causes(e))}  # the symbols' order, then the libraries'
     yield from sorted(_typed(facts, SYMBOL_PREDICATES), key=lambda cs: order.get(id(cs[1]), len(order)))
@@ -151,7 +162,7 @@ def _install_causes(e: Evidence, facts: Facts) -> Iterator[tuple[str, Seen[Any]]
     yield from sorted(_typed(facts, _INSTALLER_PREDICATES), key=lambda cs: order.get(id(cs[1]), len(order)))
     yield from _typed(facts, ("built-for-other-torch-or-python",))
     for lib in e.libraries:
-        if lib.value.missing and (lib.value.name == "cuda" or lib.value.name.startswith(_MISSING_LIBRARIES)):
+        if lib.value.missing and lib.value.name == "cuda":  # the others: ``cuda-library-not-found``
             yield "library-not-found", lib
     for ev in e.installer:
         if ev.value.action == "requires-python":
@@ -187,11 +198,23 @@ ASK_FOR_BUILD = ("the installer's whole output (`pip install -v ...`, or `uv pip
                  "and the output of `vllm collect-env` (or `python -m torch.utils.collect_env`)")
 
 
+#: what settles a "Failed to find C compiler" where a compiler is shown
+ASK_FOR_COMPILER = ("the output of `echo $CC` (Windows: `echo %CC%`) and `which gcc cc clang` (Windows: `where gcc cl`) "
+                    "in the shell that runs the program, and Triton's and torch's versions (`pip list | grep -i -E "
+                    "\"triton|torch\"`: how Triton looks for the compiler changed between releases)")
+
+
 def _unexplained(e: Evidence) -> list[Unclear]:
     """The failure a paste shows when no cause is named: an installer that failed, else the exception a traceback
     ends with (the last one); with what to paste."""
     failed = [ev for ev in e.installer if ev.value.action in ("build-failed", "resolution-failed",
                                                                 "no-matching-distribution")]
+    unfound = next((s for s in e.signals if s.value.code == "no-c-compiler"), None)
+    shown = compiler_shown(e)
+    if unfound is not None and shown is not None:
+        return [Unclear(error=unfound.text.strip(), evidence=(_line(unfound), _line(shown)),
+                        missing="why Triton does not find the C compiler the paste shows",
+                        paste=ASK_FOR_COMPILER)]
     if failed:
         last = failed[-1]
         return [Unclear(error=last.text.strip(), missing="the error above the installer's summary, and the machine's facts",
@@ -333,8 +356,9 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = (),
     out = []
     facts = Facts(host=host or Host(), matrix=matrix, log=e)
     hits = _rows_judged(facts, lines, rows, unclear)
+    named = {f.cause for f in already if f.severity != "info"}  # (an info of a cause does not hide the paste's error)
     for cause, evidence in lines.items():
-        if cause not in {f.cause for f in already}:
+        if cause not in named:
             out.append(_finding(e, matrix, cause, rows.get(cause) or issue_for(matrix, cause), hits.get(cause),
                                 tuple(evidence)))
     if not any(f.severity == "error" for f in (*out, *already)):
@@ -412,7 +436,16 @@ def merge_log_findings(findings: Sequence[Finding], typed: Sequence[Finding],
 
 def overruled(findings: Sequence[Finding], e: Evidence) -> list[Finding]:
     """Findings the paste's facts overrule: a companion "built for another torch" (a signature's) where the only
-    difference is that the torch is a CPU build of the release it was built for (the CPU build is the cause)."""
+    difference is that the torch is a CPU build of the release it was built for (the CPU build is the cause); a
+    signature's "library not found" of a CUDA library of another major than the one the paste shows installed (the
+    package asking for it is built for the other CUDA: ``cuda-library-of-other-major``)."""
+    from .paste_predicates import library_of_other_major
+
+    other = library_of_other_major(e)
+    if other is not None:
+        soname = other[0].value.soname
+        findings = [f for f in findings if not (f.cause == "library-not-found" and f.source == "log"
+                                                and any(soname in line for line in f.evidence))]
     if not _cpu_torch_is_the_mismatch(e):
         return list(findings)
     return [f for f in findings if f.cause != "companion-mismatch"]

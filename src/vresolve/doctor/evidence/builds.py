@@ -29,9 +29,11 @@ Handler = Callable[[re.Match[str], Line, Collector], None]
 _BUILD_RE = re.compile(
     r"\bnvcc\b.*\s-(?:c|o|gencode)\s|Building (?:CUDA|CXX|C) object|\[\d+/\d+\] (?:Building|Linking)|\bninja: "
     r"|\bcmake\b.*--build|running build_ext|Building (?:wheels?|editable) for|\bcc1plus\b|FAILED: \S+\.o\b"
-    r"|pip-build-env-|Running setup\.py|error: command .* failed|\bmake(?:\[\d+\])?: \*\*\*|recipe for target")
+    r"|pip-build-env-|Running setup\.py|error: command .* failed|\bmake(?:\[\d+\])?: \*\*\*|recipe for target"
+    # a container image's build (docker build, compose's build): its RUN steps install and compile
+    r"|\bfailed to build\b.*\bThe command '/bin/sh -c |The command '/bin/sh -c .*' returned a non-zero code")
 _BUILD_NEEDLES = ("nvcc", "Building", "ninja", "cmake", "build_ext", "cc1plus", "FAILED:", "pip-build-env",
-                  "setup.py", "error: command", "make", "recipe for target")
+                  "setup.py", "error: command", "make", "recipe for target", "The command '/bin/sh")
 _COMMAND_RE = re.compile(r"^\s*(?:\S*/)?(nvcc|gcc|g\+\+|c\+\+|cc|clang\+*|ptxas|cicc|ld|ninja|cmake)\s")
 _BUILD_ENV_RE = re.compile(r"(/tmp/pip-build-env-\w+/overlay|[A-Za-z]:\\[^\"\s]*?\\pip-build-env-\w+\\overlay)")
 
@@ -71,6 +73,10 @@ def _cmake_cuda(m: re.Match[str], line: Line, out: Collector) -> None:
             line, MESSAGE, "cmake", m.span())
 
 
+def _nvcc_path(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("nvcc", Nvcc(release=m["version"]), line, MESSAGE, "path", m.span())
+
+
 def _cmake_python(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add("python", m["version"], line, MESSAGE, "cmake", m.span())
 
@@ -105,7 +111,7 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("signal 9", re.compile(r"['\"]?(?P<program>[\w+]+)['\"]? died due to signal 9"), _terminated),
     ("illed", re.compile(r"\b(?P<program>nvcc|ptxas|cicc|cc1plus)\b.*\b[Kk]illed\b(?! signal terminated)"),
      _terminated),
-    ("Killed", re.compile(r"^\s*Killed\s*$"), _alone),
+    ("Killed", re.compile(r"^\s*(?:#\d+ [\d.]+\s+)?Killed\s*$"), _alone),  # (BuildKit's "#10 4196.7 " before it)
     ("137", re.compile(r"(?:exit status|exit code|exited with code|exit code:)\s*137\b"), _exit_137),
     ("ninja: build stopped", re.compile(r"ninja: build stopped"), _stopped),
     ("arch=compute_", re.compile(r"arch=compute_"), _gencode),
@@ -115,6 +121,8 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
      _cmake_cuda),
     ("Found Python", re.compile(r"Found Python\d?: .*\(found (?:suitable )?version \"(?P<version>\d+\.\d+(?:\.\d+)?)"),
      _cmake_python),
+    # a CUDA toolkit's own nvcc, by the directory NVIDIA's installers name after its version (/usr/local/cuda-8.0)
+    ("/bin/nvcc", re.compile(r"[/\\]cuda-(?P<version>\d{1,2}\.\d)[/\\]bin[/\\]nvcc\b"), _nvcc_path),
     ("pip-build-env-", _BUILD_ENV_RE, _build_env),
     ("Mem", re.compile(r"(?P<unit>KiB|MiB|GiB) Mem\s*:\s*(?P<total>[\d.]+) total,\s*(?P<free>[\d.]+) free,"
                        r"\s*[\d.]+ used,\s*(?P<cache>[\d.]+) buff/cache"), _top_memory),

@@ -39,7 +39,9 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # a stopped channel, 48 and 94/95 uncorrectable ECC errors, 74 NVLink, 79 fallen off the bus, 119/120 GSP)
         ("xid", "xid", r"\bXid \((?:PCI:)?[0-9A-Fa-f:.]+\): \d+\b"),
         ("cuda", "init", r"\b[Ff]ailed to init(?:iali[sz]e)? (?:the )?(?:GPU|device)\b"
-                         r"|\b(?:CUDA|GPU|device|backend|cuDNN|cuBLAS|NCCL)\b[\w ]{0,24}? failed to initiali[sz]e\b"),
+                         r"|\b(?:CUDA|GPU|device|backend|cuDNN|cuBLAS|NCCL)\b[\w ]{0,24}? failed to initiali[sz]e\b"
+                         # ollama's "cuda driver library init failure: 3", "cudart init failure: 802"
+                         r"|\b(?:CUDA|cuda|cudart|driver)\b[\w ]{0,32}? init failure\b"),
         ("nccl", "nccl", r"\bNCCL error\b|\bnccl(?:UnhandledCuda|System|Internal|InvalidUsage|InvalidArgument|Remote)"
                          r"Error\b"),
         ("exception", "error", r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Error: \S"),

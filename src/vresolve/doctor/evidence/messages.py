@@ -40,6 +40,10 @@ _MISSING = ("cannot open shared object", "no such file", "cannot find", "cannot 
             "could not load", "unable to load", "not found", "couldn't open", "could not open")
 
 
+#: a library found and loaded whose initialization failed (not a missing library)
+_INIT_FAILED_RE = re.compile(r"\binit(?:iali[sz]ation)? (?:failure|failed|error)\b")
+
+
 def module_of(path: str) -> str:
     """The dotted module a compiled extension's file is: ``/x/site-packages/vllm/_C.abi3.so`` -> ``vllm._C``."""
     for anchor in ("site-packages/", "dist-packages/"):
@@ -114,8 +118,10 @@ def _libraries(m: re.Match[str], line: Line, out: Collector) -> None:
     lower = line.lower
     # "libc.so.6: version `GLIBC_2.32' not found": the library is there, a symbol version is not
     # "undefined symbol" (loaded, an entry point absent) and "wrong ELF class" (a copy for the other word size, skipped)
+    # "init failure: 802" (ollama's "Unable to load cudart library X: cuda driver library init failure"): the library
+    # is there and loaded, its initialization failed (the code says why)
     missing = any(word in lower for word in _MISSING) and "version `" not in line.body and "version '" not in lower \
-        and "undefined symbol" not in lower and "wrong elf class" not in lower
+        and "undefined symbol" not in lower and "wrong elf class" not in lower and not _INIT_FAILED_RE.search(lower)
     for lib in re.finditer(r"(?<![\w.+-])lib([A-Za-z][\w+-]*?)\.so((?:\.\d+)*)(?![\w-])", line.body):
         version = lib[2].lstrip(".") or None
         out.add("libraries", Library(soname=lib[0], name=lib[1], version=version, missing=missing), line, MESSAGE,

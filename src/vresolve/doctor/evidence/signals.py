@@ -48,7 +48,14 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
          r"unsupported CUDA version: driver \d+\.\d+ < image (?P<detail>\d+\.\d+)"),
         # the driver's libcuda lacks an entry point of the CUDA driver API the program was built for: an older driver
         ("libcuda-entry-point-missing", "undefined symbol: cu",
-         r"libcuda\.so[\w.]*: undefined symbol: (?P<detail>cu[A-Z]\w*)"),
+         r"libcuda\.so[\w.]*: undefined symbol: (?P<detail>(?-i:cu[A-Z])\w*)"),
+        # the same in other words: ollama's "symbol lookup for cuCtxCreate_v3 failed" (libcuda.so or nvcuda.dll),
+        # Windows' "procedure entry point ... nvcuda.dll", and a versioned entry point (cuDevicePrimaryCtxSetFlags_v2)
+        # a program's own symbols miss (an unversioned cuInit missing is no driver library at all: not this)
+        ("libcuda-entry-point-missing", "symbol lookup for cu", r"\bsymbol lookup for (?P<detail>(?-i:cu[A-Z])\w*) failed"),
+        ("libcuda-entry-point-missing", "procedure entry point",
+         r"procedure entry point (?P<detail>(?-i:cu[A-Z])\w*) could not be located in the dynamic link library [^\n]*?nvcuda\.dll"),
+        ("libcuda-entry-point-missing", "undefined symbol: cu", r"\bundefined symbol: (?P<detail>(?-i:cu[A-Z])\w*_v\d+)\b"),
         ("driver-combination", "unsupported", r"system has unsupported display driver / cuda driver combination"),
         ("cuda-init-failed", "cudagetdevicecount", r"Unexpected error from cudaGetDeviceCount\(\)"
                                                    r"(?:.*?(?P<detail>Error \d+))?"),
@@ -191,6 +198,12 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("system-not-ready", "not yet initialized", r"system not yet initialized"),
         ("system-not-ready", "system_not_ready", r"CUDA_ERROR_SYSTEM_NOT_READY"),
         ("system-not-ready", "systemnotready", r"cudaErrorSystemNotReady"),
+        # the code alone (802 is cudaErrorSystemNotReady / CUDA_ERROR_SYSTEM_NOT_READY in CUDA's headers), where a CUDA
+        # call or library reports it: "cuda driver library init failure: 802", "cudaSetDevice err: 802", "CUDA error 802",
+        # "cudaGetDeviceCount returned 802", "code=802"
+        ("system-not-ready", "802",
+         r"\b(?-i:CUDA|[Cc]uda\w*|cu[A-Z]\w*)\b[^\n]{0,80}?\b(?:[Ee]rror|[Ee]rr|[Ff]ailure|returned|code)\b\s*[:=(]?\s*802\b"
+         r"(?![.\d])"),
         ("gpu-off-bus", "fallen off the bus", r"fallen off the bus"),
         ("gpu-off-bus", "xid", r"\bXid \(PCI:[0-9A-Fa-f:.]+\): 79\b"),
         ("gpu-off-bus", "gpu_is_lost", r"ERROR_GPU_IS_LOST"),
@@ -201,7 +214,21 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # torch's shared-memory tensors are files /torch_<pid>_<n> in /dev/shm (libshm, MapAllocator): writing one
         # fails when /dev/shm has no room left
         ("shm-exhausted", "unable to write to file", r"unable to write to file </torch_\w*>"),
+        # vLLM's FlashAttention backend refusing to start (its assertion, a failure): FlashAttention 2 and 3 need compute
+        # capability 8.0 (vllm-flash-attn's is_fa_version_supported); its ERROR line alone is a fallback, not this
+        ("fa-version-unsupported", "is_fa_version_supported", r"\bassert is_fa_version_supported\("),
         ("no-c-compiler", "failed to find c compiler", r"Failed to find C compiler"),
+        # a C compiler the paste shows there (Triton's "Failed to find C compiler" beside it is then not a missing
+        # compiler): `gcc --version`'s first line, clang's, MSVC's banner, `which gcc`'s answer, CC set, the user's words
+        ("c-compiler-present", "(", r"^\s*(?:[\w.-]+-)?(?:gcc|g\+\+|cc|c\+\+)(?:-\d+)?(?:\.exe)? \([^()\n]{1,80}\) \d+\.\d+"),
+        ("c-compiler-present", "clang version", r"^\s*(?:[\w ]{1,40} )?clang version \d+\.\d+"),
+        ("c-compiler-present", "optimizing compiler", r"Microsoft \(R\) C/C\+\+ Optimizing Compiler Version \d+"),
+        ("c-compiler-present", "/", r"^\s*(?:/[\w.+-]+)+/(?:gcc|cc|clang|g\+\+)(?:-\d+)?\s*$"),
+        ("c-compiler-present", "cc=", r"(?:^|[\s;])(?:export |set )?CC=['\"]?[\w/\\.:+ -]*?(?:gcc|clang|cl|cc)(?:-\d+)?(?:\.exe)?\b"),
+        ("c-compiler-present", "have", r"\b(?:I|i|we|We)\s+(?:do\s+|already\s+)?have\s+(?:the\s+|a\s+)?(?:gcc|g\+\+|clang|MSVC"
+                                        r"|C compiler|c compiler)\b"),
+        ("c-compiler-present", "installed", r"\b(?:gcc|g\+\+|clang|MSVC)(?: and (?:gcc|g\+\+|clang))? (?:is|are) (?:already )?"
+                                             r"installed\b"),
         # pip ran a source package's build backend for its build requirements (in its isolated build environment,
         # unless told otherwise) and that failed; re-typed sdist-imports-torch where the package is one whose setup.py
         # imports torch without declaring it (:mod:`.isolation`)
