@@ -167,7 +167,7 @@ def _torch_seen(host: Host, env: EnvReport, gpus: Sequence[HostGpu], unknown: fr
     tc = public_version(t.cuda)
     for tk in host.toolkits:
         same = tc is not None and (tk.version.major, tk.version.minor) == (tc.major, tc.minor)
-        out.append(f"nvcc {tk.version} at {tk.path} " + ("matches" if same else "differs from")
+        out.append(f"nvcc {tk.version} " + (f"at {tk.path} " if tk.path else "") + ("matches" if same else "differs from")
                    + f" torch's CUDA {t.cuda}")
     return out
 

@@ -107,16 +107,32 @@ def _torch_arch_list(f: Facts) -> Iterator[Hit]:
                         "arch_list": " ".join(torch.arch_list), "sms": ", ".join(g.cc.sm for g in missing)})
 
 
-@predicate("nvcc-not-torch-cuda", ("nvcc", "torch_cuda", "torch"), ("nvcc", "torch_cuda", "cuda"))
+@predicate("nvcc-not-torch-cuda", ("nvcc", "torch_cuda", "torch"), ("nvcc", "torch_cuda", "cuda", "effect"))
 def _toolkit_mismatch(f: Facts) -> Iterator[Hit]:
-    """An nvcc on the machine of another CUDA major.minor than torch's (what a build against this torch uses)."""
+    """An nvcc on the machine of another CUDA major.minor than torch's (what a build against this torch uses): torch's
+    extension builder refuses another major, and only warns of another minor ("Most likely this shouldn't be a
+    problem": said one step softer)."""
     torch = f.torch
     tc = public_version(torch.cuda) if torch is not None and torch.cuda else None
     for tk in f.host.toolkits:
         if torch is not None and tc is not None and (tk.version.major, tk.version.minor) != (tc.major, tc.minor):
-            yield Hit(evidence=(f"{tk.path}: nvcc {tk.version} ({tk.source})",),
-                      fill={"nvcc": str(tk.version), "torch_cuda": str(torch.cuda), "cuda": f"{tc.major}.{tc.minor}"})
+            minor = tk.version.major == tc.major
+            effect = (_MINOR_MISMATCH if minor else _MAJOR_MISMATCH).format(nvcc=f"{tk.version.major}."
+                                                                                 f"{tk.version.minor}",
+                                                                            torch_cuda=f"{tc.major}.{tc.minor}")
+            where = f"{tk.path}: " if tk.path else ""
+            yield Hit(evidence=(f"{where}nvcc {tk.version} ({tk.source})",),
+                      fill={"nvcc": str(tk.version), "torch_cuda": str(torch.cuda), "cuda": f"{tc.major}.{tc.minor}",
+                            "effect": effect}, softer=minor)
             return
+
+
+#: what torch's extension builder (torch/utils/cpp_extension.py, ``_check_cuda_version``) does with each mismatch
+_MAJOR_MISMATCH = ("torch's extension builder refuses it (\"The detected CUDA version ({nvcc}) mismatches the version "
+                   "that was used to compile PyTorch ({torch_cuda})\"), and kernels built for another CUDA major do "
+                   "not load beside this torch")
+_MINOR_MISMATCH = ("torch's extension builder only warns of a minor version mismatch (\"Most likely this shouldn't be "
+                   "a problem\"); a build can still fail where the headers of CUDA {nvcc} and {torch_cuda} differ")
 
 
 @predicate("gpu-below-ampere", ("gpus",))

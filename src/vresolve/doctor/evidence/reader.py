@@ -12,6 +12,7 @@ from typing import Protocol
 from .builds import BuildReader
 from .collect import Collector
 from .collect_env import CollectEnvReader
+from .dsreport import DsReportReader
 from .environment import EnvironmentReader
 from .failures import FailureReader
 from .installer import InstallerReader
@@ -57,7 +58,8 @@ def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
     characters; each kind of fact keeps a bounded number of distinct sightings).
     """
     out = Collector()
-    reports: tuple[_Reader, ...] = (CollectEnvReader(), SmiReader(), ListReader(), InstallerReader(), ReplReader())
+    reports: tuple[_Reader, ...] = (CollectEnvReader(), SmiReader(), ListReader(), InstallerReader(), ReplReader(),
+                                    DsReportReader())
     messages: tuple[_Reader, ...] = (SignalReader(), MessageReader(), BuildReader(), EnvironmentReader(),
                                      FailureReader(), ShmReader())
     prose = ProseReader()
