@@ -16,6 +16,7 @@ from ..values import DriverVersion, public_version
 if TYPE_CHECKING:
     from .evidence import Evidence, Seen
 
+from .evidence.model import REPORT
 from .predicate_base import Facts, Hit, Missing, predicate
 
 # ------------------------------------------------------------------------------------------------------------
@@ -85,17 +86,42 @@ def _vllm_cuda_not_torch(f: Facts) -> Iterator[Hit]:
     yield Hit(evidence=(pasted_line(vllm), pasted_line(cuda)))
 
 
-@predicate("container-started-without-gpus", ("container", "cuda_available", "torch_cuda"))
+#: a process that sees no NVIDIA driver at all: torch's "Found no NVIDIA driver on your system" (the driver's library
+#: could not be loaded), nvidia-smi not there
+_NO_DRIVER_SEEN = ("nvidia-smi-missing", "no-driver")
+#: a process that sees no GPU (any reason)
+_NO_GPU_SEEN = (*_NO_DRIVER_SEEN, "no-cuda-gpus", "cuda-not-available")
+
+
+@predicate("container-started-without-gpus", ("container", "cuda_available", "torch_cuda", "driver"))
 def _container_without_gpus(f: Facts) -> Iterator[Hit]:
-    """A report from inside a container where a CUDA torch sees no GPU, and no GPU or driver shows at all: the
-    container was started without GPUs (``--gpus``, the NVIDIA runtime)."""
+    """A process in a container that sees no GPU where the paste shows the container was given none: a report from
+    inside where a CUDA torch sees no GPU and no GPU or driver shows at all; a container where nvidia-smi or the
+    driver's library is missing while the paste shows the host's driver working (the NVIDIA Container Toolkit mounts
+    both only into containers started with GPUs); or a run command without any GPU flag followed by a process that
+    sees no GPU. Not where torch is a CPU build (its own cause), nor where the container's GPUs are hidden by a
+    setting (``NVIDIA_VISIBLE_DEVICES=void``: another row)."""
     e = f.log
-    if e is None:
+    if e is None or not e.container:
         return
     cuda, available = e.torch_cuda_seen(), e.best("cuda_available")
-    if (e.container and cuda is not None and cuda.value is not None and available is not None
-            and available.value is False and not e.gpus and not e.driver):
-        yield Hit(evidence=(pasted_line(e.container[0]), pasted_line(available)))
+    if cuda is not None and cuda.value is None:
+        return
+    unavailable = available if available is not None and available.value is False else None
+    if (cuda is not None and unavailable is not None and not e.gpus and not e.driver):
+        yield Hit(evidence=(pasted_line(e.container[0]), pasted_line(unavailable)))
+        return
+    seen = [s for s in e.signals if s.value.code in _NO_GPU_SEEN]
+    no_driver = next((s for s in seen if s.value.code in _NO_DRIVER_SEEN and "communicate" not in s.text), None)
+    driver = e.best("driver")
+    if no_driver is not None and driver is not None and driver.rank == REPORT and not e.wsl:
+        yield Hit(evidence=(pasted_line(no_driver), pasted_line(driver), pasted_line(e.container[0])))
+        return
+    run = next((s for s in e.signals if s.value.code == "run-without-gpus"), None)
+    sign = next((s for s in (*seen, *([unavailable] if unavailable is not None else [])) if run is not None
+                 and s.line > run.line), None)
+    if run is not None and sign is not None:
+        yield Hit(evidence=(pasted_line(run), pasted_line(sign)))
 
 
 @predicate("container-built-for-newer-driver", ("container", "driver"))

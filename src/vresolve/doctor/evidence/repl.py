@@ -35,7 +35,7 @@ _EXPRESSIONS = ("torch.__version__", "torch.version.cuda", "torch.cuda.is_availa
                 "sys.version")
 # expr = value, expr: value (what users copy from a REPL into a sentence or a list)
 _INLINE_RE = re.compile(r"(?P<expr>torch\.__version__|torch\.version\.cuda|torch\.cuda\.is_available\(\)|vllm\.__version__)"
-                        r"\s*(?:==?|:|->|→)\s*['\"]?(?P<value>[\w.+]+)")
+                        r"['\"`]?\s*(?:==?|:|->|→|\breturns?\b)\s*['\"`]?(?P<value>[\w.+]+)")
 # python -c "import torch; print(torch.__version__, torch.cuda.is_available())"
 _COMMAND_PRINT_RE = re.compile(r"print\(([^()]*(?:\(\d*\)[^()]*)*)\)")
 _ASK_RE = re.compile(r"^\s*(?:>>>\s*)?(?:print\((?P<printed>.*)\)|(?P<bare>[\w.]+(?:\(\d*\))?))\s*(?:#.*)?$")

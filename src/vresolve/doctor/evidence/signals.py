@@ -39,6 +39,16 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # the kernel module loaded but bound no GPU (another driver holds it, or the module is not for this kernel)
         ("no-driver", "probe", r"No NVIDIA graphics adapter probed|NVIDIA probe routine was not called"),
         ("container-without-gpu", "device driver", r"could not select device driver \"[^\"]*\" with capabilities"),
+        # nvidia-smi absent where it is run (bash's and sh's "command not found", docker's "executable file not found"):
+        # no NVIDIA driver on a machine, and, in a container, one started without GPUs (the NVIDIA Container Toolkit
+        # mounts nvidia-smi and the driver's libraries only into containers started with GPUs)
+        ("nvidia-smi-missing", "nvidia-smi", r"\bnvidia-smi['\"]?:? (?:command )?not found\b"
+                                             r"|\bexec: \"nvidia-smi\": executable file not found"),
+        # a container started by a run command that gives it no GPU: no --gpus, no NVIDIA runtime, no CDI or /dev/nvidia
+        # device, no NVIDIA_VISIBLE_DEVICES (a line continued with "\\" is not judged: its flags may follow)
+        ("run-without-gpus", "run", r"^\W{0,3}(?:sudo\s+)?(?:docker|podman|nerdctl)\s+run\b"
+                                    r"(?!.*(?:--gpus|--runtime[= ]\S*nvidia|nvidia\.com/gpu|/dev/nvidia|NVIDIA_VISIBLE_DEVICES"
+                                    r"|--device[= ]\S*gpu))(?!.*\\\s*$)"),
         ("forward-compat", "forward compatibility", r"forward compatibility was attempted on non supported HW"),
         # the container runtime's check of an image's CUDA against the host driver: nvidia-container-cli's
         # "requirement error: unsatisfied condition: cuda>=10.2" and nvidia-docker 1's "driver 7.5 < image 8.0"
