@@ -124,6 +124,26 @@ def _container_without_gpus(f: Facts) -> Iterator[Hit]:
         yield Hit(evidence=(pasted_line(run), pasted_line(sign)))
 
 
+#: GeForce RTX 40 series boards (RTX 4050 to 4090): NVIDIA does not support CUDA peer-to-peer between them (the
+#: professional Ada boards, "RTX 4000 Ada Generation" and the like, are not these)
+_NO_P2P_GPU_RE = re.compile(r"\bRTX ?40[5-9]0\b(?!\s*Ada)", re.IGNORECASE)
+
+
+@predicate("nccl-on-gpus-without-p2p", ("gpus",), ("gpu",))
+def _nccl_without_p2p(f: Facts) -> Iterator[Hit]:
+    """A multi-GPU NCCL job (NCCL's own lines, its tests or settings) on GeForce RTX 40 boards, which have no CUDA
+    peer-to-peer, that hangs (said) or fails with an NCCL error: NCCL's P2P transport is the path to take off."""
+    e = f.log
+    if e is None:
+        return
+    gpu = next((g for g in e.gpus if _NO_P2P_GPU_RE.search(g.value.name or "")), None)
+    nccl = next((s for s in e.signals if s.value.code == "nccl-in-use"), None)
+    failed = next((s for s in e.signals if s.value.code == "hang-said"), None) \
+        or next((x for x in e.failures if x.value == "nccl"), None)
+    if gpu is not None and nccl is not None and failed is not None:
+        yield Hit(evidence=(pasted_line(failed), pasted_line(gpu), pasted_line(nccl)), fill={"gpu": gpu.value.name or "GeForce RTX 40"})
+
+
 @predicate("container-built-for-newer-driver", ("container", "driver"))
 def _container_driver(f: Facts) -> Iterator[Hit]:
     """NGC's banner (the driver release its CUDA needs) set against the host's driver: a hit when the driver is

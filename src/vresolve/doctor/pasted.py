@@ -55,7 +55,8 @@ _MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cusparse", "cufft", "curand", 
 PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-without-gpus",
                      "container-built-for-newer-driver", "pip-offers-no-wheel-for-interpreter",
                      "pip-finds-no-wheel-for-python", "ptxas-older-than-ptx", "triton-image-newer-than-driver",
-                     "companion-cuda-build-beside-cpu-torch", "jaxlib-without-cuda", "ptxas-older-than-gpu")
+                     "companion-cuda-build-beside-cpu-torch", "jaxlib-without-cuda", "ptxas-older-than-gpu",
+                     "nccl-on-gpus-without-p2p")
 
 
 def _line(seen: Seen[Any]) -> str:
@@ -207,7 +208,8 @@ def _unexplained(e: Evidence) -> list[Unclear]:
 _FAILURE_SIGNALS = frozenset({
     "container-without-gpu", "cuda-home-unset", "cuda-init-failed", "cuda-oom", "driver-combination",
     "gcc-unsupported", "no-cuda-gpus", "no-driver", "nvcc-unsupported-arch", "undefined-symbol", "vllm-c-obsolete",
-    "invalid-image", "jax-cuda-plugin-failed", "nvidia-smi-missing", "cuda-not-available"})
+    "invalid-image", "jax-cuda-plugin-failed", "nvidia-smi-missing", "cuda-not-available",
+    "hang-said"})
 #: what to paste next, by the kind of failure shown
 _PASTE_FOR = {
     "cuda": "the whole log from its first error, run again with `CUDA_LAUNCH_BLOCKING=1`, and " + ASK_FOR,

@@ -187,6 +187,13 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
                                             r"|unable to allocate shared memory"),
         ("peer-access-unsupported", "peer access", r"peer access is not supported between these two devices"),
         ("nccl-no-socket-interface", "no socket interface", r"Bootstrap ?: no socket interface found"),
+        # NCCL at work: its own log lines (NCCL_DEBUG=INFO), its tests, its settings (not a failure by itself)
+        ("nccl-in-use", "nccl", r"\bNCCL (?:INFO|WARN|CALL|version)\b|\b(?:all_reduce|all_gather|sendrecv)_perf\b"
+                                r"|\bNCCL_[A-Z0-9_]+=|\bncclCommInitRank\b"),
+        # a program said to hang (no error line: the user's words); a failure shown whose cause the words do not name
+        ("hang-said", "hang", r"\b(?:hangs?|hanging)\b(?! ?up\b)"),
+        ("hang-said", "freez", r"\bfreez(?:es|ing)\b"),
+        ("hang-said", "stuck", r"\b(?:gets?|got|is|are|was|were|remains?|stays?) stuck\b|\bstuck (?:at|on|in|after|during)\b"),
         # NCCL over InfiniBand/RoCE: a work completion with an error status (ibverbs' ibv_wc_status: 12 transport
         # retry counter exceeded, 4 local protection error, 5 flushed), a verbs call NCCL warns failed (its INFO
         # "Call to ibv_set_ece failed" is a probe, not a failure)
