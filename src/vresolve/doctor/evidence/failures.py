@@ -86,9 +86,10 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
 #: uvicorn's ``ERROR:    ``, a ``[ERROR]`` or ``[error]`` tag), whatever the message after it says
 _PREFIX_LEVEL_RE = re.compile(r"(?<![\w-])(?:ERROR|CRITICAL|FATAL)(?![\w-])|\[(?:error|Error|fatal|critical)\]")
 #: a logger's error level at the start of a line, after no words but a timestamp (digits and punctuation) and
-#: Python logging's ``- name -``: ``2024-05-01 10:00:00,123 - root - ERROR - ...``, loguru's ``... | ERROR    | ...``,
+#: Python logging's ``- name -`` (after a process's ``(VllmWorker rank=0 pid=2412)``): ``2024-05-01 10:00:00,123 - root - ERROR - ...``, loguru's ``... | ERROR    | ...``,
 #: ``ERROR something``; not ``ERRORS``, nor a word before it (``NO ERROR``)
-_BODY_LEVEL_RE = re.compile(r"^[^A-Za-z]{0,40}?(?:[\w.]+ - )?\[?(?:ERROR|CRITICAL|FATAL)\]?(?=[\s|:-]|$)")
+_BODY_LEVEL_RE = re.compile(r"^(?:\([^()]{1,60}\)\s+)?[^A-Za-z]{0,40}?(?:[\w.]+ - )?\[?(?:ERROR|CRITICAL|FATAL)\]?(?=[\s|:-]|$)")
+_LOWER_LEVEL_RE = re.compile(r"(?<![\w-])(?:WARNING|WARN|INFO|DEBUG)(?![\w-])")
 #: a traceback's first line: a failure even where the paste is cut before the exception it ends with
 _TRACEBACK_RE = re.compile(r"^\s*Traceback \(most recent call last\):")
 
@@ -99,8 +100,9 @@ FAILURE_KINDS = (*dict.fromkeys(kind for kind, _, _ in _RULES), "traceback")
 def _error_level(line: Line) -> re.Match[str] | None:
     """A logger's error level in the line's cut-off prefix or at its start (the level, not the message, says it)."""
     if line.prefixes and line.text.endswith(line.body):
-        m = _PREFIX_LEVEL_RE.search(line.text, 0, len(line.text) - len(line.body))
-        if m:
+        head = line.text[:len(line.text) - len(line.body)]
+        m = _PREFIX_LEVEL_RE.search(head)
+        if m or _LOWER_LEVEL_RE.search(head):  # a warning's or info line's message is not read for a level
             return m
     return _BODY_LEVEL_RE.match(line.body) if "ERROR" in line.body[:60] or "CRITICAL" in line.body[:60] \
         or "FATAL" in line.body[:60] else None
