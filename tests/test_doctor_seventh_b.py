@@ -219,3 +219,25 @@ def test_healthy_pastes_have_no_error(paste: Path, capsys: pytest.CaptureFixture
 
     answer = json.loads(out)
     assert not _errors(answer) and not answer.get("unclear")
+
+
+def test_880_ngc_banner_no_driver_in_container(capsys: pytest.CaptureFixture[str]) -> None:
+    """NGC's entrypoint says it found no driver in its container: started without GPUs (the maintainer's answer)."""
+    [paste] = DATA.glob("corpus/880-*.txt")
+    code, answer = doctor_paste(paste, capsys)
+    assert code == 1 and _errors(answer) == ["gpu-not-visible"]
+
+
+def test_ngc_banner_beside_a_broken_host_driver(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same banner where the host's own nvidia-smi cannot reach the driver: the host is the fault, not the run."""
+    code, answer, causes = _judge(tmp_path, capsys, (
+        "WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available.\n"
+        "$ nvidia-smi\nNVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
+        "latest NVIDIA driver is installed and running.\n"))
+    assert "gpu-not-visible" not in causes and code == 1
+
+
+def test_881_rtx4090_all_reduce_perf_hang(capsys: pytest.CaptureFixture[str]) -> None:
+    [paste] = DATA.glob("corpus/881-*.txt")
+    code, answer = doctor_paste(paste, capsys)
+    assert code == 1 and _errors(answer) == ["nccl-misconfigured"]

@@ -99,13 +99,17 @@ def _container_without_gpus(f: Facts) -> Iterator[Hit]:
     inside where a CUDA torch sees no GPU and no GPU or driver shows at all; a container where nvidia-smi or the
     driver's library is missing while the paste shows the host's driver working (the NVIDIA Container Toolkit mounts
     both only into containers started with GPUs); or a run command without any GPU flag followed by a process that
-    sees no GPU. Not where torch is a CPU build (its own cause), nor where the container's GPUs are hidden by a
+    sees no GPU; NGC's banner that its container finds no driver. Not where torch is a CPU build (its own cause), nor where the container's GPUs are hidden by a
     setting (``NVIDIA_VISIBLE_DEVICES=void``: another row)."""
     e = f.log
-    if e is None or not e.container:
+    if e is None:
+        return
+    banner = next((s for s in e.signals if s.value.code == "container-no-driver"), None)
+    if banner is not None and not any(s.value.code in ("no-driver", "nvml-mismatch") for s in e.signals):
+        yield Hit(evidence=(pasted_line(banner),))  # said by NGC's entrypoint, inside its container
         return
     cuda, available = e.torch_cuda_seen(), e.best("cuda_available")
-    if cuda is not None and cuda.value is None:
+    if not e.container or (cuda is not None and cuda.value is None):
         return
     unavailable = available if available is not None and available.value is False else None
     if (cuda is not None and unavailable is not None and not e.gpus and not e.driver):

@@ -209,7 +209,7 @@ _FAILURE_SIGNALS = frozenset({
     "container-without-gpu", "cuda-home-unset", "cuda-init-failed", "cuda-oom", "driver-combination",
     "gcc-unsupported", "no-cuda-gpus", "no-driver", "nvcc-unsupported-arch", "undefined-symbol", "vllm-c-obsolete",
     "invalid-image", "jax-cuda-plugin-failed", "nvidia-smi-missing", "cuda-not-available",
-    "hang-said"})
+    "hang-said", "container-no-driver"})
 #: what to paste next, by the kind of failure shown
 _PASTE_FOR = {
     "cuda": "the whole log from its first error, run again with `CUDA_LAUNCH_BLOCKING=1`, and " + ASK_FOR,

@@ -44,6 +44,11 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # mounts nvidia-smi and the driver's libraries only into containers started with GPUs)
         ("nvidia-smi-missing", "nvidia-smi", r"\bnvidia-smi['\"]?:? (?:command )?not found\b"
                                              r"|\bexec: \"nvidia-smi\": executable file not found"),
+        # NGC's entrypoint finding no driver inside its container ("WARNING: The NVIDIA Driver was not detected.  GPU
+        # functionality will not be available." then "Use 'nvidia-docker run'" or "Use the NVIDIA Container Toolkit to
+        # start this container with GPU support"): the container was started without GPUs
+        ("container-no-driver", "driver was not detected",
+         r"The NVIDIA Driver was not detected\.\s+GPU functionality will not be available"),
         # a container started by a run command that gives it no GPU: no --gpus, no NVIDIA runtime, no CDI or /dev/nvidia
         # device, no NVIDIA_VISIBLE_DEVICES (a line continued with "\\" is not judged: its flags may follow)
         ("run-without-gpus", "run", r"^\W{0,3}(?:sudo\s+)?(?:docker|podman|nerdctl)\s+run\b"
