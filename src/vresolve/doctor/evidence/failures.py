@@ -6,6 +6,7 @@ Input (kind of each)::
     RuntimeError: CUDA error: an illegal memory access was encountered             cuda
     CUDA error at kernel.cu:596 code=700(cudaErrorIllegalAddress)                   cuda
     ggml_cuda_init: failed to initialize CUDA: initialization error                 cuda
+    ... error="symbol lookup for cuCtxCreate_v3 failed: ..."                        cuda
     RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO)     nccl
     ValueError: The checkpoint you are trying to load has model type ...            exception
     Killed                                                                          killed
@@ -38,6 +39,9 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("cuda", "cuda", r"\bCUDA error\b|\bcudaError[A-Z]\w*|\bCUDA_ERROR_[A-Z_]+|CUBLAS_STATUS_(?!SUCCESS)[A-Z_]+"
                          r"|CUDNN_STATUS_(?!SUCCESS)[A-Z_]+|\b[Ff]ailed to initiali[sz]e CUDA\b"
                          r"|\bCUDA failed with error\b|\bfailed call to cuInit\b|\bcu(?:da)?[A-Z]\w+\(?\)? returned [1-9]\d*\b"),
+        # a CUDA driver or runtime call (or its symbol's lookup) said to fail: "cuInit failed", "symbol lookup for
+        # cuCtxCreate_v3 failed", "cudaMalloc failed"
+        ("cuda", "failed", r"\bcu(?:da)?[A-Z][A-Za-z]+(?:_v\d)?\(?\)? failed\b"),
         # the kernel driver's Xid report of a GPU error (NVIDIA's Xid catalog: 13 and 31 an application's fault, 43
         # a stopped channel, 48 and 94/95 uncorrectable ECC errors, 74 NVLink, 79 fallen off the bus, 119/120 GSP)
         ("xid", "xid", r"\bXid \((?:PCI:)?[0-9A-Fa-f:.]+\): \d+\b"),
