@@ -244,3 +244,25 @@ def test_881_rtx4090_all_reduce_perf_hang(capsys: pytest.CaptureFixture[str]) ->
     [paste] = DATA.glob("corpus/881-*.txt")
     code, answer = doctor_paste(paste, capsys)
     assert code == 1 and _errors(answer) == ["nccl-misconfigured"]
+
+
+@pytest.mark.parametrize("number", ["882", "883"])
+def test_docker_run_without_gpus_real_pastes(number: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """floydhub's GPU image run with plain `docker run` (IPython's is_available() False), anibali's image run with
+    `docker run -it ... sh` (nvidia-smi not found inside, the VM's nvidia-smi fine)."""
+    [paste] = DATA.glob(f"corpus/{number}-*.txt")
+    code, answer = doctor_paste(paste, capsys)
+    assert code == 1 and _errors(answer) == ["gpu-not-visible"]
+
+
+def test_ipython_prompts_are_read() -> None:
+    e = read_evidence("In [2]: torch.cuda.is_available()\nOut[2]: False\n")
+    assert e.value("cuda_available") is False
+
+
+def test_quoted_run_with_gpus_is_not_without(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same words with `--gpus=all` in the quoted command: nvidia-smi missing there is not settled by the run."""
+    text = (DATA / "corpus").glob("883-*.txt").__next__().read_text().replace("docker run -it", "docker run --gpus=all -it")
+    text = text.replace("Output from my vm's nvidia-smi.", "").split("+---")[0]  # and no host driver shown
+    code, answer, causes = _judge(tmp_path, capsys, text)
+    assert "gpu-not-visible" not in causes and code == 1

@@ -109,19 +109,20 @@ def _container_without_gpus(f: Facts) -> Iterator[Hit]:
         yield Hit(evidence=(pasted_line(banner),))  # said by NGC's entrypoint, inside its container
         return
     cuda, available = e.torch_cuda_seen(), e.best("cuda_available")
-    if not e.container or (cuda is not None and cuda.value is None):
+    run = next((s for s in e.signals if s.value.code == "run-without-gpus"), None)
+    if not (e.container or run) or (cuda is not None and cuda.value is None):
         return
     unavailable = available if available is not None and available.value is False else None
-    if (cuda is not None and unavailable is not None and not e.gpus and not e.driver):
+    if e.container and cuda is not None and unavailable is not None and not e.gpus and not e.driver:
         yield Hit(evidence=(pasted_line(e.container[0]), pasted_line(unavailable)))
         return
     seen = [s for s in e.signals if s.value.code in _NO_GPU_SEEN]
     no_driver = next((s for s in seen if s.value.code in _NO_DRIVER_SEEN and "communicate" not in s.text), None)
     driver = e.best("driver")
     if no_driver is not None and driver is not None and driver.rank == REPORT and not e.wsl:
-        yield Hit(evidence=(pasted_line(no_driver), pasted_line(driver), pasted_line(e.container[0])))
+        where: Seen[Any] | None = e.container[0] if e.container else run
+        yield Hit(evidence=(pasted_line(no_driver), pasted_line(driver), *([pasted_line(where)] if where else [])))
         return
-    run = next((s for s in e.signals if s.value.code == "run-without-gpus"), None)
     sign = next((s for s in (*seen, *([unavailable] if unavailable is not None else [])) if run is not None
                  and s.line > run.line), None)
     if run is not None and sign is not None:

@@ -51,7 +51,7 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
          r"The NVIDIA Driver was not detected\.\s+GPU functionality will not be available"),
         # a container started by a run command that gives it no GPU: no --gpus, no NVIDIA runtime, no CDI or /dev/nvidia
         # device, no NVIDIA_VISIBLE_DEVICES (a line continued with "\\" is not judged: its flags may follow)
-        ("run-without-gpus", "run", r"^\W{0,3}(?:sudo\s+)?(?:docker|podman|nerdctl)\s+run\b"
+        ("run-without-gpus", "run", r"(?:^\W{0,3}|`)(?:sudo\s+)?(?:docker|podman|nerdctl)\s+run\b"
                                     r"(?!.*(?:--gpus|--runtime[= ]\S*nvidia|nvidia\.com/gpu|/dev/nvidia|NVIDIA_VISIBLE_DEVICES"
                                     r"|--device[= ]\S*gpu))(?!.*\\\s*$)"),
         ("forward-compat", "forward compatibility", r"forward compatibility was attempted on non supported HW"),
