@@ -189,7 +189,7 @@ def _pastes() -> list[Path]:
 
 #: pastes labelled with a cause that still get no finding and exit 0: excerpts that show no failure line (a collect_env report, an install command, a user's sentence)
 _KNOWN_SILENT = {"007", "041", "053", "056", "057", "075", "078", "081", "082", "085", "109", "117", "140",
-                 "148", "149"}
+                 "148", "149", "885"}
 
 
 @pytest.mark.parametrize("paste", [p for p in _pastes() if p.name[:3] in {"817", "832", "833", "136", "801"}],
@@ -266,3 +266,17 @@ def test_quoted_run_with_gpus_is_not_without(tmp_path: Path, capsys: pytest.Capt
     text = text.replace("Output from my vm's nvidia-smi.", "").split("+---")[0]  # and no host driver shown
     code, answer, causes = _judge(tmp_path, capsys, text)
     assert "gpu-not-visible" not in causes and code == 1
+
+
+def test_884_runtime_nvidia_no_driver_is_not_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """Started with the NVIDIA runtime and NVIDIA_VISIBLE_DEVICES=all, nvidia-smi working inside: a container given its
+    GPUs; torch's "Found no NVIDIA driver" there is not named (the thread's fix is the image's driver capabilities)."""
+    [paste] = DATA.glob("corpus/884-*.txt")
+    code, answer = doctor_paste(paste, capsys)
+    assert code == 1 and answer["unclear"] and not answer["findings"]
+
+
+def test_885_rtx5090_is_not_an_rtx40(capsys: pytest.CaptureFixture[str]) -> None:
+    [paste] = DATA.glob("corpus/885-*.txt")
+    code, answer = doctor_paste(paste, capsys)
+    assert "nccl-misconfigured" not in [f["cause"] for f in answer["findings"]]
