@@ -16,6 +16,7 @@ from ..values import DriverVersion, public_version
 if TYPE_CHECKING:
     from .evidence import Evidence, Seen
 
+from .evidence.model import REPORT
 from .predicate_base import Facts, Hit, Missing, predicate
 
 # ------------------------------------------------------------------------------------------------------------
@@ -85,17 +86,67 @@ def _vllm_cuda_not_torch(f: Facts) -> Iterator[Hit]:
     yield Hit(evidence=(pasted_line(vllm), pasted_line(cuda)))
 
 
-@predicate("container-started-without-gpus", ("container", "cuda_available", "torch_cuda"))
+#: a process that sees no NVIDIA driver at all: torch's "Found no NVIDIA driver on your system" (the driver's library
+#: could not be loaded), nvidia-smi not there
+_NO_DRIVER_SEEN = ("nvidia-smi-missing", "no-driver")
+#: a process that sees no GPU (any reason)
+_NO_GPU_SEEN = (*_NO_DRIVER_SEEN, "no-cuda-gpus", "cuda-not-available")
+
+
+@predicate("container-started-without-gpus", ("container", "cuda_available", "torch_cuda", "driver"))
 def _container_without_gpus(f: Facts) -> Iterator[Hit]:
-    """A report from inside a container where a CUDA torch sees no GPU, and no GPU or driver shows at all: the
-    container was started without GPUs (``--gpus``, the NVIDIA runtime)."""
+    """A process in a container that sees no GPU where the paste shows the container was given none: a report from
+    inside where a CUDA torch sees no GPU and no GPU or driver shows at all; a container where nvidia-smi or the
+    driver's library is missing while the paste shows the host's driver working (the NVIDIA Container Toolkit mounts
+    both only into containers started with GPUs); or a run command without any GPU flag followed by a process that
+    sees no GPU; NGC's banner that its container finds no driver. Not where torch is a CPU build (its own cause), nor where the container's GPUs are hidden by a
+    setting (``NVIDIA_VISIBLE_DEVICES=void``: another row)."""
     e = f.log
     if e is None:
         return
+    banner = next((s for s in e.signals if s.value.code == "container-no-driver"), None)
+    if banner is not None and not any(s.value.code in ("no-driver", "nvml-mismatch") for s in e.signals):
+        yield Hit(evidence=(pasted_line(banner),))  # said by NGC's entrypoint, inside its container
+        return
     cuda, available = e.torch_cuda_seen(), e.best("cuda_available")
-    if (e.container and cuda is not None and cuda.value is not None and available is not None
-            and available.value is False and not e.gpus and not e.driver):
-        yield Hit(evidence=(pasted_line(e.container[0]), pasted_line(available)))
+    run = next((s for s in e.signals if s.value.code == "run-without-gpus"), None)
+    if not (e.container or run) or (cuda is not None and cuda.value is None):
+        return
+    unavailable = available if available is not None and available.value is False else None
+    if e.container and cuda is not None and unavailable is not None and not e.gpus and not e.driver:
+        yield Hit(evidence=(pasted_line(e.container[0]), pasted_line(unavailable)))
+        return
+    seen = [s for s in e.signals if s.value.code in _NO_GPU_SEEN]
+    no_driver = next((s for s in seen if s.value.code in _NO_DRIVER_SEEN and "communicate" not in s.text), None)
+    driver = e.best("driver")
+    if no_driver is not None and driver is not None and driver.rank == REPORT and not e.wsl:
+        where: Seen[Any] | None = e.container[0] if e.container else run
+        yield Hit(evidence=(pasted_line(no_driver), pasted_line(driver), *([pasted_line(where)] if where else [])))
+        return
+    sign = next((s for s in (*seen, *([unavailable] if unavailable is not None else [])) if run is not None
+                 and s.line > run.line), None)
+    if run is not None and sign is not None:
+        yield Hit(evidence=(pasted_line(run), pasted_line(sign)))
+
+
+#: GeForce RTX 40 series boards (RTX 4050 to 4090): NVIDIA does not support CUDA peer-to-peer between them (the
+#: professional Ada boards, "RTX 4000 Ada Generation" and the like, are not these)
+_NO_P2P_GPU_RE = re.compile(r"\bRTX ?40[5-9]0\b(?!\s*Ada)", re.IGNORECASE)
+
+
+@predicate("nccl-on-gpus-without-p2p", ("gpus",), ("gpu",))
+def _nccl_without_p2p(f: Facts) -> Iterator[Hit]:
+    """A multi-GPU NCCL job (NCCL's own lines, its tests or settings) on GeForce RTX 40 boards, which have no CUDA
+    peer-to-peer, that hangs (said) or fails with an NCCL error: NCCL's P2P transport is the path to take off."""
+    e = f.log
+    if e is None:
+        return
+    gpu = next((g for g in e.gpus if _NO_P2P_GPU_RE.search(g.value.name or "")), None)
+    nccl = next((s for s in e.signals if s.value.code == "nccl-in-use"), None)
+    failed = next((s for s in e.signals if s.value.code == "hang-said"), None) \
+        or next((x for x in e.failures if x.value == "nccl"), None)
+    if gpu is not None and nccl is not None and failed is not None:
+        yield Hit(evidence=(pasted_line(failed), pasted_line(gpu), pasted_line(nccl)), fill={"gpu": gpu.value.name or "GeForce RTX 40"})
 
 
 @predicate("container-built-for-newer-driver", ("container", "driver"))

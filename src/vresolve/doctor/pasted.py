@@ -54,7 +54,7 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
                      "pip-finds-no-wheel-for-python", "ptxas-older-than-ptx", "triton-image-newer-than-driver",
                      "companion-cuda-build-beside-cpu-torch", "jaxlib-without-cuda", "ptxas-older-than-gpu",
                      "nvcc-older-than-arch", "cuda-library-of-other-major", "cuda-library-not-found",
-                     "vllm-flash-attention-below-capability")
+                     "vllm-flash-attention-below-capability", "nccl-on-gpus-without-p2p")
 
 
 def _line(seen: Seen[Any]) -> str:
@@ -230,7 +230,8 @@ def _unexplained(e: Evidence) -> list[Unclear]:
 _FAILURE_SIGNALS = frozenset({
     "container-without-gpu", "cuda-home-unset", "cuda-init-failed", "cuda-oom", "driver-combination",
     "gcc-unsupported", "no-cuda-gpus", "no-driver", "nvcc-unsupported-arch", "undefined-symbol", "vllm-c-obsolete",
-    "invalid-image", "jax-cuda-plugin-failed"})
+    "invalid-image", "jax-cuda-plugin-failed", "nvidia-smi-missing", "cuda-not-available",
+    "hang-said", "container-no-driver"})
 #: what to paste next, by the kind of failure shown
 _PASTE_FOR = {
     "cuda": "the whole log from its first error, run again with `CUDA_LAUNCH_BLOCKING=1`, and " + ASK_FOR,

@@ -6,6 +6,7 @@ Input (kind of each)::
     RuntimeError: CUDA error: an illegal memory access was encountered             cuda
     CUDA error at kernel.cu:596 code=700(cudaErrorIllegalAddress)                   cuda
     ggml_cuda_init: failed to initialize CUDA: initialization error                 cuda
+    ... error="symbol lookup for cuCtxCreate_v3 failed: ..."                        cuda
     RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO)     nccl
     ValueError: The checkpoint you are trying to load has model type ...            exception
     Killed                                                                          killed
@@ -17,6 +18,9 @@ Input (kind of each)::
     ptxas fatal   : Memory allocation failure / nvcc fatal   : Cannot find ...       tool
     x.hpp(3324): catastrophic error : out of memory / GPU #0: FATAL: the ...         tool
     E0715 18:02:17.586518  591934 cuda_dnn.cc:523] Loaded runtime CuDNN ...          tool (an error-level log line)
+    ERROR 03-20 07:42:38 [utils.py:613] Cannot use FA version 2 ...                 tool (a logger's error level)
+    2024-05-01 10:00:00,123 - root - ERROR - ... / ... | ERROR    | mod:fn:1 - ...   tool (a logger's error level)
+    Traceback (most recent call last):   (cut before its exception)                traceback
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("cuda", "cuda", r"\bCUDA error\b|\bcudaError[A-Z]\w*|\bCUDA_ERROR_[A-Z_]+|CUBLAS_STATUS_(?!SUCCESS)[A-Z_]+"
                          r"|CUDNN_STATUS_(?!SUCCESS)[A-Z_]+|\b[Ff]ailed to initiali[sz]e CUDA\b"
                          r"|\bCUDA failed with error\b|\bfailed call to cuInit\b|\bcu(?:da)?[A-Z]\w+\(?\)? returned [1-9]\d*\b"),
+        # a CUDA driver or runtime call (or its symbol's lookup) said to fail: "cuInit failed", "symbol lookup for
+        # cuCtxCreate_v3 failed", "cudaMalloc failed"
+        ("cuda", "failed", r"\bcu(?:da)?[A-Z][A-Za-z]+(?:_v\d)?\(?\)? failed\b"),
         # the kernel driver's Xid report of a GPU error (NVIDIA's Xid catalog: 13 and 31 an application's fault, 43
         # a stopped channel, 48 and 94/95 uncorrectable ECC errors, 74 NVLink, 79 fallen off the bus, 119/120 GSP)
         ("xid", "xid", r"\bXid \((?:PCI:)?[0-9A-Fa-f:.]+\): \d+\b"),
@@ -81,8 +88,30 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
     )
 )
 
+#: a logger's error level in the prefix a line's reading cut off (vLLM's ``ERROR 03-20 07:42:38 [utils.py:613]``,
+#: uvicorn's ``ERROR:    ``, a ``[ERROR]`` or ``[error]`` tag), whatever the message after it says
+_PREFIX_LEVEL_RE = re.compile(r"(?<![\w-])(?:ERROR|CRITICAL|FATAL)(?![\w-])|\[(?:error|Error|fatal|critical)\]")
+#: a logger's error level at the start of a line, after no words but a timestamp (digits and punctuation) and
+#: Python logging's ``- name -`` (after a process's ``(VllmWorker rank=0 pid=2412)``): ``2024-05-01 10:00:00,123 - root - ERROR - ...``, loguru's ``... | ERROR    | ...``,
+#: ``ERROR something``; not ``ERRORS``, nor a word before it (``NO ERROR``)
+_BODY_LEVEL_RE = re.compile(r"^(?:\([^()]{1,60}\)\s+)?[^A-Za-z]{0,40}?(?:[\w.]+ - )?\[?(?:ERROR|CRITICAL|FATAL)\]?(?=[\s|:-]|$)")
+_LOWER_LEVEL_RE = re.compile(r"(?<![\w-])(?:WARNING|WARN|INFO|DEBUG)(?![\w-])")
+#: a traceback's first line: a failure even where the paste is cut before the exception it ends with
+_TRACEBACK_RE = re.compile(r"^\s*Traceback \(most recent call last\):")
+
 #: the kinds, the most telling first (the one a "cause not named" leads with)
-FAILURE_KINDS = tuple(dict.fromkeys(kind for kind, _, _ in _RULES))
+FAILURE_KINDS = (*dict.fromkeys(kind for kind, _, _ in _RULES), "traceback")
+
+
+def _error_level(line: Line) -> re.Match[str] | None:
+    """A logger's error level in the line's cut-off prefix or at its start (the level, not the message, says it)."""
+    if line.prefixes and line.text.endswith(line.body):
+        head = line.text[:len(line.text) - len(line.body)]
+        m = _PREFIX_LEVEL_RE.search(head)
+        if m or _LOWER_LEVEL_RE.search(head):  # a warning's or info line's message is not read for a level
+            return m
+    return _BODY_LEVEL_RE.match(line.body) if "ERROR" in line.body[:60] or "CRITICAL" in line.body[:60] \
+        or "FATAL" in line.body[:60] else None
 
 
 class FailureReader:
@@ -96,4 +125,10 @@ class FailureReader:
             if needle in lower and (m := pattern.search(line.body)):
                 out.add("failures", kind, line, MESSAGE, "failure", m.span())
                 return True
+        if _error_level(line) is not None:
+            out.add("failures", "tool", line, MESSAGE, "failure")
+            return True
+        if "traceback" in lower and (m := _TRACEBACK_RE.match(line.body)):
+            out.add("failures", "traceback", line, MESSAGE, "failure", m.span())
+            return True
         return False

@@ -29,7 +29,7 @@ GPU_PATTERN = (r"(?:(?:NVIDIA|Nvidia|nvidia)\s+)?(?:(?:GeForce|Tesla|Quadro|TITA
                r"|GB\d{3}|GH\d{3}|L4|L20|L40S?|T4|V100S?|P100|P40|K80|M60|MI\d{3}X?)"
                r"(?:[ -](?:Ti|SUPER|Super|Laptop GPU|laptop GPU|PCIe|PCIE|SXM\d?|NVL|\d+GB|HBM\d?e?|Ada Generation"
                r"|Max-Q))*")
-_GPU_RE = re.compile(rf"(?<![\w/.-])(?P<name>{GPU_PATTERN})(?![\w-])"
+_GPU_RE = re.compile(rf"(?:(?<![\w/.-])|(?<=\d[x×]))(?P<name>{GPU_PATTERN})(?![\w-])"
                      r"(?:\s*\((?:[Cc]ompute(?: [Cc]apability)?|cc|sm_?)\s*(?P<cc>\d+\.?\d*)\))?")
 #: what a line naming a GPU model holds (lower-cased), checked before the pattern
 _GPU_NEEDLES = ("gpu", "nvidia", "tesla", "rtx", "gtx", "quadro", "titan", "a100", "h100", "h200", "v100", "a40",

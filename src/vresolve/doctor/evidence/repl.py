@@ -35,10 +35,11 @@ _EXPRESSIONS = ("torch.__version__", "torch.version.cuda", "torch.cuda.is_availa
                 "sys.version")
 # expr = value, expr: value (what users copy from a REPL into a sentence or a list)
 _INLINE_RE = re.compile(r"(?P<expr>torch\.__version__|torch\.version\.cuda|torch\.cuda\.is_available\(\)|vllm\.__version__)"
-                        r"\s*(?:==?|:|->|→)\s*['\"]?(?P<value>[\w.+]+)")
+                        r"['\"`]?\s*(?:==?|:|->|→|\breturns?\b)\s*['\"`]?(?P<value>[\w.+]+)")
 # python -c "import torch; print(torch.__version__, torch.cuda.is_available())"
 _COMMAND_PRINT_RE = re.compile(r"print\(([^()]*(?:\(\d*\)[^()]*)*)\)")
 _ASK_RE = re.compile(r"^\s*(?:>>>\s*)?(?:print\((?P<printed>.*)\)|(?P<bare>[\w.]+(?:\(\d*\))?))\s*(?:#.*)?$")
+_IPYTHON_RE = re.compile(r"^(?:In|Out)\s?\[\d+\]:\s*")
 _VALUE = r"(?:'[^']*'|\"[^\"]*\"|True|False|None|\d[\w.+]*)"
 _ANSWER_RE = re.compile(rf"^\s*(?:{_VALUE}(?:\s+{_VALUE})*|\[[^\]]*\]|\(\d+,\s*\d+\))\s*$")
 
@@ -57,6 +58,8 @@ class ReplReader:
 
     def feed(self, line: Line, out: Collector) -> bool:
         body = line.body
+        if body.startswith(("In [", "Out[")):  # IPython's prompts: "In [2]: torch.cuda.is_available()", "Out[2]: False"
+            body = _IPYTHON_RE.sub("", body)
         if "torch" in body or "vllm" in body or "sys." in body:
             if self._ask(body, line):
                 return True

@@ -39,6 +39,21 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # the kernel module loaded but bound no GPU (another driver holds it, or the module is not for this kernel)
         ("no-driver", "probe", r"No NVIDIA graphics adapter probed|NVIDIA probe routine was not called"),
         ("container-without-gpu", "device driver", r"could not select device driver \"[^\"]*\" with capabilities"),
+        # nvidia-smi absent where it is run (bash's and sh's "command not found", docker's "executable file not found"):
+        # no NVIDIA driver on a machine, and, in a container, one started without GPUs (the NVIDIA Container Toolkit
+        # mounts nvidia-smi and the driver's libraries only into containers started with GPUs)
+        ("nvidia-smi-missing", "nvidia-smi", r"\bnvidia-smi['\"]?:? (?:command )?not found\b"
+                                             r"|\bexec: \"nvidia-smi\": executable file not found"),
+        # NGC's entrypoint finding no driver inside its container ("WARNING: The NVIDIA Driver was not detected.  GPU
+        # functionality will not be available." then "Use 'nvidia-docker run'" or "Use the NVIDIA Container Toolkit to
+        # start this container with GPU support"): the container was started without GPUs
+        ("container-no-driver", "driver was not detected",
+         r"The NVIDIA Driver was not detected\.\s+GPU functionality will not be available"),
+        # a container started by a run command that gives it no GPU: no --gpus, no NVIDIA runtime, no CDI or /dev/nvidia
+        # device, no NVIDIA_VISIBLE_DEVICES (a line continued with "\\" is not judged: its flags may follow)
+        ("run-without-gpus", "run", r"(?:^\W{0,3}|`)(?:sudo\s+)?(?:docker|podman|nerdctl)\s+run\b"
+                                    r"(?!.*(?:--gpus|--runtime[= ]\S*nvidia|nvidia\.com/gpu|/dev/nvidia|NVIDIA_VISIBLE_DEVICES"
+                                    r"|--device[= ]\S*gpu))(?!.*\\\s*$)"),
         ("forward-compat", "forward compatibility", r"forward compatibility was attempted on non supported HW"),
         # the container runtime's check of an image's CUDA against the host driver: nvidia-container-cli's
         # "requirement error: unsatisfied condition: cuda>=10.2" and nvidia-docker 1's "driver 7.5 < image 8.0"
@@ -184,6 +199,13 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
                                             r"|unable to allocate shared memory"),
         ("peer-access-unsupported", "peer access", r"peer access is not supported between these two devices"),
         ("nccl-no-socket-interface", "no socket interface", r"Bootstrap ?: no socket interface found"),
+        # NCCL at work: its own log lines (NCCL_DEBUG=INFO), its tests, its settings (not a failure by itself)
+        ("nccl-in-use", "nccl", r"\bNCCL (?:INFO|WARN|CALL|version)\b|\b(?:all_reduce|all_gather|sendrecv)_perf\b"
+                                r"|\bNCCL_[A-Z0-9_]+=|\bncclCommInitRank\b"),
+        # a program said to hang (no error line: the user's words); a failure shown whose cause the words do not name
+        ("hang-said", "hang", r"\b(?:hangs?|hanging)\b(?! ?up\b)"),
+        ("hang-said", "freez", r"\bfreez(?:es|ing)\b"),
+        ("hang-said", "stuck", r"\b(?:gets?|got|is|are|was|were|remains?|stays?) stuck\b|\bstuck (?:at|on|in|after|during)\b"),
         # NCCL over InfiniBand/RoCE: a work completion with an error status (ibverbs' ibv_wc_status: 12 transport
         # retry counter exceeded, 4 local protection error, 5 flushed), a verbs call NCCL warns failed (its INFO
         # "Call to ibv_set_ece failed" is a probe, not a failure)
