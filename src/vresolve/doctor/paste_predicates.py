@@ -422,10 +422,16 @@ def _symbol_hits(f: Facts, cause: str) -> Iterator[Hit]:
 
 
 @predicate("torch-symbol-missing-in-companion", ("torch", "torchvision", "torchaudio", "xformers", "flashinfer",
-                                                 "flash-attn"))
+                                                 "flash-attn"), ("companion",))
 def _torch_symbol_in_companion(f: Facts) -> Iterator[Hit]:
-    """A companion's library (its file, or the package being imported) missing a symbol or library of torch's own."""
-    yield from _symbol_hits(f, "companion-mismatch")
+    """A companion's library (its file, or the package being imported) missing a symbol or library of torch's own;
+    the companion named as the line (else the import) shows it."""
+    for hit in _symbol_hits(f, "companion-mismatch"):
+        seen = hit.seen[0]
+        where = (getattr(seen.value, "library", None) or "") + " " + seen.text
+        named = [c for c in _COMPANIONS if c in where] or \
+            [c for c in _COMPANIONS if f.log is not None and c in {i.value for i in f.log.imported}]
+        yield Hit(evidence=hit.evidence, seen=hit.seen, fill={"companion": named[0] if named else "A torch companion"})
 
 
 @predicate("torch-symbol-missing-in-extension", ("vllm", "torch"))

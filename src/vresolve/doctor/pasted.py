@@ -75,6 +75,16 @@ def _signal_row(matrix: Matrix, seen: Seen[Any]) -> KnownIssue | None:
     return next((k for k in matrix.known_issues if code in k.signals), None) if isinstance(code, str) else None
 
 
+def _library_row(matrix: Matrix, seen: Seen[Any]) -> KnownIssue | None:
+    """The known-issues row of a library not found, by the library the line names: the driver's libcuda, else a
+    CUDA library of the toolkit's or pip's (cuDNN, NCCL, cuBLAS...); None for a line of another kind."""
+    name = getattr(seen.value, "name", None)
+    if not isinstance(name, str) or not getattr(seen.value, "missing", False):
+        return None
+    row_id = "libcuda-not-visible" if name == "cuda" else "cuda-library-not-found"
+    return next((k for k in matrix.known_issues if k.id == row_id), None)
+
+
 def _torch_spec(release: VllmRelease | None) -> SpecifierSet | None:
     """The torch a release's wheel pins (the x86_64 wheel's, else the aarch64 one's)."""
     if release is None:
@@ -124,7 +134,7 @@ def _vllm_core(e: Evidence, matrix: Matrix) -> tuple[str, list[Seen[Any]]] | Unc
 def _causes(e: Evidence, table: dict[str, str], facts: Facts) -> Iterator[tuple[str, Seen[Any]]]:
     for sig in e.signals:
         cause = table.get(sig.value.code)
-        if cause is not None:
+        if cause is not None and not _not_its_cause(sig, e, facts.matrix):
             yield cause, sig
     order = {id(seen): i for i, (_, seen) in enumerate(symbol_causes(e))}  # the symbols' order, then the libraries'
     yield from sorted(_typed(facts, SYMBOL_PREDICATES), key=lambda cs: order.get(id(cs[1]), len(order)))
@@ -132,6 +142,75 @@ def _causes(e: Evidence, table: dict[str, str], facts: Facts) -> Iterator[tuple[
     yield from _typed(facts, ("build-out-of-memory",))
     yield from _install_causes(e, facts)
 
+
+
+#: the packages whose own version checks (flashinfer's "flashinfer-cubin version (X) does not match", LlamaFactory's
+#: "vllm>=0.4.3,<=0.7.3 is required ..., but found vllm==0.8.1") are about the GPU stack doctor judges: torch, its
+#: companions, vLLM (another package's check, tokenizers' or a checkpoint's "version (3) does not match", is not)
+_STACK_PACKAGES = re.compile(r"(?:torch\w*|xformers|flash[-_]attn\w*|vllm[-_]flash[-_]attn|flashinfer[\w-]*|vllm|"
+                             r"triton|sgl[-_]kernel)", re.IGNORECASE)
+#: the compute capability a refusal asks for where its code says it without a number (bf16 and FlashAttention 2:
+#: Ampere, 8.0; Triton's fp8e4nv: Hopper, 9.0)
+_CAPABILITY_ASKED = {"bf16-unsupported": "8.0", "flash-attn-needs-ampere": "8.0", "fp8-unsupported-arch": "9.0"}
+
+
+def _capability_asked(sig: Seen[Any], e: Evidence) -> str | None:
+    """The compute capability a capability refusal asks for ("8.9"; an FP8 refusal's, the number another refusal on
+    its line says), None where it does not say."""
+    code, detail = sig.value.code, sig.value.detail
+    if code == "fp8-capability":
+        return next((_capability_asked(s, e) for s in e.signals if s.line == sig.line and s.value.code in
+                     ("capability-below-required", "capability-too-low", "gpu-too-old")), None)
+    if code == "capability-too-low" and detail and detail.isdigit():
+        return f"{detail[:-1]}.{detail[-1]}"  # "Minimum capability: 80"
+    if code in ("capability-below-required", "gpu-too-old") and detail:
+        return str(detail)
+    return _CAPABILITY_ASKED.get(code)
+
+
+def gpus_meeting(e: Evidence, matrix: Matrix, asked: str) -> list[Seen[Any]]:
+    """The GPUs a tool's report in the paste shows (nvidia-smi, collect_env; not a GPU named in a message or in
+    prose), where every one is known and meets the compute capability ``asked``; empty otherwise."""
+    from ..values import Capability
+
+    shown = [g for g in e.gpus if g.rank == REPORT and g.value.name]
+    need = Capability.parse(asked)
+    for g in shown:
+        known = g.value.compute_capability or getattr(matrix.find_gpu(str(g.value.name)), "compute_capability", None)
+        if known is None or known < need:
+            return []
+    return shown
+
+
+def _not_its_cause(sig: Seen[Any], e: Evidence, matrix: Matrix) -> bool:
+    """Whether the facts the paste shows say this typed line is not its code's cause: a version check of a package
+    outside the GPU stack; a capability refusal where every GPU the paste's reports show meets it (the line is not
+    about these GPUs: a help text, a quoted message, another machine)."""
+    code = sig.value.code
+    if code in ("version-mismatch", "version-check"):
+        return not _STACK_PACKAGES.fullmatch(sig.value.detail or "")
+    asked = _capability_asked(sig, e) if code in _CAPABILITY_CODES else None
+    return asked is not None and bool(gpus_meeting(e, matrix, asked))
+
+
+#: the codes of capability refusals (gpu-too-old-for-feature's signals)
+_CAPABILITY_CODES = frozenset({"bf16-unsupported", "flash-attn-needs-ampere", "fp8-unsupported-arch", "gpu-too-old",
+                               "capability-too-low", "capability-below-required", "fp8-capability"})
+
+
+def _contradicted(e: Evidence, matrix: Matrix) -> list[Unclear]:
+    """The capability refusals whose GPUs the paste's reports contradict, as an error whose cause is not named."""
+    for sig in e.signals:
+        asked = _capability_asked(sig, e) if sig.value.code in _CAPABILITY_CODES else None
+        meeting = gpus_meeting(e, matrix, asked) if asked is not None else []
+        if meeting:
+            names = ", ".join(dict.fromkeys(str(g.value.name) for g in meeting))
+            return [Unclear(error=sig.text.strip(), evidence=(_line(sig), _line(meeting[0])),
+                            missing=f"the GPU the failing process ran on: the GPUs shown ({names}) meet the compute "
+                                    f"capability this line asks for ({asked})",
+                            paste="the output of `nvidia-smi` run where the program failed, its `CUDA_VISIBLE_DEVICES`, "
+                                  "and the whole error; and " + ASK_FOR)]
+    return []
 
 #: the predicates over a paste's typed lines judged among its signals (:func:`_causes`, in this order; the three of
 #: pip's installer lines together, in the installer's line order): their hits name the lines their cause is said by
@@ -207,7 +286,7 @@ def _unexplained(e: Evidence) -> list[Unclear]:
 _FAILURE_SIGNALS = frozenset({
     "container-without-gpu", "cuda-home-unset", "cuda-init-failed", "cuda-oom", "driver-combination",
     "gcc-unsupported", "no-cuda-gpus", "no-driver", "nvcc-unsupported-arch", "undefined-symbol", "vllm-c-obsolete",
-    "invalid-image", "jax-cuda-plugin-failed"})
+    "invalid-image", "jax-cuda-plugin-failed", "version-mismatch", "version-check"})
 #: what to paste next, by the kind of failure shown
 _PASTE_FOR = {
     "cuda": "the whole log from its first error, run again with `CUDA_LAUNCH_BLOCKING=1`, and " + ASK_FOR,
@@ -254,7 +333,7 @@ def _all_causes(e: Evidence, matrix: Matrix) -> tuple[list[tuple[str, Seen[Any]]
     if isinstance(core, tuple):
         found += [(core[0], seen) for seen in core[1]]
     found += _causes(e, signal_causes(matrix), Facts(host=Host(), matrix=matrix, log=e))
-    return found, ([core] if isinstance(core, Unclear) else [])
+    return found, ([core] if isinstance(core, Unclear) else []) + _contradicted(e, matrix)
 
 
 #: the predicate said only where no error is named (a weak sign: :data:`PASTED_PREDICATES` are judged first)
@@ -323,16 +402,19 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = (),
     lines: dict[str, list[str]] = {}
     rows: dict[str, KnownIssue] = {}
     found, unclear = _all_causes(e, matrix)
+    facts = Facts(host=host or Host(), matrix=matrix, log=e)
+    typed = {id(seen): (row, hit) for row, hit in holds(facts, (*SYMBOL_PREDICATES, *TYPED_PREDICATES))
+             for seen in hit.seen}
+    typed_hits: dict[str, Hit] = {}
     for cause, seen in found:
         shown = lines.setdefault(cause, [])
         if len(shown) < 5 and _line(seen) not in shown:
             shown.append(_line(seen))
-        row = _signal_row(matrix, seen)
-        if row is not None and row.cause == cause:
-            rows.setdefault(cause, row)
+        row, hit = typed.get(id(seen), (_signal_row(matrix, seen) or _library_row(matrix, seen), None))
+        if row is not None and row.cause == cause and rows.setdefault(cause, row) is row and hit is not None:
+            typed_hits.setdefault(cause, hit)
     out = []
-    facts = Facts(host=host or Host(), matrix=matrix, log=e)
-    hits = _rows_judged(facts, lines, rows, unclear)
+    hits = typed_hits | _rows_judged(facts, lines, rows, unclear)
     for cause, evidence in lines.items():
         if cause not in {f.cause for f in already}:
             out.append(_finding(e, matrix, cause, rows.get(cause) or issue_for(matrix, cause), hits.get(cause),
@@ -410,12 +492,15 @@ def merge_log_findings(findings: Sequence[Finding], typed: Sequence[Finding],
     return dedupe([f for f in findings if f.source != "log"] + signed + list(typed))
 
 
-def overruled(findings: Sequence[Finding], e: Evidence) -> list[Finding]:
+def overruled(findings: Sequence[Finding], e: Evidence, matrix: Matrix | None = None) -> list[Finding]:
     """Findings the paste's facts overrule: a companion "built for another torch" (a signature's) where the only
-    difference is that the torch is a CPU build of the release it was built for (the CPU build is the cause)."""
-    if not _cpu_torch_is_the_mismatch(e):
-        return list(findings)
-    return [f for f in findings if f.cause != "companion-mismatch"]
+    difference is that the torch is a CPU build of the release it was built for (the CPU build is the cause); a
+    signature's GPU "too old" where every GPU the paste's reports show meets what its lines ask for."""
+    out = [f for f in findings if f.cause != "companion-mismatch"] if _cpu_torch_is_the_mismatch(e) else list(findings)
+    refusals = [s for s in e.signals if s.value.code in _CAPABILITY_CODES]
+    if matrix is not None and refusals and all(_not_its_cause(s, e, matrix) for s in refusals):
+        out = [f for f in out if not (f.cause == "gpu-too-old-for-feature" and f.source == "log")]
+    return out
 
 
 _UNAVAILABLE_RE = re.compile(r"`?torch\.cuda\.is_available\(\)`?\s*(?:is|returns|=)\s*False", re.IGNORECASE)

@@ -1,0 +1,140 @@
+"""The lookalikes audit (issue 25): texts that share a trigger's words but are not its cause must not get that cause,
+and every finding's title names what the paste shows.
+
+Each trigger now needs the fact that makes it its cause: a version check about a package of the GPU stack (torch,
+its companions, vLLM) for companion-mismatch; a GPU below the capability a refusal asks for (not one a tool's report
+shows meeting it) for gpu-too-old-for-feature; out-of-memory words said of what happened, not as advice, for
+build-oom. Where the facts do not settle it, the answer is "cause not named" (exit 1) with what to paste. Texts cut
+from real threads cite them; the others are built from real message forms (the forms' threads in comments).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import doctor_paste
+
+CORPUS = Path(__file__).parent / "data" / "corpus"
+HELDOUT = Path(__file__).parent / "data" / "heldout"
+Capsys = pytest.CaptureFixture[str]
+
+
+def _causes(doc: dict) -> list[str]:  # type: ignore[type-arg]
+    return [f["cause"] for f in doc["findings"]]
+
+
+def _judge(tmp_path: Path, capsys: Capsys, text: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    paste = tmp_path / "paste.txt"
+    paste.write_text(text)
+    return doctor_paste(paste, capsys)
+
+
+LOOKALIKES = [
+    # transformers' dependency check of tokenizers (oobabooga/textgen#2805: "tokenizers>=0.13.3 is required for a
+    # normal functioning of this module, but found tokenizers==0.13.2."): not a torch companion
+    ("tokenizers-version-check", "companion-mismatch",
+     "Traceback (most recent call last):\n  File \"server.py\", line 3, in <module>\n    import transformers\n"
+     "ImportError: tokenizers>=0.13.3 is required for a normal functioning of this module, but found "
+     "tokenizers==0.13.2.\n"),
+    # a checkpoint's format version, in the words of flashinfer's check ("X version (A) does not match")
+    ("checkpoint-version-mismatch", "companion-mismatch",
+     "Traceback (most recent call last):\n  File \"run.py\", line 10, in <module>\n"
+     "ValueError: Checkpoint version (3) does not match the expected format version\n"),
+    # a program's help text about bf16 on a machine whose nvidia-smi shows an A100 (8.0), then another error
+    ("bf16-help-text-on-a100", "gpu-too-old-for-feature",
+     "$ nvidia-smi -L\nGPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-1234)\n$ python train.py --help\n"
+     "  --bf16    Use bf16 mixed precision. bf16 requires Ampere or newer GPUs (A100, compute capability 8.0).\n"
+     "Traceback (most recent call last):\n  File \"train.py\", line 88, in <module>\nKeyError: 'labels'\n"),
+    # FlashAttention's refusal quoted by a user whose report shows an RTX 3090 (Ampere, 8.6)
+    ("flash-attn-refusal-quoted-beside-rtx3090", "gpu-too-old-for-feature",
+     "FlashAttention only supports Ampere GPUs or newer.\nI have an RTX 3090 (Ampere) so this should work?\n"
+     "GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-x)\n"),
+    # an FP8 refusal naming a GPU in an example ("e.g. H100"), the user's report an H100 (9.0): not the user's GPU
+    ("fp8-refusal-example-gpu-beside-h100", "gpu-too-old-for-feature",
+     "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-abc)\nTraceback (most recent call last):\n"
+     "  File \"/app/serve.py\", line 12, in <module>\nRuntimeError: FP8 quantization requires a GPU with compute "
+     "capability 8.9 or higher (e.g. H100); got model with unknown quant_method 'fp8x'\n"),
+    # vLLM's build advice ("MAX_JOBS ... to avoid OOM") in a build that failed for another reason (CMake not finding
+    # torch)
+    ("oom-advice-in-a-failed-build", "build-oom",
+     "Building wheel for vllm (pyproject.toml) ... error\n  note: set MAX_JOBS=4 to avoid OOM when building\n"
+     "  error: subprocess-exited-with-error\n  CMake Error at CMakeLists.txt:42 (find_package): Could not find a "
+     "package configuration file provided by \"Torch\"\n"),
+]
+
+
+@pytest.mark.parametrize(("name", "wrong", "text"), LOOKALIKES, ids=[c[0] for c in LOOKALIKES])
+def test_a_lookalike_does_not_get_the_cause_its_words_suggest(name: str, wrong: str, text: str, tmp_path: Path,
+                                                              capsys: Capsys) -> None:
+    code, doc = _judge(tmp_path, capsys, text)
+    assert wrong not in _causes(doc)
+    assert code == 1 and doc["unclear"], "a paste that shows a failure gets 'cause not named', not 'no problems'"
+
+
+def test_a_gpu_the_report_shows_meeting_the_refusal_says_which_gpu_to_show(tmp_path: Path, capsys: Capsys) -> None:
+    _, doc = _judge(tmp_path, capsys, LOOKALIKES[3][2])
+    (unclear,) = doc["unclear"]
+    assert "NVIDIA GeForce RTX 3090" in unclear["missing"] and "8.0" in unclear["missing"]
+    assert "nvidia-smi" in unclear["paste"]
+
+
+POSITIVES = [
+    # the same words where they are the cause: the stack's own version checks, a GPU below the refusal
+    ("132-flashinfer-cubin-version-mismatch.txt", "companion-mismatch"),
+    ("150-vllm-pin-mismatch-llamafactory-081.txt", "companion-mismatch"),
+    ("045-bf16-v100-glm4-libcudart-warning.txt", "gpu-too-old-for-feature"),
+]
+
+
+@pytest.mark.parametrize(("name", "cause"), POSITIVES, ids=[p[0][:3] for p in POSITIVES])
+def test_the_positives_are_still_named(name: str, cause: str, capsys: Capsys) -> None:
+    _, doc = doctor_paste(CORPUS / name, capsys)
+    assert cause in _causes(doc)
+
+
+def test_a_refusal_beside_a_gpu_below_it_is_still_named(tmp_path: Path, capsys: Capsys) -> None:
+    """The bf16 refusal beside a report that shows a T4 (7.5): the GPU is below it."""
+    code, doc = _judge(tmp_path, capsys, "GPU 0: Tesla T4 (UUID: GPU-t4)\nValueError: Bfloat16 is only supported on "
+                       "GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has compute capability 7.5.\n")
+    assert code == 1 and "gpu-too-old-for-feature" in _causes(doc)
+
+
+def test_build_oom_words_said_of_what_happened_are_still_read(tmp_path: Path, capsys: Capsys) -> None:
+    code, doc = _judge(tmp_path, capsys, "Building wheel for flash-attn (setup.py) ... error\n"
+                       "  cc1plus: out of memory allocating 65536 bytes\n  error: subprocess-exited-with-error\n")
+    assert "build-oom" in _causes(doc)
+
+
+# --- titles name the thing the paste shows ---
+
+def _title(doc: dict, cause: str) -> str:  # type: ignore[type-arg]
+    return next(f["title"] for f in doc["findings"] if f["cause"] == cause)
+
+
+def test_a_missing_cudnn_is_not_titled_as_the_drivers_libcuda(capsys: Capsys) -> None:
+    """058 (a real thread): libcudnn.so.8 missing is a CUDA library, not the driver's libcuda.so."""
+    _, doc = doctor_paste(CORPUS / "058-libcudnn8-missing-pip-torch-201.txt", capsys)
+    title = _title(doc, "library-not-found")
+    assert "libcuda.so" not in title and "cuDNN" in title
+
+
+def test_libcuda_itself_keeps_its_title(tmp_path: Path, capsys: Capsys) -> None:
+    _, doc = _judge(tmp_path, capsys, "OSError: libcuda.so.1: cannot open shared object file: No such file or "
+                    "directory\n")
+    assert "libcuda.so" in _title(doc, "library-not-found")
+
+
+def test_torch_not_compiled_with_cuda_is_titled_as_torch_not_vllm(capsys: Capsys) -> None:
+    """427 (a real ComfyUI thread): torch's own AssertionError; the paste shows no vLLM."""
+    _, doc = doctor_paste(HELDOUT / "427-installer-replaced-torch-comfyui-manager-cu121-uninstalled.txt", capsys)
+    title = _title(doc, "cpu-only-build")
+    assert "vLLM" not in title and "torch" in title
+
+
+def test_a_companions_missing_torch_symbol_names_that_companion(capsys: Capsys) -> None:
+    """029 (a real thread): flash_attn_2_cuda's undefined c10 symbol is flash-attn's, not torchvision's."""
+    _, doc = doctor_paste(CORPUS / "029-flash-attn-setdevice-rhel8-torch231.txt", capsys)
+    title = _title(doc, "companion-mismatch")
+    assert "torchvision" not in title and "flash_attn" in title
