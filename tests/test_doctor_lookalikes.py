@@ -62,6 +62,12 @@ LOOKALIKES = [
      "Building wheel for vllm (pyproject.toml) ... error\n  note: set MAX_JOBS=4 to avoid OOM when building\n"
      "  error: subprocess-exited-with-error\n  CMake Error at CMakeLists.txt:42 (find_package): Could not find a "
      "package configuration file provided by \"Torch\"\n"),
+    # torch's "driver too old" quoted of another machine, beside a report whose driver (550, CUDA 12.4) serves the
+    # torch shown (cu121)
+    ("driver-too-old-quoted-beside-a-driver-that-serves-torch", "driver-too-old",
+     "Is there a plan to support CUDA 12.8? The NVIDIA driver on your system is too old message appears on my "
+     "friend's machine, not mine.\nPyTorch version: 2.4.0+cu121\nIs CUDA available: True\nGPU models and "
+     "configuration: GPU 0: NVIDIA GeForce RTX 4090\nNvidia driver version: 550.54.15\n"),
 ]
 
 
@@ -138,3 +144,32 @@ def test_a_companions_missing_torch_symbol_names_that_companion(capsys: Capsys) 
     _, doc = doctor_paste(CORPUS / "029-flash-attn-setdevice-rhel8-torch231.txt", capsys)
     title = _title(doc, "companion-mismatch")
     assert "torchvision" not in title and "flash_attn" in title
+
+
+def test_a_user_uninstalling_torch_themselves_is_not_an_installer_replacing_it(tmp_path: Path, capsys: Capsys) -> None:
+    """The user's own words ("I uninstalled torch and reinstalled it") beside a working report: nothing is wrong."""
+    code, doc = _judge(tmp_path, capsys, "Fixed: I uninstalled torch and reinstalled it from the cu121 index, now "
+                       "everything works.\nPyTorch version: 2.1.0+cu121\nIs CUDA available: True\nGPU models and "
+                       "configuration: GPU 0: NVIDIA GeForce RTX 3090\nNvidia driver version: 535.104.05\n")
+    assert (code, _causes(doc)) == (0, [])
+
+
+def test_an_installer_uninstalling_torch_is_still_said(tmp_path: Path, capsys: Capsys) -> None:
+    _, doc = _judge(tmp_path, capsys, "ComfyUI-Manager: this uninstalls the existing torch and replaces it with "
+                    "torch 2.3.0+cpu\nAssertionError: Torch not compiled with CUDA enabled\n")
+    assert "installer-replaced-torch" in _causes(doc)
+
+
+def test_torch_too_old_driver_beside_an_older_driver_is_still_named(tmp_path: Path, capsys: Capsys) -> None:
+    code, doc = _judge(tmp_path, capsys, "PyTorch version: 2.4.0+cu121\nNvidia driver version: 470.82.01\n"
+                       "RuntimeError: The NVIDIA driver on your system is too old (found version 11040).\n")
+    assert code == 1 and "driver-too-old" in _causes(doc)
+
+
+def test_other_extensions_and_companions_are_named_in_their_titles(tmp_path: Path, capsys: Capsys) -> None:
+    _, doc = _judge(tmp_path, capsys, "ImportError: /usr/local/lib/python3.10/dist-packages/sgl_kernel/sm90/"
+                    "common_ops.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n")
+    assert _title(doc, "torch-abi-mismatch").startswith("sgl-kernel's extension")
+    _, doc = _judge(tmp_path, capsys, "torchaudio 2.1.0 requires torch==2.1.0, but you have torch 2.1.2 which is "
+                    "incompatible.\n")
+    assert _title(doc, "companion-mismatch").startswith("torchaudio needs another torch")

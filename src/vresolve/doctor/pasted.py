@@ -189,8 +189,35 @@ def _not_its_cause(sig: Seen[Any], e: Evidence, matrix: Matrix) -> bool:
     code = sig.value.code
     if code in ("version-mismatch", "version-check"):
         return not _STACK_PACKAGES.fullmatch(sig.value.detail or "")
+    if code == "torch-replaced":  # the user's own words of what they did ("I uninstalled torch and reinstalled it")
+        return bool(_USER_DID_RE.search(sig.text))
+    if code in _DRIVER_CODES:
+        return driver_serves_torch(e, matrix) is not None
     asked = _capability_asked(sig, e) if code in _CAPABILITY_CODES else None
     return asked is not None and bool(gpus_meeting(e, matrix, asked))
+
+
+#: the user saying they uninstalled torch themselves (not an installer replacing it)
+_USER_DID_RE = re.compile(r"\b(?:I|[Ww]e)(?:'ve|\s+(?:have|had|then|also|first|manually|just|already))*\s+uninstall")
+#: torch's words for a driver older than its CUDA runtime
+_DRIVER_CODES = frozenset({"driver-too-old", "driver-insufficient"})
+
+
+def driver_serves_torch(e: Evidence, matrix: Matrix) -> tuple[Seen[Any], Seen[Any]] | None:
+    """The driver and the torch CUDA a tool's report shows (nvidia-smi, collect_env, a package list; not a message
+    or prose) where the driver serves that CUDA: a "driver too old" line is then not about this driver and this torch
+    (another machine, container or environment, or a quoted message); None otherwise."""
+    from .evidence.model import DERIVED
+    from .paste_predicates import _driver_cuda
+
+    driver, cuda = e.best("driver"), e.torch_cuda_seen()
+    if driver is None or driver.rank != REPORT or cuda is None or cuda.rank > DERIVED or cuda.value is None:
+        return None
+    served = _driver_cuda(Facts(host=Host(), matrix=matrix, log=e), e)
+    needs = public_version(str(cuda.value))
+    if served is None or needs is None or served[0].release[:2] < needs.release[:2]:
+        return None
+    return driver, cuda
 
 
 #: the codes of capability refusals (gpu-too-old-for-feature's signals)
@@ -199,7 +226,16 @@ _CAPABILITY_CODES = frozenset({"bf16-unsupported", "flash-attn-needs-ampere", "f
 
 
 def _contradicted(e: Evidence, matrix: Matrix) -> list[Unclear]:
-    """The capability refusals whose GPUs the paste's reports contradict, as an error whose cause is not named."""
+    """The capability refusals whose GPUs the paste's reports contradict, and "driver too old" where the reported
+    driver serves the reported torch's CUDA, as an error whose cause is not named."""
+    said = next((s for s in e.signals if s.value.code in _DRIVER_CODES), None)
+    served = driver_serves_torch(e, matrix) if said is not None else None
+    if said is not None and served is not None:
+        return [Unclear(error=said.text.strip(), evidence=(_line(said), _line(served[0]), _line(served[1])),
+                        missing=f"the driver and torch of the process that failed: the driver shown "
+                                f"({served[0].value}) serves the CUDA of the torch shown ({served[1].value})",
+                        paste="the output of `nvidia-smi` and of `python -m torch.utils.collect_env` run where the "
+                              "program failed (inside its container or environment), and the whole error")]
     for sig in e.signals:
         asked = _capability_asked(sig, e) if sig.value.code in _CAPABILITY_CODES else None
         meeting = gpus_meeting(e, matrix, asked) if asked is not None else []
@@ -497,9 +533,10 @@ def overruled(findings: Sequence[Finding], e: Evidence, matrix: Matrix | None = 
     difference is that the torch is a CPU build of the release it was built for (the CPU build is the cause); a
     signature's GPU "too old" where every GPU the paste's reports show meets what its lines ask for."""
     out = [f for f in findings if f.cause != "companion-mismatch"] if _cpu_torch_is_the_mismatch(e) else list(findings)
-    refusals = [s for s in e.signals if s.value.code in _CAPABILITY_CODES]
-    if matrix is not None and refusals and all(_not_its_cause(s, e, matrix) for s in refusals):
-        out = [f for f in out if not (f.cause == "gpu-too-old-for-feature" and f.source == "log")]
+    for codes, cause in ((_CAPABILITY_CODES, "gpu-too-old-for-feature"), (_DRIVER_CODES, "driver-too-old")):
+        said = [s for s in e.signals if s.value.code in codes]
+        if matrix is not None and said and all(_not_its_cause(s, e, matrix) for s in said):
+            out = [f for f in out if not (f.cause == cause and f.source == "log")]
     return out
 
 
