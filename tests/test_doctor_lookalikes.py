@@ -119,13 +119,6 @@ def _title(doc: dict, cause: str) -> str:  # type: ignore[type-arg]
     return next(f["title"] for f in doc["findings"] if f["cause"] == cause)
 
 
-def test_a_missing_cudnn_is_not_titled_as_the_drivers_libcuda(capsys: Capsys) -> None:
-    """058 (a real thread): libcudnn.so.8 missing is a CUDA library, not the driver's libcuda.so."""
-    _, doc = doctor_paste(CORPUS / "058-libcudnn8-missing-pip-torch-201.txt", capsys)
-    title = _title(doc, "library-not-found")
-    assert "libcuda.so" not in title and "cuDNN" in title
-
-
 def test_libcuda_itself_keeps_its_title(tmp_path: Path, capsys: Capsys) -> None:
     _, doc = _judge(tmp_path, capsys, "OSError: libcuda.so.1: cannot open shared object file: No such file or "
                     "directory\n")

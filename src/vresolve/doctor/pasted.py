@@ -75,16 +75,6 @@ def _signal_row(matrix: Matrix, seen: Seen[Any]) -> KnownIssue | None:
     return next((k for k in matrix.known_issues if code in k.signals), None) if isinstance(code, str) else None
 
 
-def _library_row(matrix: Matrix, seen: Seen[Any]) -> KnownIssue | None:
-    """The known-issues row of a library not found, by the library the line names: the driver's libcuda, else a
-    CUDA library of the toolkit's or pip's (cuDNN, NCCL, cuBLAS...); None for a line of another kind."""
-    name = getattr(seen.value, "name", None)
-    if not isinstance(name, str) or not getattr(seen.value, "missing", False):
-        return None
-    row_id = "libcuda-not-visible" if name == "cuda" else "cuda-library-not-found"
-    return next((k for k in matrix.known_issues if k.id == row_id), None)
-
-
 def _torch_spec(release: VllmRelease | None) -> SpecifierSet | None:
     """The torch a release's wheel pins (the x86_64 wheel's, else the aarch64 one's)."""
     if release is None:
@@ -141,7 +131,6 @@ def _causes(e: Evidence, table: dict[str, str], facts: Facts) -> Iterator[tuple[
     yield from _typed(facts, ("build-isolated-torch",))
     yield from _typed(facts, ("build-out-of-memory",))
     yield from _install_causes(e, facts)
-
 
 
 #: the packages whose own version checks (flashinfer's "flashinfer-cubin version (X) does not match", LlamaFactory's
@@ -322,7 +311,7 @@ def _unexplained(e: Evidence) -> list[Unclear]:
 _FAILURE_SIGNALS = frozenset({
     "container-without-gpu", "cuda-home-unset", "cuda-init-failed", "cuda-oom", "driver-combination",
     "gcc-unsupported", "no-cuda-gpus", "no-driver", "nvcc-unsupported-arch", "undefined-symbol", "vllm-c-obsolete",
-    "invalid-image", "jax-cuda-plugin-failed", "version-mismatch", "version-check"})
+    "invalid-image", "jax-cuda-plugin-failed"})
 #: what to paste next, by the kind of failure shown
 _PASTE_FOR = {
     "cuda": "the whole log from its first error, run again with `CUDA_LAUNCH_BLOCKING=1`, and " + ASK_FOR,
@@ -341,6 +330,10 @@ ASK_FOR_EXTENSION = ("the import's whole error (the loader's own reason: `undefi
                      "file`), the versions of torch and of the package that failed (`pip list | grep -i -E "
                      "\"torch|kernel|flash|xformers|vllm\"`: a compiled extension loads only with the torch release it "
                      "was built for), and " + ASK_FOR)
+
+
+#: a version check of a package outside the GPU stack is a failure whose cause is not named (:func:`_not_its_cause`)
+_FAILURE_SIGNALS |= {"version-mismatch", "version-check"}
 
 
 def _failed_lines(e: Evidence) -> list[Unclear]:
@@ -446,7 +439,7 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = (),
         shown = lines.setdefault(cause, [])
         if len(shown) < 5 and _line(seen) not in shown:
             shown.append(_line(seen))
-        row, hit = typed.get(id(seen), (_signal_row(matrix, seen) or _library_row(matrix, seen), None))
+        row, hit = typed.get(id(seen), (_signal_row(matrix, seen), None))
         if row is not None and row.cause == cause and rows.setdefault(cause, row) is row and hit is not None:
             typed_hits.setdefault(cause, hit)
     out = []
