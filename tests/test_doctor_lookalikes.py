@@ -166,3 +166,20 @@ def test_other_extensions_and_companions_are_named_in_their_titles(tmp_path: Pat
     _, doc = _judge(tmp_path, capsys, "torchaudio 2.1.0 requires torch==2.1.0, but you have torch 2.1.2 which is "
                     "incompatible.\n")
     assert _title(doc, "companion-mismatch").startswith("torchaudio needs another torch")
+
+
+# --- real look-alikes (tests/data/corpus 900-929, from threads whose resolution is another cause) ---
+
+def test_flash_attentions_ampere_refusal_on_a_blackwell_gpu_is_not_a_gpu_too_old(capsys: Capsys) -> None:
+    """900 (nvidia-cosmos/cosmos-predict2.5#29): the user's RTX 5090 is newer than Ampere; a flash-attn build older
+    than the GPU refuses it in these words. Cause not named, with which GPU the process ran on."""
+    code, doc = doctor_paste(CORPUS / "900-unclear-flash-attn-ampere-refusal-on-rtx5090-blackwell.txt", capsys)
+    assert "gpu-too-old-for-feature" not in _causes(doc)
+    (unclear,) = doc["unclear"]
+    assert code == 1 and "RTX 5090" in unclear["missing"]
+
+
+def test_transformers_own_tokenizers_check_is_not_a_companion_mismatch(capsys: Capsys) -> None:
+    """901 (oobabooga/textgen#2805): tokenizers is no torch companion; the failure is listed, its cause not named."""
+    code, doc = doctor_paste(CORPUS / "901-unclear-transformers-tokenizers-version-check-textgen.txt", capsys)
+    assert (code, _causes(doc)) == (1, []) and doc["unclear"]

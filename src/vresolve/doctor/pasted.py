@@ -157,15 +157,20 @@ def _capability_asked(sig: Seen[Any], e: Evidence) -> str | None:
     return _CAPABILITY_ASKED.get(code)
 
 
-def gpus_meeting(e: Evidence, matrix: Matrix, asked: str) -> list[Seen[Any]]:
-    """The GPUs a tool's report in the paste shows (nvidia-smi, collect_env; not a GPU named in a message or in
-    prose), where every one is known and meets the compute capability ``asked``; empty otherwise."""
+def gpus_meeting(e: Evidence, matrix: Matrix, asked: str, line: int = 0) -> list[Seen[Any]]:
+    """The user's GPUs (a tool's report's: nvidia-smi, collect_env; else the ones the user lists, "GPU: NVIDIA GeForce
+    RTX 5090"; never one named on the refusal's own ``line``, an example such as "e.g. H100"), where every one is
+    known and meets the compute capability ``asked``; empty otherwise."""
     from ..values import Capability
 
-    shown = [g for g in e.gpus if g.rank == REPORT and g.value.name]
+    named = [g for g in e.gpus if g.value.name and g.line != line]
+    best = min((g.rank for g in named), default=REPORT)
+    shown = [g for g in named if g.rank == best]
     need = Capability.parse(asked)
     for g in shown:
-        known = g.value.compute_capability or getattr(matrix.find_gpu(str(g.value.name)), "compute_capability", None)
+        name = str(g.value.name)
+        found = matrix.find_gpu(name) or matrix.find_gpu(name.split("(")[0].strip())
+        known = g.value.compute_capability or (found.compute_capability if found is not None else None)
         if known is None or known < need:
             return []
     return shown
@@ -183,7 +188,7 @@ def _not_its_cause(sig: Seen[Any], e: Evidence, matrix: Matrix) -> bool:
     if code in _DRIVER_CODES:
         return driver_serves_torch(e, matrix) is not None
     asked = _capability_asked(sig, e) if code in _CAPABILITY_CODES else None
-    return asked is not None and bool(gpus_meeting(e, matrix, asked))
+    return asked is not None and bool(gpus_meeting(e, matrix, asked, sig.line))
 
 
 #: the user saying they uninstalled torch themselves (not an installer replacing it)
@@ -227,12 +232,13 @@ def _contradicted(e: Evidence, matrix: Matrix) -> list[Unclear]:
                               "program failed (inside its container or environment), and the whole error")]
     for sig in e.signals:
         asked = _capability_asked(sig, e) if sig.value.code in _CAPABILITY_CODES else None
-        meeting = gpus_meeting(e, matrix, asked) if asked is not None else []
+        meeting = gpus_meeting(e, matrix, asked, sig.line) if asked is not None else []
         if meeting:
             names = ", ".join(dict.fromkeys(str(g.value.name) for g in meeting))
             return [Unclear(error=sig.text.strip(), evidence=(_line(sig), _line(meeting[0])),
                             missing=f"the GPU the failing process ran on: the GPUs shown ({names}) meet the compute "
-                                    f"capability this line asks for ({asked})",
+                                    f"capability this line asks for ({asked}) (a program built before a GPU may "
+                                    "refuse it in the same words)",
                             paste="the output of `nvidia-smi` run where the program failed, its `CUDA_VISIBLE_DEVICES`, "
                                   "and the whole error; and " + ASK_FOR)]
     return []
