@@ -183,3 +183,48 @@ def test_transformers_own_tokenizers_check_is_not_a_companion_mismatch(capsys: C
     """901 (oobabooga/textgen#2805): tokenizers is no torch companion; the failure is listed, its cause not named."""
     code, doc = doctor_paste(CORPUS / "901-unclear-transformers-tokenizers-version-check-textgen.txt", capsys)
     assert (code, _causes(doc)) == (1, []) and doc["unclear"]
+
+
+# --- a consequence is not a cause: the ranks' connection failing after a rank died; xFormers built for this torch ---
+
+RANK_DIED = [
+    # a rank out of GPU memory, then Gloo's connection to it closed (torch.distributed's rank-prefixed lines)
+    ("[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of "
+     "79.15 GiB of which 1.02 GiB is free.\n[rank0]: RuntimeError: Gloo connectFullMesh failed with "
+     "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error\n"),
+    # a rank's illegal memory access, then NCCL's socket to it refused
+    ("[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+     "node0:2345:6789 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.2<45678> failed : "
+     "Connection refused\n"),
+]
+
+
+@pytest.mark.parametrize("text", RANK_DIED, ids=["gloo-after-oom", "nccl-socket-after-cuda-error"])
+def test_a_connection_failing_after_a_rank_died_is_not_the_network(text: str, tmp_path: Path, capsys: Capsys) -> None:
+    code, doc = _judge(tmp_path, capsys, text)
+    assert "nccl-misconfigured" not in _causes(doc)
+    (unclear,) = doc["unclear"]
+    assert code == 1 and "CUDA" in unclear["error"]
+
+
+def test_a_connection_refused_alone_is_still_the_network(tmp_path: Path, capsys: Capsys) -> None:
+    _, doc = _judge(tmp_path, capsys, "node0:2345:6789 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect "
+                    "to 10.0.0.2<45678> failed : Connection refused\nRuntimeError: NCCL error: unhandled system error\n")
+    assert "nccl-misconfigured" in _causes(doc)
+
+
+XFORMERS = ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+            "    PyTorch {built} with CUDA 1201 (you have 2.1.0+cu121)\n    Python  3.10.13 (you have 3.10.13)\n"
+            "  Please reinstall xformers (see https://github.com/facebookresearch/xformers#installing-xformers)\n")
+
+
+def test_xformers_built_for_the_very_torch_it_runs_with_is_not_a_mismatch(tmp_path: Path, capsys: Capsys) -> None:
+    code, doc = _judge(tmp_path, capsys, XFORMERS.format(built="2.1.0+cu121"))
+    assert "companion-mismatch" not in _causes(doc)
+    (unclear,) = doc["unclear"]
+    assert code == 1 and "xformers.info" in unclear["paste"]
+
+
+def test_xformers_built_for_another_torch_is_still_a_mismatch(tmp_path: Path, capsys: Capsys) -> None:
+    _, doc = _judge(tmp_path, capsys, XFORMERS.format(built="2.2.0+cu121"))
+    assert "companion-mismatch" in _causes(doc)

@@ -187,6 +187,10 @@ def _not_its_cause(sig: Seen[Any], e: Evidence, matrix: Matrix) -> bool:
         return bool(_USER_DID_RE.search(sig.text))
     if code in _DRIVER_CODES:
         return driver_serves_torch(e, matrix) is not None
+    if code == "xformers-cannot-load":
+        return xformers_built_for_this(e)
+    if code in ("socket-unreachable", "nccl-ib-failure"):
+        return failed_before(e, sig) is not None
     asked = _capability_asked(sig, e) if code in _CAPABILITY_CODES else None
     return asked is not None and bool(gpus_meeting(e, matrix, asked, sig.line))
 
@@ -214,6 +218,33 @@ def driver_serves_torch(e: Evidence, matrix: Matrix) -> tuple[Seen[Any], Seen[An
     return driver, cuda
 
 
+def xformers_built_for_this(e: Evidence) -> bool:
+    """Whether xFormers' own table says it was built for the very torch and Python it runs with ("built for: PyTorch
+    2.1.0+cu121 ... (you have 2.1.0+cu121)"): its extensions fail to load for another reason than a mismatch."""
+    torch, python = e.dist("torch"), e.value("python")
+    if not e.built_for or torch is None:
+        return False
+    for bf in e.built_for:
+        if bf.value.torch is not None and bf.value.torch != torch.value.version:
+            return False
+        if bf.value.python is not None and str(bf.value.python).split(".")[:2] != str(python).split(".")[:2]:
+            return False
+    return True
+
+
+#: failures that end a rank by themselves (a CUDA error, a crash, a kill, an Xid); another rank's connection to it
+#: then fails
+_RANK_ENDING = frozenset({"cuda", "crash", "killed", "xid"})
+
+
+def failed_before(e: Evidence, sig: Seen[Any]) -> Seen[Any] | None:
+    """The failure on an earlier line that ends a rank (a CUDA error or out of memory, a crash, a kill): a connection
+    between the ranks that fails after it is its consequence (the peer is gone), not the network's fault."""
+    ending: list[Seen[Any]] = [f for f in e.failures if f.value in _RANK_ENDING and f.line < sig.line]
+    ending += [s for s in e.signals if s.value.code == "cuda-oom" and s.line < sig.line]
+    return min(ending, key=lambda f: f.line, default=None)
+
+
 #: the codes of capability refusals (gpu-too-old-for-feature's signals)
 _CAPABILITY_CODES = frozenset({"bf16-unsupported", "flash-attn-needs-ampere", "fp8-unsupported-arch", "gpu-too-old",
                                "capability-too-low", "capability-below-required", "fp8-capability"})
@@ -230,7 +261,18 @@ def _contradicted(e: Evidence, matrix: Matrix) -> list[Unclear]:
                                 f"({served[0].value}) serves the CUDA of the torch shown ({served[1].value})",
                         paste="the output of `nvidia-smi` and of `python -m torch.utils.collect_env` run where the "
                               "program failed (inside its container or environment), and the whole error")]
+    xformers = next((s for s in e.signals if s.value.code == "xformers-cannot-load"), None)
+    if xformers is not None and xformers_built_for_this(e):
+        return [Unclear(error=xformers.text.strip(), evidence=(_line(xformers), *(_line(b) for b in e.built_for[:2])),
+                        missing="why xFormers' extensions do not load: the torch and Python it was built for are the "
+                                "ones it runs with",
+                        paste="the output of `XFORMERS_MORE_DETAILS=1 python -m xformers.info` in the same environment, "
+                              "and " + ASK_FOR)]
     for sig in e.signals:
+        if sig.value.code in ("socket-unreachable", "nccl-ib-failure") and (first := failed_before(e, sig)) is not None:
+            return [Unclear(error=first.text.strip(), evidence=(_line(first), _line(sig)),
+                            missing="the first failure's cause (the connection between the ranks failed after it: "
+                                    "its peer was gone)", paste=_PASTE_FOR["cuda"])]
         asked = _capability_asked(sig, e) if sig.value.code in _CAPABILITY_CODES else None
         meeting = gpus_meeting(e, matrix, asked, sig.line) if asked is not None else []
         if meeting:
@@ -532,6 +574,9 @@ def overruled(findings: Sequence[Finding], e: Evidence, matrix: Matrix | None = 
     difference is that the torch is a CPU build of the release it was built for (the CPU build is the cause); a
     signature's GPU "too old" where every GPU the paste's reports show meets what its lines ask for."""
     out = [f for f in findings if f.cause != "companion-mismatch"] if _cpu_torch_is_the_mismatch(e) else list(findings)
+    if xformers_built_for_this(e) and any(s.value.code == "xformers-cannot-load" for s in e.signals):
+        out = [f for f in out if not (f.cause == "companion-mismatch" and f.source == "log"
+                                      and any("xFormers can't load" in line for line in f.evidence))]
     for codes, cause in ((_CAPABILITY_CODES, "gpu-too-old-for-feature"), (_DRIVER_CODES, "driver-too-old")):
         said = [s for s in e.signals if s.value.code in codes]
         if matrix is not None and said and all(_not_its_cause(s, e, matrix) for s in said):
