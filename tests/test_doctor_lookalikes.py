@@ -228,3 +228,10 @@ def test_xformers_built_for_the_very_torch_it_runs_with_is_not_a_mismatch(tmp_pa
 def test_xformers_built_for_another_torch_is_still_a_mismatch(tmp_path: Path, capsys: Capsys) -> None:
     _, doc = _judge(tmp_path, capsys, XFORMERS.format(built="2.2.0+cu121"))
     assert "companion-mismatch" in _causes(doc)
+
+
+def test_a_source_tree_built_in_place_is_not_a_shadowing_checkout(capsys: Capsys) -> None:
+    """656 (a real thread): the checkout's own `_C.abi3.so` loads and misses a torch symbol: the tree was built in
+    place against another torch (torch-abi-mismatch), it does not lack its compiled extensions."""
+    _, doc = doctor_paste(CORPUS / "656-torch-abi-vllm-source-build-parseschema.txt", capsys)
+    assert _causes(doc) == ["torch-abi-mismatch"]

@@ -88,6 +88,11 @@ def _pin_holds(matrix: Matrix, vllm: str, torch: str) -> bool | None:
     return None if spec is None or have is None else spec.contains(have, prereleases=True)
 
 
+#: an import failure of a compiled extension that was found (its file named, or a symbol missing in it): the source
+#: tree holds a build of its own, so it is not a checkout without the compiled extensions
+_EXTENSION_FOUND_RE = re.compile(r"_C\w*(?:\.[\w-]+)*\.(?:so|pyd)\b|undefined symbol")
+
+
 def _vllm_core(e: Evidence, matrix: Matrix) -> tuple[str, list[Seen[Any]]] | Unclear | None:
     """vLLM's main compiled module failing to import, judged by what else the paste shows: a source checkout
     imported instead of the package, a platform where it is not used, a CPU torch, a torch vLLM does not pin,
@@ -95,8 +100,9 @@ def _vllm_core(e: Evidence, matrix: Matrix) -> tuple[str, list[Seen[Any]]] | Unc
     failed = [f for f in e.import_failures if f.value.module in CORE_MODULES]
     unbuilt = [f for f in e.import_failures if f.value.module == "vllm._version"]  # written only by a build
     trees = [p for p in e.vllm_paths if not in_site_packages(p.value)]
-    if trees and (failed or unbuilt):
-        return "source-tree-shadowing", [(failed or unbuilt)[0], trees[0]]
+    absent = [f for f in failed if not _EXTENSION_FOUND_RE.search(f.text)]  # a tree built in place has its .so
+    if trees and (absent or unbuilt):
+        return "source-tree-shadowing", [(absent or unbuilt)[0], trees[0]]
     if not failed:
         return None
     first = failed[0]
