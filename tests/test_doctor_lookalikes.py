@@ -235,3 +235,22 @@ def test_a_source_tree_built_in_place_is_not_a_shadowing_checkout(capsys: Capsys
     place against another torch (torch-abi-mismatch), it does not lack its compiled extensions."""
     _, doc = doctor_paste(CORPUS / "656-torch-abi-vllm-source-build-parseschema.txt", capsys)
     assert _causes(doc) == ["torch-abi-mismatch"]
+
+
+UPGRADE = ("$ pip install {asked}\nCollecting {collected}\nInstalling collected packages: torch\n"
+           "  Attempting uninstall: torch\n    Found existing installation: torch 2.5.1+cpu\n"
+           "    Uninstalling torch-2.5.1+cpu:\n      Successfully uninstalled torch-2.5.1+cpu\n"
+           "Successfully installed torch-2.5.1+cu124\n")
+
+
+def test_the_user_installing_torch_themselves_is_not_an_installer_replacing_it(tmp_path: Path, capsys: Capsys) -> None:
+    """pip asked for torch on its command line ("Collecting torch==2.5.1", no "(from ...)"): replaced on purpose."""
+    code, doc = _judge(tmp_path, capsys, UPGRADE.format(asked="torch==2.5.1 --index-url https://download.pytorch.org/"
+                                                              "whl/cu124", collected="torch==2.5.1"))
+    assert (code, _causes(doc)) == (0, [])
+
+
+def test_a_dependency_replacing_torch_is_still_said(tmp_path: Path, capsys: Capsys) -> None:
+    _, doc = _judge(tmp_path, capsys, UPGRADE.format(asked="-r requirements.txt",
+                                                     collected="torch==2.5.1 (from -r requirements.txt (line 3))"))
+    assert "installer-replaced-torch" in _causes(doc)

@@ -190,7 +190,7 @@ def _not_its_cause(sig: Seen[Any], e: Evidence, matrix: Matrix) -> bool:
     if code in ("version-mismatch", "version-check"):
         return not _STACK_PACKAGES.fullmatch(sig.value.detail or "")
     if code == "torch-replaced":  # the user's own words of what they did ("I uninstalled torch and reinstalled it")
-        return bool(_USER_DID_RE.search(sig.text))
+        return bool(_USER_DID_RE.search(sig.text)) or torch_asked_for(e)
     if code in _DRIVER_CODES:
         return driver_serves_torch(e, matrix) is not None
     if code == "xformers-cannot-load":
@@ -416,7 +416,16 @@ def _all_causes(e: Evidence, matrix: Matrix) -> tuple[list[tuple[str, Seen[Any]]
     if isinstance(core, tuple):
         found += [(core[0], seen) for seen in core[1]]
     found += _causes(e, signal_causes(matrix), Facts(host=Host(), matrix=matrix, log=e))
+    if torch_asked_for(e):  # the user replaced torch on purpose: no installer did it behind their back
+        found = [(cause, seen) for cause, seen in found if cause != "installer-replaced-torch"]
     return found, ([core] if isinstance(core, Unclear) else []) + _contradicted(e, matrix)
+
+
+def torch_asked_for(e: Evidence) -> bool:
+    """Whether the installer was asked for torch itself on its command line (pip's "Collecting torch==2.5.1" without
+    "(from vllm==...)" or "(from -r requirements.txt)"): the torch it replaced was replaced on purpose."""
+    return any(ev.value.action == "collecting" and ev.value.name == "torch" and "(from" not in ev.text
+               for ev in e.installer)
 
 
 #: the predicate said only where no error is named (a weak sign: :data:`PASTED_PREDICATES` are judged first)
@@ -580,6 +589,8 @@ def overruled(findings: Sequence[Finding], e: Evidence, matrix: Matrix | None = 
     difference is that the torch is a CPU build of the release it was built for (the CPU build is the cause); a
     signature's GPU "too old" where every GPU the paste's reports show meets what its lines ask for."""
     out = [f for f in findings if f.cause != "companion-mismatch"] if _cpu_torch_is_the_mismatch(e) else list(findings)
+    if torch_asked_for(e):
+        out = [f for f in out if not (f.cause == "installer-replaced-torch" and f.source == "log")]
     if xformers_built_for_this(e) and any(s.value.code == "xformers-cannot-load" for s in e.signals):
         out = [f for f in out if not (f.cause == "companion-mismatch" and f.source == "log"
                                       and any("xFormers can't load" in line for line in f.evidence))]
