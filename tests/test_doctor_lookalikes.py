@@ -254,3 +254,10 @@ def test_a_dependency_replacing_torch_is_still_said(tmp_path: Path, capsys: Caps
     _, doc = _judge(tmp_path, capsys, UPGRADE.format(asked="-r requirements.txt",
                                                      collected="torch==2.5.1 (from -r requirements.txt (line 3))"))
     assert "installer-replaced-torch" in _causes(doc)
+
+
+def test_a_builds_own_torch_check_is_not_a_torch_that_fails_to_load(capsys: Capsys) -> None:
+    """167 (a real thread): AutoGPTQ's setup "requires PyTorch(>=1.13.0) been installed" in pip's isolated build is
+    torch absent there (build-isolation), not a torch whose libraries do not load (library-not-found)."""
+    _, doc = doctor_paste(CORPUS / "167-build-isolation-autogptq-windows-requires-pytorch-first.txt", capsys)
+    assert _causes(doc) == ["build-isolation"]
