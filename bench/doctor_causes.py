@@ -37,14 +37,20 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("corpus", nargs="?", type=Path, default=Path(__file__).resolve().parents[1] / "tests/data/corpus")
     ap.add_argument("--misses", action="store_true", help="list every excerpt judged wrong, with what doctor said")
+    ap.add_argument("--others", action="store_true",
+                    help="list every error or warning whose cause is not the label's, beside a right one too (the "
+                         "look-alikes audit)")
     args = ap.parse_args()
     total: Counter[str] = Counter()
     right: Counter[str] = Counter()
     silent = wrong = 0
-    misses = []
+    misses: list[str] = []
+    others: list[str] = []
     for sidecar in sorted(args.corpus.glob("*.yaml")):
         cause = (yaml.safe_load(sidecar.read_text()) or {}).get("expected_cause", "unknown")
         findings, unclear = judge(sidecar.with_suffix(".txt"))
+        others += [f"{sidecar.stem}: labelled {cause}, {f['severity']} {f['cause']}: {f['title']}" for f in findings
+                   if f["cause"] != cause and f["severity"] != "info"]
         errors = [f["cause"] for f in findings if f["severity"] == "error"]
         causes = [f["cause"] for f in findings]
         ok = not errors if cause in ("healthy", "unknown") else cause in causes
@@ -67,6 +73,8 @@ def main() -> None:
         print(f"  {cause:26} {right[cause]}/{total[cause]}")
     if args.misses:
         print("\n".join(misses))
+    if args.others:
+        print("\n".join(others))
 
 
 if __name__ == "__main__":

@@ -81,7 +81,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         pasted, unclear = judge_pasted(evidence, m, [f for f in findings if f.source != "log"],
                                        host=None if args.no_env else host)  # the live machine's facts
         assert kept is not None
-        findings = keep_available(overruled(merge_log_findings(findings, pasted, kept.cite), evidence), evidence)
+        findings = keep_available(overruled(merge_log_findings(findings, pasted, kept.cite), evidence, m),
+                                  evidence)
         if args.no_env and not findings and not unclear and _holds_nothing(evidence):
             raise UsageError(f"--log: {args.log!r} holds nothing doctor can read (no error line, version, GPU or "
                              "driver): paste the error and the output of `vllm collect-env`")

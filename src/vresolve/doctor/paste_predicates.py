@@ -283,10 +283,12 @@ def _pip_check_vllm_torch(f: Facts) -> Iterator[Hit]:
     yield from _replaced_hits(f, "torch-abi-mismatch")
 
 
-@predicate("pip-check-needs-other-companion", ("torch", "torchvision", "torchaudio", "xformers"))
+@predicate("pip-check-needs-other-companion", ("torch", "torchvision", "torchaudio", "xformers"), ("companion",))
 def _pip_check_companion(f: Facts) -> Iterator[Hit]:
-    """pip's check that a package requires another torch or companion than the one installed."""
-    yield from _replaced_hits(f, "companion-mismatch")
+    """pip's check that a package requires another torch or companion than the one installed (the package named)."""
+    for hit in _replaced_hits(f, "companion-mismatch"):
+        yield Hit(evidence=hit.evidence, seen=hit.seen,
+                  fill={"companion": getattr(hit.seen[0].value, "name", None) or "A torch companion"})
 
 
 @predicate("installer-collects-other-torch", ("torch",))
@@ -473,16 +475,30 @@ def _symbol_hits(f: Facts, cause: str) -> Iterator[Hit]:
 
 
 @predicate("torch-symbol-missing-in-companion", ("torch", "torchvision", "torchaudio", "xformers", "flashinfer",
-                                                 "flash-attn"))
+                                                 "flash-attn"), ("companion",))
 def _torch_symbol_in_companion(f: Facts) -> Iterator[Hit]:
-    """A companion's library (its file, or the package being imported) missing a symbol or library of torch's own."""
-    yield from _symbol_hits(f, "companion-mismatch")
+    """A companion's library (its file, or the package being imported) missing a symbol or library of torch's own;
+    the companion named as the line (else the import) shows it."""
+    for hit in _symbol_hits(f, "companion-mismatch"):
+        seen = hit.seen[0]
+        where = (getattr(seen.value, "library", None) or "") + " " + seen.text
+        named = [c for c in _COMPANIONS if c in where] or \
+            [c for c in _COMPANIONS if f.log is not None and c in {i.value for i in f.log.imported}]
+        yield Hit(evidence=hit.evidence, seen=hit.seen, fill={"companion": named[0] if named else "A torch companion"})
 
 
-@predicate("torch-symbol-missing-in-extension", ("vllm", "torch"))
+#: the extensions a torch-owned undefined symbol is said of, by the words of its path (else "A compiled extension")
+_EXTENSIONS = (("sgl_kernel", "sgl-kernel's extension"), ("vllm", "vLLM's extension"))
+
+
+@predicate("torch-symbol-missing-in-extension", ("vllm", "torch"), ("extension",))
 def _torch_symbol_in_extension(f: Facts) -> Iterator[Hit]:
     """Another extension (vLLM's, sgl-kernel's) missing a symbol of torch's own: built against another torch."""
-    yield from _symbol_hits(f, "torch-abi-mismatch")
+    for hit in _symbol_hits(f, "torch-abi-mismatch"):
+        seen = hit.seen[0]
+        where = (getattr(seen.value, "library", None) or "") + " " + seen.text
+        named = next((said for word, said in _EXTENSIONS if word in where), "A compiled extension")
+        yield Hit(evidence=hit.evidence, seen=hit.seen, fill={"extension": named})
 
 
 #: the predicates of torch's symbols, judged among the signals (pasted.py's ``_causes``)

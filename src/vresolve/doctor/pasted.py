@@ -87,6 +87,11 @@ def _pin_holds(matrix: Matrix, vllm: str, torch: str) -> bool | None:
     return None if spec is None or have is None else spec.contains(have, prereleases=True)
 
 
+#: an import failure of a compiled extension that was found (its file named, or a symbol missing in it): the source
+#: tree holds a build of its own, so it is not a checkout without the compiled extensions
+_EXTENSION_FOUND_RE = re.compile(r"_C\w*(?:\.[\w-]+)*\.(?:so|pyd)\b|undefined symbol")
+
+
 def _vllm_core(e: Evidence, matrix: Matrix) -> tuple[str, list[Seen[Any]]] | Unclear | None:
     """vLLM's main compiled module failing to import, judged by what else the paste shows: a source checkout
     imported instead of the package, a platform where it is not used, a CPU torch, a torch vLLM does not pin,
@@ -94,8 +99,9 @@ def _vllm_core(e: Evidence, matrix: Matrix) -> tuple[str, list[Seen[Any]]] | Unc
     failed = [f for f in e.import_failures if f.value.module in CORE_MODULES]
     unbuilt = [f for f in e.import_failures if f.value.module == "vllm._version"]  # written only by a build
     trees = [p for p in e.vllm_paths if not in_site_packages(p.value)]
-    if trees and (failed or unbuilt):
-        return "source-tree-shadowing", [(failed or unbuilt)[0], trees[0]]
+    absent = [f for f in failed if not _EXTENSION_FOUND_RE.search(f.text)]  # a tree built in place has its .so
+    if trees and (absent or unbuilt):
+        return "source-tree-shadowing", [(absent or unbuilt)[0], trees[0]]
     if not failed:
         return None
     first = failed[0]
@@ -135,7 +141,7 @@ def _overruled(e: Evidence, code: str) -> bool:
 def _causes(e: Evidence, table: dict[str, str], facts: Facts) -> Iterator[tuple[str, Seen[Any]]]:
     for sig in e.signals:
         cause = table.get(sig.value.code)
-        if cause is not None and not _overruled(e, sig.value.code):
+        if cause is not None and not _overruled(e, sig.value.code) and not _not_its_cause(sig, e, facts.matrix):
             yield cause, sig
     order = {id(seen): i for i, (_, seen) in enumerate(symbol_causes(e))}  # the symbols' order, then the libraries'
     yield from sorted(_typed(facts, SYMBOL_PREDICATES), key=lambda cs: order.get(id(cs[1]), len(order)))
@@ -143,6 +149,158 @@ def _causes(e: Evidence, table: dict[str, str], facts: Facts) -> Iterator[tuple[
     yield from _typed(facts, ("build-out-of-memory",))
     yield from _install_causes(e, facts)
 
+
+#: the packages whose own version checks (flashinfer's "flashinfer-cubin version (X) does not match", LlamaFactory's
+#: "vllm>=0.4.3,<=0.7.3 is required ..., but found vllm==0.8.1") are about the GPU stack doctor judges: torch, its
+#: companions, vLLM (another package's check, tokenizers' or a checkpoint's "version (3) does not match", is not)
+_STACK_PACKAGES = re.compile(r"(?:torch\w*|xformers|flash[-_]attn\w*|vllm[-_]flash[-_]attn|flashinfer[\w-]*|vllm|"
+                             r"triton|sgl[-_]kernel)", re.IGNORECASE)
+#: the compute capability a refusal asks for where its code says it without a number (bf16 and FlashAttention 2:
+#: Ampere, 8.0; Triton's fp8e4nv: Hopper, 9.0)
+_CAPABILITY_ASKED = {"bf16-unsupported": "8.0", "flash-attn-needs-ampere": "8.0", "fp8-unsupported-arch": "9.0"}
+
+
+def _capability_asked(sig: Seen[Any], e: Evidence) -> str | None:
+    """The compute capability a capability refusal asks for ("8.9"; an FP8 refusal's, the number another refusal on
+    its line says), None where it does not say."""
+    code, detail = sig.value.code, sig.value.detail
+    if code == "fp8-capability":
+        return next((_capability_asked(s, e) for s in e.signals if s.line == sig.line and s.value.code in
+                     ("capability-below-required", "capability-too-low", "gpu-too-old")), None)
+    if code == "capability-too-low" and detail and detail.isdigit():
+        return f"{detail[:-1]}.{detail[-1]}"  # "Minimum capability: 80"
+    if code in ("capability-below-required", "gpu-too-old") and detail:
+        return str(detail)
+    return _CAPABILITY_ASKED.get(code)
+
+
+def gpus_meeting(e: Evidence, matrix: Matrix, asked: str, line: int = 0) -> list[Seen[Any]]:
+    """The user's GPUs (a tool's report's: nvidia-smi, collect_env; else the ones the user lists, "GPU: NVIDIA GeForce
+    RTX 5090"; never one named on the refusal's own ``line``, an example such as "e.g. H100"), where every one is
+    known and meets the compute capability ``asked``; empty otherwise."""
+    from ..values import Capability
+
+    named = [g for g in e.gpus if g.value.name and g.line != line]
+    best = min((g.rank for g in named), default=REPORT)
+    shown = [g for g in named if g.rank == best]
+    need = Capability.parse(asked)
+    for g in shown:
+        name = str(g.value.name)
+        found = matrix.find_gpu(name) or matrix.find_gpu(name.split("(")[0].strip())
+        known = g.value.compute_capability or (found.compute_capability if found is not None else None)
+        if known is None or known < need:
+            return []
+    return shown
+
+
+def _not_its_cause(sig: Seen[Any], e: Evidence, matrix: Matrix) -> bool:
+    """Whether the facts the paste shows say this typed line is not its code's cause: a version check of a package
+    outside the GPU stack; a capability refusal where every GPU the paste's reports show meets it (the line is not
+    about these GPUs: a help text, a quoted message, another machine)."""
+    code = sig.value.code
+    if code in ("version-mismatch", "version-check"):
+        return not _STACK_PACKAGES.fullmatch(sig.value.detail or "")
+    if code == "torch-replaced":  # the user's own words of what they did ("I uninstalled torch and reinstalled it")
+        return bool(_USER_DID_RE.search(sig.text)) or torch_asked_for(e)
+    if code in _DRIVER_CODES:
+        return driver_serves_torch(e, matrix) is not None
+    if code == "xformers-cannot-load":
+        return xformers_built_for_this(e)
+    if code in ("socket-unreachable", "nccl-ib-failure"):
+        return failed_before(e, sig) is not None
+    asked = _capability_asked(sig, e) if code in _CAPABILITY_CODES else None
+    return asked is not None and bool(gpus_meeting(e, matrix, asked, sig.line))
+
+
+#: the user saying they uninstalled torch themselves (not an installer replacing it)
+_USER_DID_RE = re.compile(r"\b(?:I|[Ww]e)(?:'ve|\s+(?:have|had|then|also|first|manually|just|already))*\s+uninstall")
+#: torch's words for a driver older than its CUDA runtime
+_DRIVER_CODES = frozenset({"driver-too-old", "driver-insufficient"})
+
+
+def driver_serves_torch(e: Evidence, matrix: Matrix) -> tuple[Seen[Any], Seen[Any]] | None:
+    """The driver and the torch CUDA a tool's report shows (nvidia-smi, collect_env, a package list; not a message
+    or prose) where the driver serves that CUDA: a "driver too old" line is then not about this driver and this torch
+    (another machine, container or environment, or a quoted message); None otherwise."""
+    from .evidence.model import DERIVED
+    from .paste_predicates import _driver_cuda
+
+    driver, cuda = e.best("driver"), e.torch_cuda_seen()
+    if driver is None or driver.rank != REPORT or cuda is None or cuda.rank > DERIVED or cuda.value is None:
+        return None
+    served = _driver_cuda(Facts(host=Host(), matrix=matrix, log=e), e)
+    needs = public_version(str(cuda.value))
+    if served is None or needs is None or served[0].release[:2] < needs.release[:2]:
+        return None
+    return driver, cuda
+
+
+def xformers_built_for_this(e: Evidence) -> bool:
+    """Whether xFormers' own table says it was built for the very torch and Python it runs with ("built for: PyTorch
+    2.1.0+cu121 ... (you have 2.1.0+cu121)"): its extensions fail to load for another reason than a mismatch."""
+    torch, python = e.dist("torch"), e.value("python")
+    if not e.built_for or torch is None:
+        return False
+    for bf in e.built_for:
+        if bf.value.torch is not None and bf.value.torch != torch.value.version:
+            return False
+        if bf.value.python is not None and str(bf.value.python).split(".")[:2] != str(python).split(".")[:2]:
+            return False
+    return True
+
+
+#: failures that end a rank by themselves (a CUDA error, a crash, a kill, an Xid); another rank's connection to it
+#: then fails
+_RANK_ENDING = frozenset({"cuda", "crash", "killed", "xid"})
+
+
+def failed_before(e: Evidence, sig: Seen[Any]) -> Seen[Any] | None:
+    """The failure on an earlier line that ends a rank (a CUDA error or out of memory, a crash, a kill): a connection
+    between the ranks that fails after it is its consequence (the peer is gone), not the network's fault."""
+    ending: list[Seen[Any]] = [f for f in e.failures if f.value in _RANK_ENDING and f.line < sig.line]
+    ending += [s for s in e.signals if s.value.code == "cuda-oom" and s.line < sig.line]
+    return min(ending, key=lambda f: f.line, default=None)
+
+
+#: the codes of capability refusals (gpu-too-old-for-feature's signals)
+_CAPABILITY_CODES = frozenset({"bf16-unsupported", "flash-attn-needs-ampere", "fp8-unsupported-arch", "gpu-too-old",
+                               "capability-too-low", "capability-below-required", "fp8-capability"})
+
+
+def _contradicted(e: Evidence, matrix: Matrix) -> list[Unclear]:
+    """The capability refusals whose GPUs the paste's reports contradict, and "driver too old" where the reported
+    driver serves the reported torch's CUDA, as an error whose cause is not named."""
+    said = next((s for s in e.signals if s.value.code in _DRIVER_CODES), None)
+    served = driver_serves_torch(e, matrix) if said is not None else None
+    if said is not None and served is not None:
+        return [Unclear(error=said.text.strip(), evidence=(_line(said), _line(served[0]), _line(served[1])),
+                        missing=f"the driver and torch of the process that failed: the driver shown "
+                                f"({served[0].value}) serves the CUDA of the torch shown ({served[1].value})",
+                        paste="the output of `nvidia-smi` and of `python -m torch.utils.collect_env` run where the "
+                              "program failed (inside its container or environment), and the whole error")]
+    xformers = next((s for s in e.signals if s.value.code == "xformers-cannot-load"), None)
+    if xformers is not None and xformers_built_for_this(e):
+        return [Unclear(error=xformers.text.strip(), evidence=(_line(xformers), *(_line(b) for b in e.built_for[:2])),
+                        missing="why xFormers' extensions do not load: the torch and Python it was built for are the "
+                                "ones it runs with",
+                        paste="the output of `XFORMERS_MORE_DETAILS=1 python -m xformers.info` in the same environment, "
+                              "and " + ASK_FOR)]
+    for sig in e.signals:
+        if sig.value.code in ("socket-unreachable", "nccl-ib-failure") and (first := failed_before(e, sig)) is not None:
+            return [Unclear(error=first.text.strip(), evidence=(_line(first), _line(sig)),
+                            missing="the first failure's cause (the connection between the ranks failed after it: "
+                                    "its peer was gone)", paste=_PASTE_FOR["cuda"])]
+        asked = _capability_asked(sig, e) if sig.value.code in _CAPABILITY_CODES else None
+        meeting = gpus_meeting(e, matrix, asked, sig.line) if asked is not None else []
+        if meeting:
+            names = ", ".join(dict.fromkeys(str(g.value.name) for g in meeting))
+            return [Unclear(error=sig.text.strip(), evidence=(_line(sig), _line(meeting[0])),
+                            missing=f"the GPU the failing process ran on: the GPUs shown ({names}) meet the compute "
+                                    f"capability this line asks for ({asked}) (a program built before a GPU may "
+                                    "refuse it in the same words)",
+                            paste="the output of `nvidia-smi` run where the program failed, its `CUDA_VISIBLE_DEVICES`, "
+                                  "and the whole error; and " + ASK_FOR)]
+    return []
 
 #: the predicates over a paste's typed lines judged among its signals (:func:`_causes`, in this order; the three of
 #: pip's installer lines together, in the installer's line order): their hits name the lines their cause is said by
@@ -252,6 +410,10 @@ ASK_FOR_EXTENSION = ("the import's whole error (the loader's own reason: `undefi
                      "was built for), and " + ASK_FOR)
 
 
+#: a version check of a package outside the GPU stack is a failure whose cause is not named (:func:`_not_its_cause`)
+_FAILURE_SIGNALS |= {"version-mismatch", "version-check"}
+
+
 def _failed_lines(e: Evidence) -> list[Unclear]:
     """The lines that show a failure (typed by form: a CUDA or NCCL error, an exception, a tool's error, a kill,
     a non-zero exit; or a signal no cause names), the most telling kind first, as one error whose cause is not
@@ -278,7 +440,16 @@ def _all_causes(e: Evidence, matrix: Matrix) -> tuple[list[tuple[str, Seen[Any]]
     if isinstance(core, tuple):
         found += [(core[0], seen) for seen in core[1]]
     found += _causes(e, signal_causes(matrix), Facts(host=Host(), matrix=matrix, log=e))
-    return found, ([core] if isinstance(core, Unclear) else [])
+    if torch_asked_for(e):  # the user replaced torch on purpose: no installer did it behind their back
+        found = [(cause, seen) for cause, seen in found if cause != "installer-replaced-torch"]
+    return found, ([core] if isinstance(core, Unclear) else []) + _contradicted(e, matrix)
+
+
+def torch_asked_for(e: Evidence) -> bool:
+    """Whether the installer was asked for torch itself on its command line (pip's "Collecting torch==2.5.1" without
+    "(from vllm==...)" or "(from -r requirements.txt)"): the torch it replaced was replaced on purpose."""
+    return any(ev.value.action == "collecting" and ev.value.name == "torch" and "(from" not in ev.text
+               for ev in e.installer)
 
 
 #: the predicate said only where no error is named (a weak sign: :data:`PASTED_PREDICATES` are judged first)
@@ -347,16 +518,19 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = (),
     lines: dict[str, list[str]] = {}
     rows: dict[str, KnownIssue] = {}
     found, unclear = _all_causes(e, matrix)
+    facts = Facts(host=host or Host(), matrix=matrix, log=e)
+    typed = {id(seen): (row, hit) for row, hit in holds(facts, (*SYMBOL_PREDICATES, *TYPED_PREDICATES))
+             for seen in hit.seen}
+    typed_hits: dict[str, Hit] = {}
     for cause, seen in found:
         shown = lines.setdefault(cause, [])
         if len(shown) < 5 and _line(seen) not in shown:
             shown.append(_line(seen))
-        row = _signal_row(matrix, seen)
-        if row is not None and row.cause == cause:
-            rows.setdefault(cause, row)
+        row, hit = typed.get(id(seen), (_signal_row(matrix, seen), None))
+        if row is not None and row.cause == cause and rows.setdefault(cause, row) is row and hit is not None:
+            typed_hits.setdefault(cause, hit)
     out = []
-    facts = Facts(host=host or Host(), matrix=matrix, log=e)
-    hits = _rows_judged(facts, lines, rows, unclear)
+    hits = typed_hits | _rows_judged(facts, lines, rows, unclear)
     named = {f.cause for f in already if f.severity != "info"}  # (an info of a cause does not hide the paste's error)
     for cause, evidence in lines.items():
         if cause not in named:
@@ -435,11 +609,12 @@ def merge_log_findings(findings: Sequence[Finding], typed: Sequence[Finding],
     return dedupe([f for f in findings if f.source != "log"] + signed + list(typed))
 
 
-def overruled(findings: Sequence[Finding], e: Evidence) -> list[Finding]:
+def overruled(findings: Sequence[Finding], e: Evidence, matrix: Matrix | None = None) -> list[Finding]:
     """Findings the paste's facts overrule: a companion "built for another torch" (a signature's) where the only
     difference is that the torch is a CPU build of the release it was built for (the CPU build is the cause); a
     signature's "library not found" of a CUDA library of another major than the one the paste shows installed (the
-    package asking for it is built for the other CUDA: ``cuda-library-of-other-major``)."""
+    package asking for it is built for the other CUDA: ``cuda-library-of-other-major``); a signature's GPU "too old"
+    where every GPU the paste's reports show meets what its lines ask for."""
     from .paste_predicates import library_of_other_major
 
     other = library_of_other_major(e)
@@ -447,9 +622,17 @@ def overruled(findings: Sequence[Finding], e: Evidence) -> list[Finding]:
         soname = other[0].value.soname
         findings = [f for f in findings if not (f.cause == "library-not-found" and f.source == "log"
                                                 and any(soname in line for line in f.evidence))]
-    if not _cpu_torch_is_the_mismatch(e):
-        return list(findings)
-    return [f for f in findings if f.cause != "companion-mismatch"]
+    out = [f for f in findings if f.cause != "companion-mismatch"] if _cpu_torch_is_the_mismatch(e) else list(findings)
+    if torch_asked_for(e):
+        out = [f for f in out if not (f.cause == "installer-replaced-torch" and f.source == "log")]
+    if xformers_built_for_this(e) and any(s.value.code == "xformers-cannot-load" for s in e.signals):
+        out = [f for f in out if not (f.cause == "companion-mismatch" and f.source == "log"
+                                      and any("xFormers can't load" in line for line in f.evidence))]
+    for codes, cause in ((_CAPABILITY_CODES, "gpu-too-old-for-feature"), (_DRIVER_CODES, "driver-too-old")):
+        said = [s for s in e.signals if s.value.code in codes]
+        if matrix is not None and said and all(_not_its_cause(s, e, matrix) for s in said):
+            out = [f for f in out if not (f.cause == cause and f.source == "log")]
+    return out
 
 
 _UNAVAILABLE_RE = re.compile(r"`?torch\.cuda\.is_available\(\)`?\s*(?:is|returns|=)\s*False", re.IGNORECASE)

@@ -90,8 +90,16 @@ def _top_memory(m: re.Match[str], line: Line, out: Collector) -> None:
             m.span())
 
 
+#: advice or a condition before the words ("set MAX_JOBS=4 to avoid OOM", "if you run out of memory, ..."): not said
+#: of what happened
+_OOM_ADVICE_RE = re.compile(r"\b(?:avoid(?:ing)?|prevent(?:ing)?|if(?: you)?|in case(?: of)?|when(?: you)?|unless)"
+                            r"\b[^.;:]{0,24}$", re.IGNORECASE)
+
+
 def _oom_words(m: re.Match[str], line: Line, out: Collector) -> None:
     lower = line.lower
+    if _OOM_ADVICE_RE.search(line.body[:m.start()]):
+        return
     if not any(word in lower for word in ("cuda", "gpu", "vram", "device", "torch.", "outofmemoryerror")):
         out.add("oom_words", m[0], line, MESSAGE, HOW, m.span())
 

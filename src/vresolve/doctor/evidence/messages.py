@@ -157,8 +157,10 @@ def _imported(m: re.Match[str], line: Line, out: Collector) -> None:
 
 
 def _torch_required(m: re.Match[str], line: Line, out: Collector) -> None:
-    """A build's own check that torch imports (``please install PyTorch first!``): torch is not importable there."""
-    out.add("import_failures", ImportFailure(module="torch", error=m[0]), line, MESSAGE, HOW, m.span())
+    """A build's own check that torch imports (``please install PyTorch first!``): torch is not importable there, said
+    as Python says a module it does not find (not a torch that fails to load: no library is missing)."""
+    out.add("import_failures", ImportFailure(module="torch", error=f"No module named 'torch' in the build ({m[0]})"),
+            line, MESSAGE, HOW, m.span())
 
 
 def _python_warning(m: re.Match[str], line: Line, out: Collector) -> None:
