@@ -60,3 +60,60 @@ def test_nvcc_against_torch_cuda(nvcc: str, severity: str, words: str, tmp_path,
     main(["doctor", "--no-env", "--log", str(log), "--json"])
     (f,) = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["cause"] == "toolkit-mismatch"]
     assert f["severity"] == severity and words in f["explanation"]
+
+
+# --- a pasted report's CPU-only torch where the paste shows no GPU (heldout 871, 872: the eighth split, measured
+# blind first) ---
+
+@pytest.mark.parametrize("text", [
+    # heldout 872 (oobabooga/one-click-installers): collect_env cut after its first lines
+    "PyTorch version: 2.0.1+cpu\nIs debug build: False\nCUDA used to build PyTorch: Could not collect\n",
+    # heldout 871's form: conda list's cpu build of pytorch
+    "# Name                    Version                   Build  Channel\npytorch                   1.11.0"
+    "          py3.8_cpu_0    pytorch\n",
+])
+def test_a_cpu_torch_without_a_gpu_shown_is_a_warning(text: str, tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "report.txt"
+    log.write_text(text)
+    assert main(["doctor", "--no-env", "--log", str(log), "--json"]) == 0  # a warning: the GPUs are not shown
+    (f,) = json.loads(capsys.readouterr().out)["findings"]
+    assert (f["cause"], f["severity"]) == ("cpu-only-build", "warning")
+
+
+@pytest.mark.parametrize("text", [
+    "PyTorch version: 2.0.1+cu118\nCUDA used to build PyTorch: 11.8\n",  # a CUDA build
+    "PyTorch version: 2.5.1+rocm6.2\nCUDA used to build PyTorch: N/A\nROCM used to build PyTorch: 6.2.41133\n",
+    "PyTorch version: 2.5.1\nCUDA used to build PyTorch: None\nOS: macOS 14.5 (arm64)\n",  # macOS: no CUDA build exists
+    "torch 2.5.1\n",  # which CUDA it is built for is not shown
+])
+def test_no_cpu_warning_where_no_cuda_build_is_shown_or_fits(text: str, tmp_path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "report.txt"
+    log.write_text(text)
+    main(["doctor", "--no-env", "--log", str(log), "--json"])
+    answer = json.loads(capsys.readouterr().out)  # findings, or an input error said as JSON
+    assert "cpu-only-build" not in [f["cause"] for f in answer.get("findings", [])]
+
+
+# --- a program relaying another's stderr line by line (heldout 878: "ComfyUI error: Traceback ...", the eighth split,
+# measured blind first: it got "no problems found" over a traceback) ---
+
+def test_a_relayed_traceback_is_a_failure(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "relay.txt"
+    log.write_text((DATA / "heldout/878-unclear-cuda-unknown-error-visible-devices-wording-laptop-sleep.txt").read_text())
+    assert main(["doctor", "--no-env", "--log", str(log), "--json"]) == 1
+    (u,) = json.loads(capsys.readouterr().out)["unclear"]
+    assert u["error"].startswith("RuntimeError: CUDA unknown error")
+
+
+@pytest.mark.parametrize(("line", "body"), [
+    ("ComfyUI error: RuntimeError: CUDA unknown error", "RuntimeError: CUDA unknown error"),
+    ('Backend stderr:   File "main.py", line 72, in <module>', '  File "main.py", line 72, in <module>'),
+    ("CUDA error: out of memory", "CUDA error: out of memory"),  # CUDA's own words, not a relay
+    ("NCCL error: ncclSystemError: System call failed", "NCCL error: ncclSystemError: System call failed"),
+    ("Build error: see the log above", "Build error: see the log above"),  # no traceback or exception follows
+])
+def test_the_relay_prefix_is_cut_only_before_a_traceback_or_exception(line: str, body: str) -> None:
+    from vresolve.doctor.evidence.lines import strip_prefix
+
+    assert strip_prefix(line)[1] == body

@@ -106,7 +106,8 @@ def iter_lines(source: Source, limit: int = LINE_LIMIT) -> Iterator[tuple[str, b
 
 
 # log prefixes cut off before a line is read: CI timestamps, docker compose's "service  | ", vLLM's logger,
-# "[tag] " brackets (not pip's and conda's "[pip3]"/"[conda]"), and e-mail/markdown quotes ("> ", not ">>>")
+# "[tag] " brackets (not pip's and conda's "[pip3]"/"[conda]"), e-mail/markdown quotes ("> ", not ">>>"), and a
+# program's relay of another's stderr
 _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("ci", re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z\s")),
     ("compose", re.compile(r"^[A-Za-z0-9][\w.-]*\s+\|\s?(?=\S|\s+\S)")),
@@ -115,6 +116,9 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("uvicorn", re.compile(r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s{2,}(?=\S)")),
     ("tag", re.compile(r"^(?:\[(?!(?:pip3?|conda|uv)\])[^\]\n]{1,80}\]\s*)+(?=\S)")),
     ("quote", re.compile(r"^(?:>(?!>>)\s?)+")),
+    # a program relaying another's stderr line by line ("ComfyUI error: Traceback ...", "Backend stderr:   File ..."):
+    # only before a traceback's lines or an exception, so "CUDA error: out of memory" keeps its words
+    ("relay", re.compile(r"^(?!(?:CUDA|NCCL|CUBLAS|cuBLAS|cuDNN|CUDNN|HIP|Triton|NVRTC|NVML)\b)[A-Z][\w.-]{1,30} (?:error|stderr):\s(?=Traceback \(|\s+\S|[\w.]*(?:Error|Exception)\b)")),
 )
 
 
