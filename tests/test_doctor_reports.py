@@ -117,3 +117,33 @@ def test_the_relay_prefix_is_cut_only_before_a_traceback_or_exception(line: str,
     from vresolve.doctor.evidence.lines import strip_prefix
 
     assert strip_prefix(line)[1] == body
+
+
+# --- CUDA_VISIBLE_DEVICES naming no GPU of the machine (heldout 894, pytorch/examples#115: the eighth split, measured
+# blind first) ---
+
+_SMI_ONE_GPU = "|   0  TITAN X (Pascal)    Off  | 0000:01:00.0      On |                  N/A |\n"
+
+
+@pytest.mark.parametrize(("variable", "named"), [
+    ("CUDA_VISIBLE_DEVICES=2", True),  # past the one GPU the table lists
+    ("CUDA_VISIBLE_DEVICES=-1", True),
+    ("CUDA_VISIBLE_DEVICES=0", False),  # names the GPU: another cause
+])
+def test_visible_devices_naming_no_gpu(variable: str, named: bool, tmp_path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "run.txt"
+    log.write_text(f"$ {variable} python main.py\nTHCudaCheck FAIL file=torch/csrc/cuda/Module.cpp line=109 error=38 : "
+                   f"no CUDA-capable device is detected\n$ nvidia-smi\n{_SMI_ONE_GPU}")
+    main(["doctor", "--no-env", "--log", str(log), "--json"])
+    causes = [f["cause"] for f in json.loads(capsys.readouterr().out)["findings"]]
+    assert ("gpu-not-visible" in causes) is named
+
+
+def test_visible_devices_past_a_partial_list_is_not_judged(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the GPUs a user names in prose are not the machine's list: index 1 may exist (another row may still say the GPUs
+    # are hidden from the process; this one does not say that index 1 names no GPU)
+    log = tmp_path / "run.txt"
+    log.write_text("I have an RTX 3090.\n$ CUDA_VISIBLE_DEVICES=1 python train.py\nRuntimeError: No CUDA GPUs are available\n")
+    main(["doctor", "--no-env", "--log", str(log), "--json"])
+    assert not [f for f in json.loads(capsys.readouterr().out)["findings"] if "names no GPU" in f["title"]]

@@ -93,6 +93,48 @@ _NO_DRIVER_SEEN = ("nvidia-smi-missing", "no-driver")
 _NO_GPU_SEEN = (*_NO_DRIVER_SEEN, "no-cuda-gpus", "cuda-not-available")
 
 
+@predicate("torch-cpu-build-gpu-not-shown", ("torch_cuda", "torch", "gpus"), ("torch",))
+def _cpu_torch_gpu_not_shown(f: Facts) -> Iterator[Hit]:
+    """A pasted report's torch built without CUDA (``+cpu``, "CUDA used to build PyTorch: None/Could not collect"
+    beside its version, conda's ``cpu`` build) where neither the paste nor the machine shows a GPU: a fact the paste
+    shows, said as a warning, for a report that shows no failure (a failure is judged by what it shows); not on macOS
+    nor for ROCm/XPU builds, where no CUDA build is the right one."""
+    e = f.log
+    if e is None or e.gpus or f.host.gpus or e.best("accelerator") is not None or e.failures or e.signals:
+        return  # (a paste that shows a failure is judged by it: vLLM's kernels missing beside a CPU torch, ...)
+    cuda, torch = e.torch_cuda_seen(), e.dist("torch")
+    system = e.best("system")
+    version = torch.value.version or "" if torch is not None else ""
+    if cuda is None or cuda.value is not None or torch is None or (system is not None and system.value == "darwin") \
+            or any(tag in version.lower() for tag in ("+rocm", "+xpu")):
+        return
+    yield Hit(evidence=tuple(dict.fromkeys((pasted_line(torch), pasted_line(cuda)))), fill={"torch": version})
+
+
+@predicate("cuda-visible-devices-names-no-gpu", ("env", "gpus"), ("variable",))
+def _visible_devices_name_no_gpu(f: Facts) -> Iterator[Hit]:
+    """A process that sees no CUDA GPU ("no CUDA-capable device is detected", "No CUDA GPUs are available") run with
+    ``CUDA_VISIBLE_DEVICES`` whose first entry names no GPU: empty or negative, or an index past the GPUs a report of
+    the same paste lists (nvidia-smi's ``GPU 2`` on a machine whose table shows GPU 0 only). CUDA reads the list up to
+    its first invalid entry, so that process sees none."""
+    from .facts import hidden_by
+
+    e = f.log
+    if e is None or not any(s.value.code == "no-cuda-gpus" for s in e.signals):
+        return
+    listed = {g.value.index for g in e.gpus if g.rank == REPORT and g.value.index is not None}
+    for seen in e.env:
+        name, value = seen.value
+        if name != "CUDA_VISIBLE_DEVICES":
+            continue
+        first = value.split(",")[0].strip()
+        past = first.isdigit() and listed and int(first) > max(listed) and listed == set(range(len(listed)))
+        if hidden_by(((name, value),)) or past:
+            gpus = [pasted_line(g) for g in e.gpus if g.rank == REPORT][:2]
+            yield Hit(evidence=(pasted_line(seen), *gpus), fill={"variable": f"{name}={value}"})
+            return
+
+
 @predicate("container-started-without-gpus", ("container", "cuda_available", "torch_cuda", "driver"))
 def _container_without_gpus(f: Facts) -> Iterator[Hit]:
     """A process in a container that sees no GPU where the paste shows the container was given none: a report from

@@ -94,20 +94,6 @@ def _cpu_torch(f: Facts) -> Iterator[Hit]:
                             f"GPUs: {', '.join(g.name for g in gpus)}"), fill={"torch": f"{torch.version}"})
 
 
-@predicate("torch-cpu-build-gpu-not-shown", ("torch_cuda", "torch"), ("torch",))
-def _cpu_torch_gpu_not_shown(f: Facts) -> Iterator[Hit]:
-    """A pasted report's torch built without CUDA where the paste shows no GPU at all (a collect_env cut short, a
-    conda list's ``cpu`` build): a fact the paste shows, said as a warning, since the machine's GPUs are not shown;
-    not on macOS nor beside another accelerator (ROCm, XPU), where no CUDA build is the right one."""
-    if "gpus" not in f.unknown or f.gpus or f.host.gpus:  # a paste that shows no GPU (live facts know theirs)
-        return
-    torch = _torch_judged(f)
-    if torch is None or torch.cuda is not None or f.host.platform.os == "darwin" or any(
-            tag in (torch.version or "").lower() for tag in ("+rocm", "+xpu")):
-        return
-    yield Hit(evidence=(f"torch {torch.version}, built without CUDA",), fill={"torch": f"{torch.version}"})
-
-
 @predicate("torch-arch-list-misses-gpu", ("gpus", "torch_arch_list", "torch"), ("torch", "gpus", "arch_list", "sms"))
 def _torch_arch_list(f: Facts) -> Iterator[Hit]:
     """torch sees the GPUs, and its arch list has neither SASS nor older PTX for one of them."""

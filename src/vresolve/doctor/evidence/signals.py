@@ -32,7 +32,7 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("nvml-mismatch", "mismatch", r"(?P<detail>Driver/library version mismatch|NVML/RM version mismatch)"),
         ("ptx-toolchain", "ptx", r"PTX was compiled with an unsupported toolchain|CUDA_ERROR_UNSUPPORTED_PTX_VERSION"),
         ("vllm-c-missing", "vllm._c", r"No module named ['\"](?P<detail>vllm\._C(?:_stable_libtorch)?)['\"]"),
-        ("no-cuda-gpus", "no cuda gpus", r"No CUDA GPUs are available"),
+        ("no-cuda-gpus", "no cuda", r"No CUDA GPUs are available|no CUDA-capable device is detected"),
         ("torch-not-compiled-cuda", "not compiled with cuda", r"Torch not compiled with CUDA enabled"),
         ("no-driver", "driver", r"Found no NVIDIA driver|couldn't communicate with the NVIDIA driver"
                                 r"|no NVIDIA driver is installed|NVIDIA driver is not loaded|nvml error: driver not loaded"),
