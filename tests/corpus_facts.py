@@ -10,8 +10,9 @@ distribution (``flash_attn`` is flash-attn, ``flashinfer`` also flashinfer-pytho
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from vresolve.doctor.evidence import Evidence
 from vresolve.doctor.evidence.summary import summary
@@ -19,8 +20,7 @@ from vresolve.doctor.evidence.summary import summary
 Getter = Callable[[dict[str, Any], Evidence], Any]
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(msgspec.Struct, frozen=True):
     key: str
     expected: Any
     got: Any

@@ -25,8 +25,8 @@ EXCERPTS = sorted(CORPUS.glob("*.txt"))
 
 
 def _all_seen(e: Evidence) -> list:
-    return [s for name in e.__dataclass_fields__ for s in (getattr(e, name) if isinstance(getattr(e, name), tuple)
-                                                            else ()) if hasattr(s, "line")]
+    return [s for name in e.__struct_fields__ for s in (getattr(e, name) if isinstance(getattr(e, name), tuple)
+                                                         else ()) if hasattr(s, "line")]
 
 
 def test_corpus_is_there() -> None:

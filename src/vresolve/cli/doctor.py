@@ -115,10 +115,8 @@ def _readable(args: argparse.Namespace, evidence: Any, log: str | None) -> None:
 
 def _holds_nothing(evidence: Any) -> bool:
     """No typed line and no fact at all in a pasted log."""
-    import dataclasses
-
     return not evidence.kinds and not any(
-        getattr(evidence, f.name) for f in dataclasses.fields(evidence) if f.name not in ("lines", "cut_lines"))
+        getattr(evidence, name) for name in evidence.__struct_fields__ if name not in ("lines", "cut_lines"))
 
 
 def _print_doctor(args: argparse.Namespace, findings: list[Any], host: Any, env: Any, unclear: list[Any],

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+import msgspec
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import Version
 
@@ -20,8 +20,7 @@ REINSTALL_CAUSES = ("cpu-only-build", "torch-abi-mismatch", "cuda-variant-mismat
                     "companion-mismatch", "installer-replaced-torch")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Finding:
+class Finding(msgspec.Struct, frozen=True, kw_only=True):
     cause: str
     severity: str  # "error" | "warning" | "info"
     title: str

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
 from typing import Any
 
+import msgspec
+from msgspec.structs import replace
 from packaging.specifiers import SpecifierSet
 
 from ..host import Host
@@ -33,8 +34,7 @@ CORE_MODULES = ("vllm._C", "vllm._C_stable_libtorch")
 ASK_FOR = "the output of `vllm collect-env` (or `python -m torch.utils.collect_env`) from the same environment"
 
 
-@dataclass(frozen=True)
-class Unclear:
+class Unclear(msgspec.Struct, frozen=True):
     """An error the paste shows whose cause its facts do not settle: what is missing, and what to paste."""
 
     error: str

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -36,8 +36,7 @@ _PASTE = ("the output of `python -c \"import sys, platform; print(sys.version, p
           "run with the interpreter pip runs for, and pip's whole output with `-v`")
 
 
-@dataclass(frozen=True)
-class _Ask:
+class _Ask(msgspec.Struct, frozen=True):
     """One requirement pip could not satisfy: its line, the package, what it asked, what it was offered."""
 
     seen: Seen[Any]

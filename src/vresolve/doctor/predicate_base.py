@@ -7,8 +7,9 @@ every one."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from ..host import EnvReport, Host, HostGpu, TorchRuntime
 from ..matrix import Matrix
@@ -17,8 +18,7 @@ if TYPE_CHECKING:
     from .evidence import Evidence, Seen
 
 
-@dataclass(frozen=True, kw_only=True)
-class Facts:
+class Facts(msgspec.Struct, frozen=True, kw_only=True):
     """What is known of the machine and the environment, live or pasted; ``unknown``: fields holding a default,
     not an observation (a paste that does not show them), which no predicate reads as a fact."""
 
@@ -41,12 +41,11 @@ class Facts:
         return self.env.torch if self.env is not None and not self.env.error else None
 
 
-@dataclass(frozen=True, kw_only=True)
-class Hit:
+class Hit(msgspec.Struct, frozen=True, kw_only=True):
     """Where a row holds: its evidence, its placeholders' values, and whether it is said one step softer."""
 
     evidence: tuple[str, ...] = ()
-    fill: dict[str, str] = field(default_factory=dict)
+    fill: dict[str, str] = msgspec.field(default_factory=dict)
     softer: bool = False
     #: the row may hold but a fact it needs is not shown: no finding, an error whose cause is not settled
     missing: Missing | None = None
@@ -54,8 +53,7 @@ class Hit:
     seen: tuple[Seen[Any], ...] = ()
 
 
-@dataclass(frozen=True)
-class Missing:
+class Missing(msgspec.Struct, frozen=True):
     """What a pasted error needs to be judged by its row: the error, the fact not shown, what to paste."""
 
     error: str
@@ -66,8 +64,7 @@ class Missing:
 Test = Callable[[Facts], Iterator[Hit]]
 
 
-@dataclass(frozen=True)
-class Predicate:
+class Predicate(msgspec.Struct, frozen=True):
     name: str
     facts: tuple[str, ...]
     fills: tuple[str, ...]

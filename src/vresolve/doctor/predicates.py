@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import msgspec
 from packaging.version import Version
 
 from ..host import Host, TorchRuntime
@@ -222,8 +222,7 @@ def driver_floors(host: Host, matrix: Matrix, cuda: Version) -> tuple[DriverVers
     return (min(floors) if floors else None), own
 
 
-@dataclass(frozen=True)
-class DriverGap:
+class DriverGap(msgspec.Struct, frozen=True):
     """torch built for a CUDA the driver cannot serve: what it needs, why, and whether the report says torch sees
     the GPU all the same."""
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import fields, is_dataclass, replace
 from typing import Any
+
+import msgspec
 
 from ...parsers import machine_text
 from .lines import Line
@@ -32,15 +33,15 @@ VALUE_LIMIT = 256
 
 
 def bounded(value: Any) -> Any:
-    """``value`` with every string in it (itself, or a dataclass's fields) at most :data:`VALUE_LIMIT` long."""
+    """``value`` with every string in it (itself, or a record's fields) at most :data:`VALUE_LIMIT` long."""
     if isinstance(value, str):
         return value if len(value) <= VALUE_LIMIT else value[:VALUE_LIMIT - 1] + "…"
     if isinstance(value, tuple):
         return tuple(bounded(v) for v in value)
-    if is_dataclass(value) and not isinstance(value, type):
-        long = {f.name: bounded(getattr(value, f.name)) for f in fields(value)
-                if isinstance(getattr(value, f.name), (str, tuple))}
-        return replace(value, **long) if long else value
+    if isinstance(value, msgspec.Struct):
+        long = {name: bounded(getattr(value, name)) for name in value.__struct_fields__
+                if isinstance(getattr(value, name), (str, tuple))}
+        return msgspec.structs.replace(value, **long) if long else value
     return value
 
 

@@ -11,9 +11,9 @@ a check must not read those as facts. Each fact's source names the pasted line i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from packaging.version import InvalidVersion, Version
 
 from ...host import (
@@ -39,8 +39,7 @@ _COMPANIONS = ("torchvision", "torchaudio", "xformers", "flashinfer-python", "fl
 _MODULES = {"flashinfer-python": "flashinfer", "flash-attn": "flash_attn"}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class HostFacts:
+class HostFacts(msgspec.Struct, frozen=True, kw_only=True):
     """The pasted facts as the live probe's objects; ``unknown``: fields holding a default, not a pasted fact
     (``driver`` and ``gpus`` when the paste shows none: "not shown", not "no driver")."""
 

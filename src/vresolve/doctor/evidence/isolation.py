@@ -16,7 +16,7 @@ Input::
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from .model import Evidence, Seen, Signal
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import IO, AnyStr, cast
+
+import msgspec
 
 from ...values import INVISIBLE
 
@@ -30,8 +31,7 @@ _CONTROL_RE = re.compile(f"(?!\t)[{INVISIBLE}]")
 _GARBAGE_RE = re.compile("[\ufffd\x00-\x08\x0e-\x1f\x7f-\x9f]")
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
+class Line(msgspec.Struct, frozen=True):
     """One line: its number, its text (clean, with any log prefix), its body (the prefix cut off), lower-cased body."""
 
     no: int

@@ -7,9 +7,9 @@ wrote), then the earliest line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
 from typing import Any, Generic, TypeVar
 
+import msgspec
 from packaging.utils import canonicalize_name
 
 from ...values import Capability, DriverVersion
@@ -41,8 +41,7 @@ DIST_ALIASES = {
 }
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Seen(Generic[T]):
+class Seen(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
     """One sighting of a fact: its value, the 1-based line and that line's text (one plain line), how good it is."""
 
     value: T
@@ -55,8 +54,7 @@ class Seen(Generic[T]):
         return {"value": _plain(self.value), "line": self.line, "text": self.text, "rank": self.rank, "how": self.how}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Gpu:
+class Gpu(msgspec.Struct, frozen=True, kw_only=True):
     """A GPU as printed (``NVIDIA GeForce RTX 4090``), its index and compute capability where shown."""
 
     name: str | None = None
@@ -65,8 +63,7 @@ class Gpu:
     truncated: bool = False  # nvidia-smi's "NVIDIA GeForce ..."
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Dist:
+class Dist(msgspec.Struct, frozen=True, kw_only=True):
     """A Python distribution and its version as printed (local tag kept: ``2.1.2+cu121``)."""
 
     name: str  # canonical: "flash-attn", "torch" (conda's "pytorch" is torch)
@@ -75,16 +72,14 @@ class Dist:
     location: str | None = None  # an editable project's directory, a direct reference's URL
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Nvcc:
+class Nvcc(msgspec.Struct, frozen=True, kw_only=True):
     """``Cuda compilation tools, release 12.1, V12.1.105``: the release, and the full version when shown."""
 
     release: str
     version: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Library:
+class Library(msgspec.Struct, frozen=True, kw_only=True):
     """A shared library named in the text (``libcudart.so.12``), and whether the text says it was not found."""
 
     soname: str  # as printed: "libcudart.so.12", "libcudnn.so.8.9.0", "libcuda.so" ("-lcuda" at link time)
@@ -93,8 +88,7 @@ class Library:
     missing: bool = False
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Symbol:
+class Symbol(msgspec.Struct, frozen=True, kw_only=True):
     """An undefined symbol, demangled when the ``cxxfilt`` package is installed, and whose it is.
 
     ``owner``: ``torch`` (``at::``, ``c10::``, ``torch::``, torch's C shim: the library was built against another
@@ -108,8 +102,7 @@ class Symbol:
     library: str | None = None  # the file that needs it ("_C.abi3.so", "libcusparse.so.12")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Killed:
+class Killed(msgspec.Struct, frozen=True, kw_only=True):
     """A process killed during a build or a run (the kernel's OOM killer: signal 9, exit status 137)."""
 
     program: str | None = None  # "cc1plus", "nvcc", "cicc", "ptxas", None when the text does not say
@@ -117,8 +110,7 @@ class Killed:
     in_build: bool = False
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class InstallerEvent:
+class InstallerEvent(msgspec.Struct, frozen=True, kw_only=True):
     """What pip, uv or conda said it did or could not do.
 
     ``action``: ``uninstalled``, ``installed``, ``no-matching-distribution``, ``requires-python``,
@@ -136,16 +128,14 @@ class InstallerEvent:
     offered: tuple[str, ...] | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ImportFailure:
+class ImportFailure(msgspec.Struct, frozen=True, kw_only=True):
     """A module that failed to import, and the error (``vllm._C``: ``libcudart.so.12: cannot open ...``)."""
 
     module: str
     error: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class BuiltFor:
+class BuiltFor(msgspec.Struct, frozen=True, kw_only=True):
     """A package's report of the torch it was built for (xFormers: ``PyTorch 2.0.1 (you have 2.1.0+cu121)``)."""
 
     package: str
@@ -153,8 +143,7 @@ class BuiltFor:
     python: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Signal:
+class Signal(msgspec.Struct, frozen=True, kw_only=True):
     """A key error line, typed: ``no-kernel-image``, ``driver-too-old``, ``nvml-mismatch``, ``ptx-toolchain``,
     ``vllm-c-missing``, ``no-cuda-gpus``, ... (:data:`vresolve.doctor.evidence.signals.SIGNALS` lists them)."""
 
@@ -162,8 +151,7 @@ class Signal:
     detail: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Evidence:
+class Evidence(msgspec.Struct, frozen=True, kw_only=True):
     """Everything read from one paste. Each field holds every distinct sighting, in line order."""
 
     gpus: tuple[Seen[Gpu], ...] = ()
@@ -274,26 +262,26 @@ class Evidence:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "kinds":
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            if name == "kinds":
                 out["kinds"] = sorted(value)
             elif isinstance(value, tuple) and value and isinstance(value[0], Seen):
-                out[f.name] = [s.to_dict() for s in value]
-            elif f.name == "dropped":
+                out[name] = [s.to_dict() for s in value]
+            elif name == "dropped":
                 out["dropped"] = dict(value)
             elif not isinstance(value, tuple):
-                out[f.name] = value
+                out[name] = value
         return out
 
 
 def _plain(value: Any) -> Any:
-    """A fact's value for JSON: dataclasses as dicts, capabilities and driver versions as strings."""
+    """A fact's value for JSON: records (Structs) as dicts, capabilities and driver versions as strings."""
     if isinstance(value, (Capability, DriverVersion)):
         return str(value)
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
-    if hasattr(value, "__dataclass_fields__"):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, msgspec.Struct):
+        return {name: _plain(getattr(value, name)) for name in value.__struct_fields__}
     return value
 

@@ -18,7 +18,8 @@ Input::
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+
+from msgspec.structs import replace
 
 from .collect import Collector
 from .lines import Line

@@ -15,8 +15,7 @@ Input::
 
 from __future__ import annotations
 
-from dataclasses import replace
-
+from msgspec.structs import replace
 from packaging.version import InvalidVersion, Version
 
 from .model import Evidence
