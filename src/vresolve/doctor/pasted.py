@@ -224,7 +224,7 @@ def driver_serves_torch(e: Evidence, matrix: Matrix) -> tuple[Seen[Any], Seen[An
     or prose) where the driver serves that CUDA: a "driver too old" line is then not about this driver and this torch
     (another machine, container or environment, or a quoted message); None otherwise."""
     from .evidence.model import DERIVED
-    from .paste_predicates import _driver_cuda
+    from .toolchain_predicates import _driver_cuda
 
     driver, cuda = e.best("driver"), e.torch_cuda_seen()
     if driver is None or driver.rank != REPORT or cuda is None or cuda.rank > DERIVED or cuda.value is None:
@@ -500,7 +500,7 @@ def _rows_judged(facts: Facts, lines: dict[str, list[str]], rows: dict[str, Know
 def _cpu_torch_is_the_mismatch(e: Evidence) -> bool:
     """Whether a companion built for a CUDA torch sits beside a CPU-only torch of the release it was built for (or of
     no release shown): then the CPU torch is the whole mismatch, and a companion "for your torch" is not the fix."""
-    from .paste_predicates import cuda_companion_beside_cpu_torch
+    from .toolchain_predicates import cuda_companion_beside_cpu_torch
 
     if not cuda_companion_beside_cpu_torch(e):
         return False

@@ -1,8 +1,8 @@
 """The fact model and the registry of doctor's predicates: :class:`Facts` (what a predicate reads), :class:`Hit`
 (what it yields), :class:`Missing`, and :func:`predicate`, which registers one by the name a known-issues row's
 ``when:`` gives. The predicates themselves: :mod:`.predicates` (a machine's and an environment's facts) and
-:mod:`.paste_predicates` (what only a pasted text shows); :mod:`.predicates` imports both, so importing it registers
-every one."""
+:mod:`.paste_predicates` and :mod:`.toolchain_predicates` (what only a pasted text shows); :mod:`.predicates`
+imports them, so importing it registers every one."""
 
 from __future__ import annotations
 

@@ -504,5 +504,6 @@ def _shadows_no_torch_cuda(f: Facts) -> Iterator[Hit]:
 
 
 # registered with the rest: what only a pasted text or log shows
-from . import pip_versions  # noqa: E402, F401  (registers pip's "from versions" judgement)
+# (pip's "from versions" judgement; PTX, kernel images and builds without CUDA)
+from . import pip_versions, toolchain_predicates  # noqa: E402, F401
 from .paste_predicates import pasted_release  # noqa: E402
