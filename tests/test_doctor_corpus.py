@@ -24,6 +24,10 @@ NOT_YET = {  # what the pasted text itself does not show (see each sidecar's why
     "148-uv-installs-cpu-torch-for-vllm-cuda-env",  # shows the working uv run; the failing one is only in prose
     "191-companion-torchaudio-undefined-symbol-node-name-cxx11",  # the title names no library: torch's ABI, then
     "660-nvml-mismatch-nvtop-apt-ubuntu",  # named, but the signature's finding cites nvtop's line without its number
+    # pip's "from versions: none" and no Python shown: the interpreter's version, its bits, the platform or the index
+    # could each be why, so doctor asks for `python -c "import sys, platform; ..."` instead of naming one
+    "808-python-unsupported-torch-from-versions-none-64bit-answer",  # the thread's answer: a 32-bit Python
+    "816-python-unsupported-torch-1100-cu113-from-versions-none",  # the thread's answer: Python 3.10 for torch 1.10
 }
 
 

@@ -16,10 +16,7 @@ from vresolve.doctor.predicates import PREDICATES
 from vresolve.host import Host
 from vresolve.matrix import Matrix, load_matrix
 
-from .conftest import doctor_paste
-
-DATA = Path(__file__).parent / "data"
-ROOT = Path(__file__).parents[1]
+from .conftest import DATA, ROOT, doctor_paste
 
 
 @pytest.fixture(scope="module")

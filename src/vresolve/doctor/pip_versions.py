@@ -325,11 +325,11 @@ def _judge_none(m: Matrix, e: Evidence, ask: _Ask) -> Hit | None:
     evidence = [pasted_line(ask.seen)]
     also = ("A 32-bit Python, a platform without wheels, or an index URL that does not carry "
             f"{ask.name} give the same answer.")
-    if python is None or python_seen is None:
-        facts = (f"{said}. {ask.name} is published as wheels only; the releases the matrix knows cover Python "
-                 f"{_span(every)}{_where(plats)}, and the paste does not show which Python pip runs for. {also}")
-        return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, f"Check `python --version` (and that it is a "
-                   f"64-bit CPython) against Python {_span(every)}."))
+    if python is None or python_seen is None:  # which of the readings holds is not shown: not named
+        return Hit(evidence=tuple(evidence), missing=Missing(
+            error=ask.seen.text.strip(), paste=_PASTE,
+            missing=(f"which Python and platform pip installs for ({said}; {ask.name}'s releases in the matrix cover "
+                     f"Python {_span(every)}{_where(plats)}; {also[0].lower()}{also[1:]})")))
     evidence.append(pasted_line(python_seen))
     have = _minor(python)
     pinned = {v: _pythons(m, ask.name, v, plats) for v in asked}
