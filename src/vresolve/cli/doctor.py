@@ -30,50 +30,20 @@ def _env_python(flag: str | None) -> str:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from .._bounded import InputLimit
-    from ..detect import Overrides, detect_host, fill_capabilities, library_shadows, probe_environment
-    from ..doctor import check_against_lock, diagnose, worst_exit_code
+    from ..doctor import check_against_lock, worst_exit_code
 
     m = _load(args)
     kept, header = _doctor_inputs(args)
-    evidence = None
-    try:
-        if kept is not None:
-            from ..doctor.evidence import read_evidence
-
-            evidence = read_evidence(kept)  # the whole log, line by line, in bounded memory
-    except OSError as e:
-        raise UsageError(f"--log: cannot read {args.log!r} ({e.strerror or e})") from None
-    except InputLimit as e:
-        raise UsageError(f"--log: {args.log!r}: {e}") from None
-    finally:
-        if kept is not None:
-            kept.close()
+    evidence = _read(args, kept)
     log = kept.text() if kept is not None else None
     if evidence is not None:
         _readable(args, evidence, log)
     unclear: list[Any] = []
     unseen: frozenset[str] = frozenset()  # what a paste does not show (said so in what was checked)
     if evidence is not None and args.no_env and header is None:
-        # only the pasted text: its facts (collect_env, nvidia-smi, pip list, tracebacks...) are judged
-        # by the same checks as a live environment's, those it does not show left out
-        from ..doctor.evidence import to_host_facts
-
-        facts = to_host_facts(evidence)
-        host, env = fill_capabilities(facts.host, m), facts.env
-        unseen = facts.unknown
-        # the corrected plan for the pasted machine, when the paste names all it needs (never from defaults)
-        whole = (host.driver.version is not None and host.known_gpus()
-                 and not {"python", "platform.os", "platform.machine"} & facts.unknown)
-        from ..doctor.pasted import cite
-
-        findings = cite(diagnose(host, m, env, log=log, unknown=facts.unknown,
-                                 reinstall=_reinstall_lines(host, m) if whole else ()), evidence)
+        host, env, findings, unseen = _pasted_only(m, evidence, log)
     else:
-        host = fill_capabilities(detect_host(Overrides.from_env(), installed=False), m)
-        env = None if args.no_env else probe_environment(_env_python(args.env_python), timeout=args.timeout)
-        findings = diagnose(host, m, env, shadows=() if args.no_env else library_shadows(), log=log,
-                            reinstall=_reinstall_lines(host, m))
+        host, env, findings = _live(args, m, evidence, log, pasted_report=evidence is not None and header is None)
     if evidence is not None:  # what only the log's typed lines show, judged the same way for both
         from ..doctor.pasted import judge_pasted, keep_available, merge_log_findings, overruled
 
@@ -83,6 +53,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         assert kept is not None
         findings = keep_available(overruled(merge_log_findings(findings, pasted, kept.cite), evidence, m),
                                   evidence)
+        if not args.no_env:
+            from ..doctor.beside import live_torch_covers
+
+            findings = live_torch_covers(findings, host, env)
         if args.no_env and not findings and not unclear and _holds_nothing(evidence):
             raise UsageError(f"--log: {args.log!r} holds nothing doctor can read (no error line, version, GPU or "
                              "driver): paste the error and the output of `vllm collect-env`")
@@ -91,6 +65,60 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     nothing = _nothing_to_check(env) if evidence is None and header is None else None
     _print_doctor(args, findings, host, env, unclear, unseen, nothing)
     return 1 if unclear or nothing else worst_exit_code(findings)
+
+
+def _read(args: argparse.Namespace, kept: Any) -> Any:
+    """The evidence of the pasted log (None without one): the whole log, line by line, in bounded memory."""
+    from .._bounded import InputLimit
+
+    if kept is None:
+        return None
+    from ..doctor.evidence import read_evidence
+
+    try:
+        return read_evidence(kept)
+    except OSError as e:
+        raise UsageError(f"--log: cannot read {args.log!r} ({e.strerror or e})") from None
+    except InputLimit as e:
+        raise UsageError(f"--log: {args.log!r}: {e}") from None
+    finally:
+        kept.close()
+
+
+def _pasted_only(m: Any, evidence: Any, log: str | None) -> tuple[Any, Any, list[Any], frozenset[str]]:
+    """(host, environment, findings, facts not shown) of the pasted text alone: its facts (collect_env, nvidia-smi,
+    pip list, tracebacks...) judged by the same checks as a live environment's, those it does not show left out."""
+    from ..detect import fill_capabilities
+    from ..doctor import diagnose
+    from ..doctor.evidence import to_host_facts
+    from ..doctor.pasted import cite
+
+    facts = to_host_facts(evidence)
+    host, env = fill_capabilities(facts.host, m), facts.env
+    # the corrected plan for the pasted machine, when the paste names all it needs (never from defaults)
+    whole = (host.driver.version is not None and host.known_gpus()
+             and not {"python", "platform.os", "platform.machine"} & facts.unknown)
+    findings = cite(diagnose(host, m, env, log=log, unknown=facts.unknown,
+                             reinstall=_reinstall_lines(host, m) if whole else ()), evidence)
+    return host, env, findings, facts.unknown
+
+
+def _live(args: argparse.Namespace, m: Any, evidence: Any, log: str | None,
+          pasted_report: bool) -> tuple[Any, Any, list[Any]]:
+    """(host, environment, findings) of this machine (its environment unless --no-env), with a pasted report's
+    own facts judged too (``pasted_report``)."""
+    from ..detect import Overrides, detect_host, fill_capabilities, library_shadows, probe_environment
+    from ..doctor import diagnose
+
+    host = fill_capabilities(detect_host(Overrides.from_env(), installed=False), m)
+    env = None if args.no_env else probe_environment(_env_python(args.env_python), timeout=args.timeout)
+    findings = diagnose(host, m, env, shadows=() if args.no_env else library_shadows(), log=log,
+                        reinstall=_reinstall_lines(host, m))
+    if pasted_report:
+        from ..doctor.beside import with_pasted_report
+
+        findings = with_pasted_report(findings, evidence, m)
+    return host, env, findings
 
 
 def _nothing_to_check(env: Any) -> str | None:
