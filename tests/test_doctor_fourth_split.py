@@ -241,11 +241,11 @@ def test_failure_lookalikes_are_not_failures(line: str) -> None:
 
 def test_healthy_pastes_of_every_set_stay_silent(capsys: Capsys) -> None:
     """Every paste labelled healthy in the development material (the corpus and the measured held-out sets, the fifth
-    set 600-649 among them since it was measured; not the fourth set 500-549): no error and nothing listed as a
-    failure, whatever the new families read."""
+    set 600-649 among them since it was measured; not the fourth set 500-549, nor the blind set 900-939 until it is
+    measured): no error and nothing listed as a failure, whatever the new families read."""
     import yaml
 
-    measured = [p for p in HELDOUT.glob("*.yaml") if not p.name.startswith("5")]
+    measured = [p for p in HELDOUT.glob("*.yaml") if not p.name.startswith(("5", "9"))]
     for sidecar in sorted([*CORPUS.glob("*.yaml"), *measured]):
         if (yaml.safe_load(sidecar.read_text()) or {}).get("expected_cause") != "healthy":
             continue
