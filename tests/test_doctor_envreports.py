@@ -98,6 +98,15 @@ def test_windows_driver_form(windows: str, nvidia: str) -> None:
     assert summary(read_evidence(f"Nvidia driver version: {windows}\n"))["driver"] == nvidia
 
 
+@pytest.mark.parametrize(("text", "driver"), [
+    ("Card name: NVIDIA GeForce RTX 4070\nDriver Version: 32.0.15.6094\n", "560.94"),  # dxdiag's NVIDIA card
+    ("Card name: Intel(R) UHD Graphics 770\nDriver Version: 31.0.101.4502\n", None),  # Intel's: no NVIDIA driver
+    ("Card name: AMD Radeon RX 7900 XTX\nDriver Version: 31.0.21912.14\n", None),  # AMD's
+])
+def test_windows_display_driver_lines(text: str, driver: str | None) -> None:
+    assert summary(read_evidence(text)).get("driver") == driver
+
+
 @pytest.mark.parametrize("version", ["566.36", "535.104.05", "31.0.101.5333", "10.18.13"])
 def test_other_driver_forms_are_kept(version: str) -> None:
     assert nvidia_of_windows_driver(version) is None
