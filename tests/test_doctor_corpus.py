@@ -28,6 +28,12 @@ NOT_YET = {  # what the pasted text itself does not show (see each sidecar's why
     # could each be why, so doctor asks for `python -c "import sys, platform; ..."` instead of naming one
     "808-python-unsupported-torch-from-versions-none-64bit-answer",  # the thread's answer: a 32-bit Python
     "816-python-unsupported-torch-1100-cu113-from-versions-none",  # the thread's answer: Python 3.10 for torch 1.10
+    # the matrix knows neither the GeForce 210 (compute capability 1.2) nor torch 1.2's arch list; the driver below
+    # CUDA 10.0's floor, a fact too, is named instead
+    "956-arch-not-in-build-collect-env-windows7-torch120-geforce-210",
+    # the user's own list shows driver 575 (CUDA 12.9), which contradicts "insufficient"; a user's words are not a
+    # report's, so the message's driver-too-old stands
+    "975-unclear-kvcached-insufficient-driver-575-torch260-cu124-prose-env",
 }
 
 

@@ -19,6 +19,7 @@ from packaging.specifiers import SpecifierSet
 from ..host import Host
 from ..matrix import KnownIssue, Matrix, VllmRelease
 from ..values import public_version
+from .companions import torchvision_paired
 from .evidence import Evidence, Seen
 from .evidence.model import REPORT
 from .facts import Finding, dedupe, in_site_packages, with_version
@@ -205,6 +206,8 @@ def _not_its_cause(sig: Seen[Any], e: Evidence, matrix: Matrix) -> bool:
         return bool(_USER_DID_RE.search(sig.text)) or torch_asked_for(e)
     if code in _DRIVER_CODES:
         return driver_serves_torch(e, matrix) is not None
+    if code == "torchvision-nms-missing":
+        return torchvision_paired(e, matrix) is not None
     if code == "xformers-cannot-load":
         return xformers_built_for_this(e)
     if code in ("socket-unreachable", "nccl-ib-failure"):
@@ -268,6 +271,12 @@ _CAPABILITY_CODES = frozenset({"bf16-unsupported", "flash-attn-needs-ampere", "f
                                "capability-too-low", "capability-below-required", "fp8-capability"})
 
 
+#: what settles a torchvision::nms error where the listed torchvision is torch's own companion
+_PASTE_NMS = ("the output of `python -c \"import torch, torchvision; print(torch.__version__, torch.__file__, "
+              "torchvision.__version__, torchvision.__file__)\"` run the way the failing program runs (another "
+              "environment or a second torchvision on sys.path loads instead), and the whole traceback")
+
+
 def _contradicted(e: Evidence, matrix: Matrix) -> list[Unclear]:
     """The capability refusals whose GPUs the paste's reports contradict, and "driver too old" where the reported
     driver serves the reported torch's CUDA, as an error whose cause is not named."""
@@ -279,6 +288,13 @@ def _contradicted(e: Evidence, matrix: Matrix) -> list[Unclear]:
                                 f"({served[0].value}) serves the CUDA of the torch shown ({served[1].value})",
                         paste="the output of `nvidia-smi` and of `python -m torch.utils.collect_env` run where the "
                               "program failed (inside its container or environment), and the whole error")]
+    nms = next((s for s in e.signals if s.value.code == "torchvision-nms-missing"), None)
+    pair = torchvision_paired(e, matrix) if nms is not None else None
+    if nms is not None and pair is not None:
+        return [Unclear(error=nms.text.strip(), evidence=(_line(nms), _line(pair[0]), _line(pair[1])),
+                        missing=f"which torchvision the failing process loaded: the torchvision listed "
+                                f"({pair[1].value.version}) is the release built for the torch listed "
+                                f"({pair[0].value.version})", paste=_PASTE_NMS)]
     xformers = next((s for s in e.signals if s.value.code == "xformers-cannot-load"), None)
     if xformers is not None and xformers_built_for_this(e):
         return [Unclear(error=xformers.text.strip(), evidence=(_line(xformers), *(_line(b) for b in e.built_for[:2])),
@@ -629,7 +645,8 @@ def overruled(findings: Sequence[Finding], e: Evidence, matrix: Matrix | None = 
     if xformers_built_for_this(e) and any(s.value.code == "xformers-cannot-load" for s in e.signals):
         out = [f for f in out if not (f.cause == "companion-mismatch" and f.source == "log"
                                       and any("xFormers can't load" in line for line in f.evidence))]
-    for codes, cause in ((_CAPABILITY_CODES, "gpu-too-old-for-feature"), (_DRIVER_CODES, "driver-too-old")):
+    for codes, cause in ((_CAPABILITY_CODES, "gpu-too-old-for-feature"), (_DRIVER_CODES, "driver-too-old"),
+                         (frozenset({"torchvision-nms-missing"}), "companion-mismatch")):
         said = [s for s in e.signals if s.value.code in codes]
         if matrix is not None and said and all(_not_its_cause(s, e, matrix) for s in said):
             out = [f for f in out if not (f.cause == cause and f.source == "log")]

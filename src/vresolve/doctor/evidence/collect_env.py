@@ -27,7 +27,7 @@ from ...values import DriverVersion
 from .collect import Collector
 from .lines import Line
 from .model import MESSAGE, REPORT, Dist, Gpu
-from .tokens import NOT_SHOWN, key_value, version_token
+from .tokens import NOT_SHOWN, key_value, nvidia_of_windows_driver, version_token
 
 __all__ = ["CollectEnvReader", "read_platform_string"]
 
@@ -149,6 +149,7 @@ def _gpus(value: str, line: Line, out: Collector) -> None:
 def _driver(value: str, line: Line, out: Collector) -> None:
     version = version_token(value)
     if version:
+        version = nvidia_of_windows_driver(version) or version  # Windows' 31.0.15.5222 is NVIDIA's 552.22
         try:
             out.add("driver", DriverVersion.parse(version), line, REPORT, HOW)
         except ValueError:

@@ -14,6 +14,7 @@ from .collect import Collector
 from .collect_env import CollectEnvReader
 from .dsreport import DsReportReader
 from .environment import EnvironmentReader
+from .envtools import EnvToolsReader
 from .failures import FailureReader
 from .installer import InstallerReader
 from .isolation import retype_isolation
@@ -59,7 +60,7 @@ def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
     """
     out = Collector()
     reports: tuple[_Reader, ...] = (CollectEnvReader(), SmiReader(), ListReader(), InstallerReader(), ReplReader(),
-                                    DsReportReader())
+                                    DsReportReader(), EnvToolsReader())
     messages: tuple[_Reader, ...] = (SignalReader(), MessageReader(), BuildReader(), EnvironmentReader(),
                                      FailureReader(), ShmReader())
     prose = ProseReader()

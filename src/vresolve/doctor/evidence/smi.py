@@ -22,7 +22,7 @@ from ...values import Capability, DriverVersion
 from .collect import Collector
 from .lines import Line
 from .model import REPORT, Gpu, Nvcc
-from .tokens import NOT_SHOWN, key_value, version_token
+from .tokens import NOT_SHOWN, key_value, nvidia_of_windows_driver, version_token
 
 __all__ = ["SmiReader"]
 
@@ -35,6 +35,7 @@ _GPU_KEY_RE = re.compile(r"^\s*GPU models and configuration\s*:\s*")
 _RELEASE_RE = re.compile(r"Cuda compilation tools, release (\d+\.\d+)")
 _CC_RE = re.compile(r"^\d{1,2}\.\d$")
 _DRIVER_RE = re.compile(r"^\d{3}\.\d{1,3}(?:\.\d{1,3})?$")
+_WINDOWS_DRIVER_RE = re.compile(r"Driver Version:\s*(\d+\.\d+\.\d+\.\d+)(?![\d.])")
 _GPU_NAME_RE = re.compile(r"^(?:NVIDIA|Tesla|Quadro|GeForce|TITAN|GRID|RTX)\b")
 # --query-gpu field names (a header line names some of them; units in brackets are ignored)
 _FIELDS = {"index": "index", "name": "name", "compute_cap": "cc", "driver_version": "driver", "gpu_name": "name"}
@@ -72,6 +73,12 @@ class SmiReader:
     def _banner(self, body: str, line: Line, out: Collector) -> bool:
         if "Driver Version" not in body and "KMD Version" not in body:
             return self._cuda_after_driver(body, line, out)
+        windows = _WINDOWS_DRIVER_RE.search(body)
+        if windows:  # dxdiag's, Device Manager's: NVIDIA's 31.0.15.5222 is its 552.22; Intel's 31.0.101.4502 is not
+            nvidia = nvidia_of_windows_driver(windows[1])  # NVIDIA's at all
+            if nvidia is not None:
+                out.add("driver", DriverVersion.parse(nvidia), line, REPORT, "windows driver version")
+            return nvidia is not None
         driver, cuda = parse_smi_banner(body)
         if driver is not None:
             out.kinds.add("nvidia_smi")

@@ -10,7 +10,7 @@ import re
 from packaging.utils import canonicalize_name
 
 __all__ = ["VERSION", "version_token", "key_value", "dist_name", "cuda_of_local", "cuda_of_number", "NOT_SHOWN",
-           "first_version", "python_minor"]
+           "first_version", "python_minor", "nvidia_of_windows_driver"]
 
 #: a version as printed: 2.1.2+cu121, 0.10.2.dev378+g4d7fe40fc.d20250829, 2.2.0a0+81ea7a4, 2.7.2.post1
 VERSION = r"\d+(?:\.\d+)*(?:(?:a|b|rc|\.?post|\.?dev)\d*)*(?:\+[A-Za-z0-9]+(?:[._][A-Za-z0-9]+)*)?"
@@ -78,3 +78,16 @@ def cuda_of_number(number: int) -> str:
 def python_minor(version: str) -> str:
     """``3.10.15`` -> ``3.10``."""
     return ".".join(version.split(".")[:2])
+
+
+_WINDOWS_DRIVER_RE = re.compile(r"^\d{2}\.\d\.(\d{2})\.(\d{4})$")
+
+
+def nvidia_of_windows_driver(version: str) -> str | None:
+    """NVIDIA's driver number in Windows' own form of it (the user-mode driver version Device Manager, WMI and DXGI
+    show): the last five digits of its last two fields, ``31.0.15.5222`` -> ``552.22``; None for another form."""
+    m = _WINDOWS_DRIVER_RE.match(version)
+    if not m:
+        return None
+    digits = (m[1] + m[2])[-5:]
+    return f"{digits[:3]}.{digits[3:]}"
