@@ -70,7 +70,7 @@ def test_healthy_pasted_report_stays_silent_here(tmp_path: Path, machine: Machin
     assert not [f for f in out["findings"] if f["severity"] != "info"]
 
 
-def _h200(tmp_path: Path, machine: Machine) -> None:
+def _h200(tmp_path: Path, machine: Machine) -> None:  # noqa: F811
     bindir = fake_smi(tmp_path, query=str(h200_query(tmp_path)), banner=str(H200 / "nvidia-smi.txt"))
     machine(bindir, tree(tmp_path, proc_version=True))
 
