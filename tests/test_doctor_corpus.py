@@ -28,6 +28,9 @@ NOT_YET = {  # what the pasted text itself does not show (see each sidecar's why
     # could each be why, so doctor asks for `python -c "import sys, platform; ..."` instead of naming one
     "808-python-unsupported-torch-from-versions-none-64bit-answer",  # the thread's answer: a 32-bit Python
     "816-python-unsupported-torch-1100-cu113-from-versions-none",  # the thread's answer: Python 3.10 for torch 1.10
+    # a refusal that names only the floor it asks for, and no GPU shown: the GPU it ran on is asked for (gpu_claims)
+    "048-flash-attn-ampere-only-vllm-engine",  # "FlashAttention only supports Ampere GPUs or newer", no GPU
+    "203-gpu-too-old-fp8-scaled-mm-3090ti",  # torch._scaled_mm's floor; the RTX 3090 Ti is only in the thread's title
 }
 
 
