@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from vresolve.doctor.sm import gpu_sm_in, parse_sm
+from vresolve.doctor.sm import floor_in, gpu_sm_in, parse_sm
 from vresolve.errors import MatrixError
 from vresolve.matrix import load_matrix
 from vresolve.values import Capability
@@ -92,6 +92,22 @@ def test_the_gpus_own_sm_a_message_states(line: str, cc: str) -> None:
 def test_a_floor_is_not_the_gpus_sm(line: str) -> None:
     """A message that says only what it needs (or TensorRT 7's SM-less assertion) states no SM of the GPU."""
     assert gpu_sm_in(line) is None
+
+
+@pytest.mark.parametrize(("line", "cc"), [
+    ("f8e4m3nv is only supported on compute capability >= 90", "9.0"), (SCALED_MM, "8.9"),
+    ("Bfloat16 is only supported on GPUs with compute capability of at least 8.0.", "8.0"),
+    ("FA3 is only supported on devices with compute capability >= 8", "8.0"), (FLASH, None),
+    ("Your Tesla T4 GPU has compute capability 7.5.", None)])
+def test_the_floor_a_message_states(line: str, cc: str | None) -> None:
+    assert floor_in(line) == (Capability.parse(cc) if cc else None)
+
+
+def test_the_floor_asked_for_is_the_messages_own(capsys: Capsys) -> None:
+    """Heldout 005: "only supported on compute capability >= 90" and no GPU: the GPU is asked for, against 9.0 (the
+    message's), not features.yaml's 8.9 for FP8 in general."""
+    code, doc = doctor_paste(_one(HELDOUT, "005"), capsys)
+    assert code == 1 and _errors(doc) == [] and "9.0 or newer" in doc["unclear"][0]["missing"]
 
 
 # --- TensorRT without kernels for the GPU's SM ---

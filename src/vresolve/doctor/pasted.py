@@ -28,7 +28,7 @@ from .logs import issue_for, match_log
 from .paste_predicates import SYMBOL_PREDICATES, symbol_causes
 from .predicates import Hit
 from .predicates import pasted_release as _release
-from .sm import parse_sm
+from .sm import floor_in, parse_sm
 
 #: vLLM's main compiled modules (``_C_stable_libtorch`` from 0.24 on)
 CORE_MODULES = ("vllm._C", "vllm._C_stable_libtorch")
@@ -160,18 +160,19 @@ _STACK_PACKAGES = re.compile(r"(?:torch\w*|xformers|flash[-_]attn\w*|vllm[-_]fla
                              r"triton|sgl[-_]kernel)", re.IGNORECASE)
 def _capability_asked(sig: Seen[Any], e: Evidence, matrix: Matrix) -> Capability | None:
     """The compute capability a capability refusal asks for ("8.9"; an FP8 refusal's, the number another refusal on
-    its line says), else the floor features.yaml gives its feature; None where neither says."""
+    its line says), else the floor its line states ("capability >= 90"), else the floor features.yaml gives its
+    feature; None where none says."""
     code, detail = sig.value.code, sig.value.detail
     if code == "fp8-capability":
         said = next((c for s in e.signals if s.line == sig.line and s.value.code in
                      ("capability-below-required", "capability-too-low", "gpu-too-old")
                      and (c := _capability_asked(s, e, matrix)) is not None), None)
-        return said or floor_of(matrix, code)
+        return said or floor_in(sig.text) or floor_of(matrix, code)
     if code == "capability-too-low" and detail and detail.isdigit():
         return parse_sm(detail)  # "Minimum capability: 80"
     if code in ("capability-below-required", "gpu-too-old") and detail:
         return parse_sm(str(detail))
-    return floor_of(matrix, code)
+    return floor_in(sig.text) or floor_of(matrix, code)
 
 
 def _not_its_cause(sig: Seen[Any], e: Evidence, matrix: Matrix) -> bool:

@@ -18,7 +18,7 @@ import re
 
 from ..values import Capability
 
-__all__ = ["parse_sm", "gpu_sm_in"]
+__all__ = ["parse_sm", "gpu_sm_in", "floor_in"]
 
 _HEX_RE = re.compile(r"0x(?P<hex>[0-9a-fA-F]{3,4})")
 _TUPLE_RE = re.compile(r"\(\s*(?P<maj>\d{1,2})\s*,\s*(?P<min>\d)\s*\)")
@@ -70,3 +70,22 @@ def gpu_sm_in(text: str) -> Capability | None:
         if m is not None and (cc := parse_sm(m["sm"])) is not None:
             return cc
     return None
+
+
+_ONE = r"(?:sm_?|SM ?)?\d{1,3}(?:\.\d)?"
+#: a floor a message states after "capability": ">= 90", ">= 9.0 or 8.9", "of at least 8.0"
+_FLOOR_RE = re.compile(r"\bcapability\b[^.;:,()]{0,12}?(?:>=|≥|\bof at least|\bat least)\s*(?P<list>" + _ONE
+                       + r"(?:\s*(?:or|,)\s*" + _ONE + r")*)", re.IGNORECASE)
+
+
+def floor_in(text: str) -> Capability | None:
+    """The lowest compute capability a message says it accepts ("compute capability >= 9.0 or 8.9": 8.9; ">= 90": 9.0),
+    None where it states none."""
+    m = _FLOOR_RE.search(text)
+    found = [cc for n in re.findall(_ONE, m["list"]) if (cc := _major_or_sm(n)) is not None] if m is not None else []
+    return min(found, default=None)
+
+
+def _major_or_sm(token: str) -> Capability | None:
+    """An SM, or a bare major ("compute capability >= 8": 8.0)."""
+    return Capability(int(token), 0) if token.isdigit() and len(token) == 1 else parse_sm(token)
