@@ -18,16 +18,18 @@ from packaging.specifiers import SpecifierSet
 
 from ..host import Host
 from ..matrix import KnownIssue, Matrix, VllmRelease
-from ..values import public_version
+from ..values import Capability, public_version
 from .companions import torchvision_paired
 from .evidence import Evidence, Seen
 from .evidence.model import REPORT
 from .facts import Finding, dedupe, in_site_packages, with_version
+from .gpu_claims import ARCH_CLAIMS, CAPABILITY_CLAIMS, floor_of, unsettled
 from .judge import Facts, _softer, fill, holds
 from .logs import issue_for, match_log
 from .paste_predicates import SYMBOL_PREDICATES, symbol_causes
 from .predicates import Hit
 from .predicates import pasted_release as _release
+from .sm import floor_in, parse_sm
 
 #: vLLM's main compiled modules (``_C_stable_libtorch`` from 0.24 on)
 CORE_MODULES = ("vllm._C", "vllm._C_stable_libtorch")
@@ -157,42 +159,21 @@ def _causes(e: Evidence, table: dict[str, str], facts: Facts) -> Iterator[tuple[
 #: companions, vLLM (another package's check, tokenizers' or a checkpoint's "version (3) does not match", is not)
 _STACK_PACKAGES = re.compile(r"(?:torch\w*|xformers|flash[-_]attn\w*|vllm[-_]flash[-_]attn|flashinfer[\w-]*|vllm|"
                              r"triton|sgl[-_]kernel)", re.IGNORECASE)
-#: the compute capability a refusal asks for where its code says it without a number (bf16 and FlashAttention 2:
-#: Ampere, 8.0; Triton's fp8e4nv: Hopper, 9.0)
-_CAPABILITY_ASKED = {"bf16-unsupported": "8.0", "flash-attn-needs-ampere": "8.0", "fp8-unsupported-arch": "9.0"}
-
-
-def _capability_asked(sig: Seen[Any], e: Evidence) -> str | None:
+def _capability_asked(sig: Seen[Any], e: Evidence, matrix: Matrix) -> Capability | None:
     """The compute capability a capability refusal asks for ("8.9"; an FP8 refusal's, the number another refusal on
-    its line says), None where it does not say."""
+    its line says), else the floor its line states ("capability >= 90"), else the floor features.yaml gives its
+    feature; None where none says."""
     code, detail = sig.value.code, sig.value.detail
     if code == "fp8-capability":
-        return next((_capability_asked(s, e) for s in e.signals if s.line == sig.line and s.value.code in
-                     ("capability-below-required", "capability-too-low", "gpu-too-old")), None)
+        said = next((c for s in e.signals if s.line == sig.line and s.value.code in
+                     ("capability-below-required", "capability-too-low", "gpu-too-old")
+                     and (c := _capability_asked(s, e, matrix)) is not None), None)
+        return said or floor_in(sig.text) or floor_of(matrix, code)
     if code == "capability-too-low" and detail and detail.isdigit():
-        return f"{detail[:-1]}.{detail[-1]}"  # "Minimum capability: 80"
+        return parse_sm(detail)  # "Minimum capability: 80"
     if code in ("capability-below-required", "gpu-too-old") and detail:
-        return str(detail)
-    return _CAPABILITY_ASKED.get(code)
-
-
-def gpus_meeting(e: Evidence, matrix: Matrix, asked: str, line: int = 0) -> list[Seen[Any]]:
-    """The user's GPUs (a tool's report's: nvidia-smi, collect_env; else the ones the user lists, "GPU: NVIDIA GeForce
-    RTX 5090"; never one named on the refusal's own ``line``, an example such as "e.g. H100"), where every one is
-    known and meets the compute capability ``asked``; empty otherwise."""
-    from ..values import Capability
-
-    named = [g for g in e.gpus if g.value.name and g.line != line]
-    best = min((g.rank for g in named), default=REPORT)
-    shown = [g for g in named if g.rank == best]
-    need = Capability.parse(asked)
-    for g in shown:
-        name = str(g.value.name)
-        found = matrix.find_gpu(name) or matrix.find_gpu(name.split("(")[0].strip())
-        known = g.value.compute_capability or (found.compute_capability if found is not None else None)
-        if known is None or known < need:
-            return []
-    return shown
+        return parse_sm(str(detail))
+    return floor_in(sig.text) or floor_of(matrix, code)
 
 
 def _not_its_cause(sig: Seen[Any], e: Evidence, matrix: Matrix) -> bool:
@@ -212,8 +193,9 @@ def _not_its_cause(sig: Seen[Any], e: Evidence, matrix: Matrix) -> bool:
         return xformers_built_for_this(e)
     if code in ("socket-unreachable", "nccl-ib-failure"):
         return failed_before(e, sig) is not None
-    asked = _capability_asked(sig, e) if code in _CAPABILITY_CODES else None
-    return asked is not None and bool(gpus_meeting(e, matrix, asked, sig.line))
+    if code in CAPABILITY_CLAIMS or code in ARCH_CLAIMS:
+        return unsettled(sig, e, matrix, _capability_asked(sig, e, matrix)) is not None
+    return False
 
 
 #: the user saying they uninstalled torch themselves (not an installer replacing it)
@@ -266,11 +248,6 @@ def failed_before(e: Evidence, sig: Seen[Any]) -> Seen[Any] | None:
     return min(ending, key=lambda f: f.line, default=None)
 
 
-#: the codes of capability refusals (gpu-too-old-for-feature's signals)
-_CAPABILITY_CODES = frozenset({"bf16-unsupported", "flash-attn-needs-ampere", "fp8-unsupported-arch", "gpu-too-old",
-                               "capability-too-low", "capability-below-required", "fp8-capability"})
-
-
 #: what settles a torchvision::nms error where the listed torchvision is torch's own companion
 _PASTE_NMS = ("the output of `python -c \"import torch, torchvision; print(torch.__version__, torch.__file__, "
               "torchvision.__version__, torchvision.__file__)\"` run the way the failing program runs (another "
@@ -307,16 +284,10 @@ def _contradicted(e: Evidence, matrix: Matrix) -> list[Unclear]:
             return [Unclear(error=first.text.strip(), evidence=(_line(first), _line(sig)),
                             missing="the first failure's cause (the connection between the ranks failed after it: "
                                     "its peer was gone)", paste=_PASTE_FOR["cuda"])]
-        asked = _capability_asked(sig, e) if sig.value.code in _CAPABILITY_CODES else None
-        meeting = gpus_meeting(e, matrix, asked, sig.line) if asked is not None else []
-        if meeting:
-            names = ", ".join(dict.fromkeys(str(g.value.name) for g in meeting))
-            return [Unclear(error=sig.text.strip(), evidence=(_line(sig), _line(meeting[0])),
-                            missing=f"the GPU the failing process ran on: the GPUs shown ({names}) meet the compute "
-                                    f"capability this line asks for ({asked}) (a program built before a GPU may "
-                                    "refuse it in the same words)",
-                            paste="the output of `nvidia-smi` run where the program failed, its `CUDA_VISIBLE_DEVICES`, "
-                                  "and the whole error; and " + ASK_FOR)]
+        claim = unsettled(sig, e, matrix, _capability_asked(sig, e, matrix))
+        if claim is not None:
+            return [Unclear(error=sig.text.strip(), evidence=tuple(dict.fromkeys(_line(s) for s in claim.evidence)),
+                            missing=claim.missing, paste=f"{claim.paste}; and {ASK_FOR}")]
     return []
 
 #: the predicates over a paste's typed lines judged among its signals (:func:`_causes`, in this order; the three of
@@ -645,9 +616,11 @@ def overruled(findings: Sequence[Finding], e: Evidence, matrix: Matrix | None = 
     if xformers_built_for_this(e) and any(s.value.code == "xformers-cannot-load" for s in e.signals):
         out = [f for f in out if not (f.cause == "companion-mismatch" and f.source == "log"
                                       and any("xFormers can't load" in line for line in f.evidence))]
-    for codes, cause in ((_CAPABILITY_CODES, "gpu-too-old-for-feature"), (_DRIVER_CODES, "driver-too-old"),
-                         (frozenset({"torchvision-nms-missing"}), "companion-mismatch")):
-        said = [s for s in e.signals if s.value.code in codes]
+    causes = signal_causes(matrix) if matrix is not None else {}
+    codes_of = {"driver-too-old": _DRIVER_CODES, "companion-mismatch": frozenset({"torchvision-nms-missing"})}
+    for cause in ("gpu-too-old-for-feature", "arch-not-in-build", "driver-too-old", "companion-mismatch"):
+        said = [s for s in e.signals if (s.value.code in codes_of[cause] if cause in codes_of
+                                         else causes.get(s.value.code) == cause)]
         if matrix is not None and said and all(_not_its_cause(s, e, matrix) for s in said):
             out = [f for f in out if not (f.cause == cause and f.source == "log")]
     return out

@@ -107,6 +107,26 @@ def _torch_arch_list(f: Facts) -> Iterator[Hit]:
                         "arch_list": " ".join(torch.arch_list), "sms": ", ".join(g.cc.sm for g in missing)})
 
 
+@predicate("torch-release-arch-misses-gpu", ("gpus", "torch"), ("torch", "gpus", "archs", "sms", "variant"))
+def _torch_release_arch(f: Facts) -> Iterator[Hit]:
+    """torch's own arch list not shown (a pasted report's), and the arch list torch.yaml gives its release and CUDA
+    variant on this platform has neither SASS nor PTX for a GPU shown (softer where the matrix's row is unverified)."""
+    torch = _torch_judged(f)
+    local = (torch.version or "").partition("+")[2] if torch is not None else ""
+    if torch is None or torch.arch_list or not re.fullmatch(r"cu\d{3}", local) or {"platform.os", "platform.machine"} & f.unknown:
+        return
+    version = public_version(torch.version or "")
+    release = f.matrix.torch_release(version) if version is not None else None
+    variant = release.variant(local) if release is not None else None
+    archs = variant.archs.get(f.host.platform.tag) if variant is not None else None
+    missing = [g for g in f.gpus if archs is not None and not archs.covers(g.cc)]
+    if variant is not None and archs is not None and missing:
+        yield Hit(evidence=tuple(f"GPU {g.index}: {g.label}" for g in missing) + (f"torch {torch.version}",),
+                  fill={"torch": f"{torch.version}", "gpus": ", ".join(g.name for g in missing), "archs": str(archs),
+                        "sms": ", ".join(g.cc.sm for g in missing), "variant": local},
+                  softer=not variant.provenance.trusted)
+
+
 @predicate("nvcc-not-torch-cuda", ("nvcc", "torch_cuda", "torch"), ("nvcc", "torch_cuda", "cuda", "effect"))
 def _toolkit_mismatch(f: Facts) -> Iterator[Hit]:
     """An nvcc on the machine of another CUDA major.minor than torch's (what a build against this torch uses): torch's

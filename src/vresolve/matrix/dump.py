@@ -204,6 +204,13 @@ def matrix_to_dicts(m: Matrix) -> dict[str, dict[str, Any]]:
             "releases": [{"releases": [_release_text(str(s)) for s in row.releases],
                           "python": {k: [str(v) for v in vs] for k, vs in row.python.items()}, **_prov(row.provenance)}
                          for row in p.rows]} for p in m.pythons]}} if m.pythons else {}),
+        **({"features.yaml": {
+            "features": [{"id": f.id, "name": f.name, "min_compute_capability": str(f.min_compute_capability),
+                          "signals": list(f.signals), **_prov(f.provenance)} for f in m.features],
+            "libraries": [{"name": x.name, **_prov(x.provenance), "releases": [{
+                "releases": [_release_text(str(s)) for s in row.releases],
+                "lowest": str(row.lowest), "highest": str(row.highest), **_prov(row.provenance)}
+                for row in x.rows]} for x in m.library_sms]}} if m.features or m.library_sms else {}),
     }
 
 

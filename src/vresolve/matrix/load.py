@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import MatrixError, MatrixProblem
 from .checks import cross_check, cut, problem
+from .features import _read_features
 from .hardware import _read_cuda, _read_gpus, _read_jetson
 from .issues import _read_known_issues
 from .model import (
@@ -152,6 +153,7 @@ def parse_matrix(root: Path, raw: Mapping[str, bytes | str | None], revision: st
     issues = read("known_issues.yaml", _read_known_issues, empty=())
     jetpacks, jetson_wheels = read("jetson.yaml", _read_jetson, empty=((), ()))
     pythons = read("pythons.yaml", _read_pythons, empty=())
+    features, library_sms = read("features.yaml", _read_features, empty=((), ()))
     # rows of a file that could not be read are not "missing" again in the cross-references
     unreadable = {name for name, doc in docs.items() if doc is None}
     if "torch.yaml" in unreadable:
@@ -168,7 +170,7 @@ def parse_matrix(root: Path, raw: Mapping[str, bytes | str | None], revision: st
         vllm_index=vllm_index[0] if vllm_index else "", vllm_index_provenance=vllm_index[1] if vllm_index else missing_prov,
         vllm=vllm, known_issues=issues,
         extra_wheels={k: wheels[k] for k in ("torchvision", "torchaudio", "xformers", "flashinfer-python")},
-        jetpacks=jetpacks, jetson_wheels=jetson_wheels, pythons=pythons,
+        jetpacks=jetpacks, jetson_wheels=jetson_wheels, pythons=pythons, features=features, library_sms=library_sms,
     )
     cross_check(m, wheels, docs, problems)
     if problems:

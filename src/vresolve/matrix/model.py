@@ -76,12 +76,14 @@ FILES: dict[str, tuple[str, ...]] = {
     "wheels/flashinfer-python.yaml": ("package", "releases"),
     "jetson.yaml": ("jetpacks", "index_wheels"),
     "pythons.yaml": ("packages",),
+    "features.yaml": ("features", "libraries"),
 }
 
 
 OPTIONAL_FILES = ("wheels/xformers.yaml", "wheels/flashinfer-python.yaml",  # companions vLLM pins; may be absent
                   "jetson.yaml",  # a matrix without it knows no JetPack: a Jetson is refused, never planned generically
-                  "pythons.yaml")  # doctor's facts of binary-only packages' Pythons; without it, torch.yaml's only
+                  "pythons.yaml",  # doctor's facts of binary-only packages' Pythons; without it, torch.yaml's only
+                  "features.yaml")  # doctor's facts: features' compute-capability floors, libraries' SMs
 
 
 #: the fields a row written by ``matrix refresh --apply`` may carry from the previous release (``carried_from``)
@@ -430,6 +432,38 @@ class PackagePythons(msgspec.Struct, frozen=True):
     provenance: Provenance
 
 
+class Feature(msgspec.Struct, frozen=True):
+    """A feature's compute-capability floor (``features.yaml``): doctor's facts, not a resolver input. ``signals``: the
+    codes of the refusals (doctor's typed lines) that are about this feature."""
+
+    id: str
+    name: str
+    min_compute_capability: Capability
+    signals: tuple[str, ...]
+    provenance: Provenance
+
+
+class LibrarySms(msgspec.Struct, frozen=True):
+    """The SMs (compute capabilities) some releases of a binary library support, lowest to highest (``features.yaml``'s
+    libraries)."""
+
+    releases: tuple[SpecifierSet, ...]
+    lowest: Capability
+    highest: Capability
+    provenance: Provenance
+
+    def supports(self, cc: Capability) -> bool:
+        return self.lowest <= cc.base <= self.highest
+
+
+class Library(msgspec.Struct, frozen=True):
+    """A binary library (TensorRT) and, release by release, the SMs it supports."""
+
+    name: str
+    rows: tuple[LibrarySms, ...]
+    provenance: Provenance
+
+
 class Matrix(msgspec.Struct, frozen=True):
     path: str  # not compared (see __eq__)
     revision: str  # sha256 of the files' bytes, first 16 hex digits; not compared
@@ -448,6 +482,8 @@ class Matrix(msgspec.Struct, frozen=True):
     jetpacks: tuple[JetPack, ...] = ()  # jetson.yaml, oldest first
     jetson_wheels: tuple[JetsonWheels, ...] = ()  # jetson.yaml's index_wheels, newest vLLM first
     pythons: tuple[PackagePythons, ...] = ()  # pythons.yaml: the Pythons binary-only packages ship wheels for
+    features: tuple[Feature, ...] = ()  # features.yaml: features' compute-capability floors
+    library_sms: tuple[Library, ...] = ()  # features.yaml: binary libraries' SMs by release
 
     def __eq__(self, other: object) -> bool:
         """Equal facts, wherever the files were read from (``path``) and whatever their bytes (``revision``)."""

@@ -155,6 +155,7 @@ class Evidence(msgspec.Struct, frozen=True, kw_only=True):
     """Everything read from one paste. Each field holds every distinct sighting, in line order."""
 
     gpus: tuple[Seen[Gpu], ...] = ()
+    gpu_families: tuple[Seen[str], ...] = ()  # a GPU architecture the user says they have ("an Ampere GPU"): "ampere"
     driver: tuple[Seen[DriverVersion], ...] = ()
     cuda_driver: tuple[Seen[str], ...] = ()  # the newest CUDA the driver serves ("CUDA Version: 12.4", 11040)
     nvidia_smi: tuple[Seen[str], ...] = ()  # nvidia-smi's own version (differs from the driver's under WSL)

@@ -35,7 +35,8 @@ _GPU_RE = re.compile(rf"(?:(?<![\w/.-])|(?<=\d[x×]))(?P<name>{GPU_PATTERN})(?![
 _GPU_NEEDLES = ("gpu", "nvidia", "tesla", "rtx", "gtx", "quadro", "titan", "a100", "h100", "h200", "v100", "a40",
                 "a10", "l40", "t4", "l4", "a6000", "a800", "h800", "h20", "b200", "b100", "p100", "p40", "k80", "m60",
                 "mi2", "mi3", "gb200", "gh200", "a30", "l20")
-_MENTION_NEEDLES = ("torch", "vllm", "python", "cud", "flash", "xformers", "triton", "sgl", "transformers", "nvcc")
+_MENTION_NEEDLES = ("torch", "vllm", "python", "cud", "flash", "xformers", "triton", "sgl", "transformers", "nvcc",
+                    "tensorrt")
 _OS_NEEDLES = ("ubuntu", "debian", "centos", "rocky", "alma", "red hat", "rhel", "fedora", "opensuse", "amazon linux",
                "arch linux", "windows", "macos", "tencentos")
 #: a program's message (an exception, a logger's level): a GPU it names is an example or a requirement
@@ -45,10 +46,14 @@ _PROGRAM_MESSAGE_RE = re.compile(r"^\s*(?:[\w.]*(?:Error|Exception|Warning|Exit)
 #: words that make the GPU named right after them an example or a requirement, not the user's
 _EXAMPLE_RE = re.compile(r"(?:\be\.g\.?|\bfor example|\bsuch as|\blike|\bsupported on|\brequires?|\bat least|"
                          r"\bneeds?|\bonly on|\bvs\.?)[\s,:(]*(?:an?\s+|the\s+)?(?:NVIDIA\s+)?$", re.IGNORECASE)
+#: a GPU architecture named as the user's GPU ("an Ampere GPU", "on Turing cards"), not a floor ("Ampere GPUs or
+#: newer", "requires an Ampere GPU": :data:`_EXAMPLE_RE`)
+_FAMILY_RE = re.compile(r"\b(?P<family>Kepler|Maxwell|Pascal|Volta|Turing|Ampere|Ada(?: Lovelace)?|Hopper|Blackwell)"
+                        r"(?: architecture)? (?:GPUs?|cards?|graphics cards?)\b(?! (?:or|and) (?:newer|later|above|higher))")
 _BARE_GPU_RE = re.compile(r"^(?:NVIDIA|Nvidia|Tesla|Quadro|GeForce|AMD Instinct)\b[\w .()-]{0,60}$")
 _MENTION_RE = re.compile(
     r"(?<![\w./-])(?P<name>torch|pytorch|torchvision|torchaudio|vllm|xformers|flash[-_]attn|vllm[-_]flash[-_]attn"
-    r"|flashinfer(?:[-_]python)?|triton|sgl[-_]kernel|transformers)"
+    r"|flashinfer(?:[-_]python)?|triton|sgl[-_]kernel|transformers|tensorrt)"
     r"(?:\s*==?\s*|[_\s]version\s*(?:[:=]\s*|is\s+)?|\s+v|\s+|-(?=\d)|(?=\d))(?P<v>\d+(?:\.\d+)+[\w.+]*)(?![\w/])",
     re.IGNORECASE)
 # no local part: "python3.10.14+cuda11.8+cudnn8.9.6" is three facts
@@ -170,6 +175,13 @@ KEYS: dict[str, Handler] = {
 _SPECIAL = {"python": "python", "cuda": "cuda", "cudnn": "cudnn"}
 
 
+def _families(body: str, line: Line, out: Collector) -> None:
+    """The GPU architectures a user says they have ("an Ampere GPU"), not one a requirement names."""
+    for m in _FAMILY_RE.finditer(body):
+        if not _EXAMPLE_RE.search(body, max(0, m.start() - 40), m.start()):
+            out.add("gpu_families", m["family"].split()[0].lower(), line, PROSE, HOW, m.span())
+
+
 class ProseReader:
     """A user's words about the setup (see the module's docstring)."""
 
@@ -236,6 +248,8 @@ class ProseReader:
                 if not _EXAMPLE_RE.search(body, max(0, m.start() - 40), m.start()):
                     out.add("gpus", Gpu(name=m["name"], compute_capability=_cc(m["cc"])), line, PROSE, HOW,
                             m.span())
+        if ("gpu" in lower or "card" in lower) and not _PROGRAM_MESSAGE_RE.match(body):
+            _families(body, line, out)
         if "river" in body and (d := _DRIVER_RE.search(body)):
             out.add("driver", DriverVersion.parse(d["v"]), line, PROSE, HOW, d.span())
         self._platform(body, line, out)

@@ -133,10 +133,22 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("capability-below-required", "capability", r"\brequires? (?:compute )?(?P<detail>\d+\.\d+) (?:compute )?capability\b"),
         ("capability-below-required", "too old", r"\b(?:CUDA )?GPUs? (?:is|are) too old\b"
          r"|capability [<>=]{1,2} ?\(\d+, ?\d+\) but your GPU has capability \(\d+, ?\d+\) \(too old\)"),
+        # torch's Inductor refusing a GPU below Triton's floor ("Found Tesla P40 which is too old to be supported by the
+        # triton GPU compiler, ... Triton only supports devices of CUDA Capability >= 7.0, but your device is of CUDA
+        # capability 6.1")
+        ("capability-below-required", "too old to be supported",
+         r"too old to be supported by the triton GPU compiler.*?CUDA Capability >= ?(?P<detail>\d+\.\d+)"),
         # bf16 refused below Ampere, in other programs' words ("bf16 is only supported on A100+ GPUs")
         ("bf16-unsupported", "16", r"\bb(?:f|float)16\b.{0,40}?\b(?:only supported|not supported|requires?)\b.{0,40}?"
                                    r"(?:A100|Ampere|sm_?80|compute capability)"),
+        # TensorRT without kernels for the GPU's SM: its builder's "Unsupported SM: 0x809" (the SM in hex, major << 8 |
+        # minor; TensorRT 7's "Assertion failed: Unsupported SM." names none) and, from 8.6, "Target GPU SM 120 is not
+        # supported by this TensorRT release" (:mod:`..gpu_claims` sets the SM against the GPU and release shown)
+        ("trt-unsupported-sm", "unsupported sm", r"\bUnsupported SM\b"),
+        ("trt-unsupported-sm", "is not supported by this tensorrt release",
+         r"\bTarget GPU SM \d+ is not supported by this TensorRT release"),
         # torch's own capability floor (torch/cuda/__init__.py): its binaries carry no kernels for this GPU
+        ("gpu-sm-stated", "which is of cuda capability", r"\bwhich is of cuda capability \d+\.\d+"),
         ("arch-not-in-build", "no longer supports this gpu", r"PyTorch no longer supports this GPU because it is too old"),
         # Gloo (torch's CPU-side collectives) cannot build its mesh of TCP connections between the ranks, and NCCL's
         # socket transport cannot connect: the interface each picked is not one the peers reach. A Gloo connect that
