@@ -34,9 +34,8 @@ NOT_YET = {  # what the pasted text itself does not show (see each sidecar's why
     # the user's own list shows driver 575 (CUDA 12.9), which contradicts "insufficient"; a user's words are not a
     # report's, so the message's driver-too-old stands
     "975-unclear-kvcached-insufficient-driver-575-torch260-cu124-prose-env",
-    # a refusal that names only the floor it asks for, and no GPU shown: the GPU it ran on is asked for (gpu_claims)
+    # a refusal that names what it needs only in words, and no GPU shown: the GPU it ran on is asked for (gpu_claims)
     "048-flash-attn-ampere-only-vllm-engine",  # "FlashAttention only supports Ampere GPUs or newer", no GPU
-    "203-gpu-too-old-fp8-scaled-mm-3090ti",  # torch._scaled_mm's floor; the RTX 3090 Ti is only in the thread's title
 }
 
 

@@ -6,12 +6,14 @@ floors and libraries' SMs, gpus.yaml's compute capabilities), one judgement for 
   such as "e.g. H100") that meets the floor the message asks for, or that is not of the SM the message names: the
   message is not about this GPU (another process, device or machine): cause not named, with what to paste.
 - A library release the paste shows whose supported SMs (features.yaml) hold the SM the message names: the same.
-- No GPU shown: the cause is named only where a message states the GPU's own SM (:func:`.sm.gpu_sm_in`); a message
-  that says only what it needs ("FlashAttention only supports Ampere GPUs or newer") is not settled by itself.
+- No GPU shown: the cause is named where a message states the GPU's own SM (:func:`.sm.gpu_sm_in`) or its floor as a
+  number (a floor check of the device it ran on); a message that says what it needs only in words ("FlashAttention
+  only supports Ampere GPUs or newer", whose check is a window: 8.x or 9.0) is not settled by itself.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -21,7 +23,7 @@ from ..matrix import Matrix
 from ..matrix.model import LibrarySms
 from ..values import Capability
 from .evidence import Evidence, Seen
-from .sm import gpu_sm_in
+from .sm import floor_in, gpu_sm_in
 
 __all__ = ["ARCH_CLAIMS", "CAPABILITY_CLAIMS", "Unsettled", "unsettled", "gpu_capability", "shown_gpus", "floor_of"]
 
@@ -94,6 +96,16 @@ def _stated(e: Evidence, codes: frozenset[str]) -> list[tuple[Seen[Any], Capabil
     return out
 
 
+def _floor_stated(sig: Seen[Any]) -> bool:
+    """Whether a refusal states its floor as a number ("compute capability of at least 8.0", ">= 9.0 or 8.9",
+    "Minimum capability: 80", "requires 5.0 capability"): such words come from a check of the device the program ran
+    on against that floor (vLLM's, Triton's, torch's, Transformer Engine's), so the device is below it. FlashAttention's
+    "Ampere GPUs or newer" states none: its check is major 8 or 9.0 exactly (features.yaml), so a Blackwell GPU its
+    build predates gets the same words, and without the GPU shown the refusal is not settled."""
+    detail = str(sig.value.detail or "")
+    return floor_in(sig.text) is not None or bool(re.fullmatch(r"\d+(?:\.\d+)?", detail))
+
+
 def _capability_claim(sig: Seen[Any], e: Evidence, matrix: Matrix, asked: Capability | None) -> Unsettled | None:
     shown = shown_gpus(e, sig.line)
     if shown:
@@ -114,6 +126,8 @@ def _capability_claim(sig: Seen[Any], e: Evidence, matrix: Matrix, asked: Capabi
         return None
     if _stated(e, CAPABILITY_CLAIMS):
         return None  # the message itself says the GPU's SM
+    if _floor_stated(sig):
+        return None  # a floor check of the device it ran on, whose number the message states
     need = f" (it asks for compute capability {asked} or newer)" if asked is not None else ""
     return Unsettled(missing=f"which GPU the failing process ran on and its compute capability{need}: the paste shows "
                              "no GPU, and the message does not say the GPU's own", evidence=(sig,))
