@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from ..errors import MatrixError, MatrixProblem
 from .checks import cross_check, cut, problem
 from .features import _read_features
@@ -21,6 +23,7 @@ from .model import (
     FILES,
     OPTIONAL_FILES,
     WHEEL_PACKAGES,
+    KnownIssue,
     Matrix,
     Provenance,
 )
@@ -135,6 +138,19 @@ def _children(node: Any, mapping: type, scalar: type) -> list[Any]:
     return [n for pair in value for n in pair] if isinstance(node, mapping) else list(value)
 
 
+def _with_index(issues: tuple[KnownIssue, ...], torch_index: str) -> tuple[KnownIssue, ...]:
+    """Known issues whose fixes name PyTorch's package index by ``{torch_index}``, filled with torch.yaml's ``index``
+    (one place for the index's address; a matrix pointed at a mirror gives fixes that name the mirror)."""
+    if not torch_index:
+        return issues
+    return tuple(msgspec.structs.replace(i, fix=i.fix.replace(_INDEX, torch_index),
+                                         explanation=i.explanation.replace(_INDEX, torch_index))
+                 if _INDEX in i.fix or _INDEX in i.explanation else i for i in issues)
+
+
+_INDEX = "{torch_index}"
+
+
 def parse_matrix(root: Path, raw: Mapping[str, bytes | str | None], revision: str) -> Matrix:
     """The validated matrix from its files' bytes, or MatrixError listing every problem."""
     problems: list[MatrixProblem] = []
@@ -150,7 +166,7 @@ def parse_matrix(root: Path, raw: Mapping[str, bytes | str | None], revision: st
     archs, gpus = read("gpus.yaml", _read_gpus, empty=((), ()))
     torch_index, torch = read("torch.yaml", _read_torch, wheels["torch"], empty=(None, ()))
     vllm_index, vllm = read("vllm.yaml", _read_vllm, wheels["vllm"], empty=(None, ()))
-    issues = read("known_issues.yaml", _read_known_issues, empty=())
+    issues = _with_index(read("known_issues.yaml", _read_known_issues, empty=()), torch_index[0] if torch_index else "")
     jetpacks, jetson_wheels = read("jetson.yaml", _read_jetson, empty=((), ()))
     pythons = read("pythons.yaml", _read_pythons, empty=())
     features, library_sms = read("features.yaml", _read_features, empty=((), ()))
