@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..matrix import KnownIssue, Matrix
+from .evidence.lines import bodies
 from .facts import Finding
 
 MAX_LINE = 4096  # characters of a line that a signature reads at once
@@ -137,14 +138,15 @@ class KeptLog:
             pass
 
     def text(self) -> str:
-        """The kept text: all of a small log; the head and the tail of a big one, with a line between."""
+        """The kept text: all of a small log; the head and the tail of a big one, with a line between; each line as
+        the evidence reader reads it (clean, without a relay's log prefix: :func:`.evidence.lines.bodies`)."""
         if self._text is None:
             self._trim()
             skipped = self.size - len(self._head) - len(self._tail)
             gap = f"\n[vresolve: {skipped} bytes in the middle not read by the signatures]\n" if skipped > 0 else ""
             head = self._head.decode("utf-8", "replace")
             self._head_chars = len(head) if gap else -1
-            self._text = head + gap + self._tail.decode("utf-8", "replace")
+            self._text = bodies(head) + gap + bodies(self._tail.decode("utf-8", "replace"))
         return self._text
 
     def line_of(self, pos: int) -> int:

@@ -241,7 +241,7 @@ def _typed_hit(seen: list[Seen[Any]]) -> Iterator[Hit]:
 
 
 #: a traceback's frame in the torch inside pip's isolated build environment (its code ran the failing build)
-_BUILD_ENV_TORCH_RE = re.compile(r"File \"[^\"]*pip-build-env-\w+[/\\]overlay[/\\][^\"]*?[/\\]torch[/\\]")
+_BUILD_ENV_TORCH_RE = re.compile(r"File \"?[^\"\n]*pip-build-env-\w+[/\\]overlay[/\\][^\"\n]*?[/\\]torch[/\\]")  # (IPython: unquoted)
 
 
 def _build_isolation(e: Evidence) -> list[Seen[Any]]:

@@ -78,7 +78,10 @@ class Collector:
         if len(bucket) >= LIMITS.get(name, DEFAULT_LIMIT):
             self.dropped[name] += 1
             return
-        bucket[key] = Seen(value=value, line=line.no, text=excerpt(line.text, span), rank=rank, how=how)
+        # the line as written, without a relay's prefix (a line read in other words, IPython's frame as Python's, whole)
+        shown = line.body if line.text.endswith(line.body) else line.text.strip()
+        bucket[key] = Seen(value=value, line=line.no, text=excerpt(shown, span if shown is line.body else None),
+                           rank=rank, how=how)
 
     def add_dist(self, dist: Dist, line: Line, rank: int, how: str, field: str = "dists") -> None:
         """Keep a distribution; a torch's local tag ``+rocm6.2`` / ``+xpu`` also says its accelerator (its

@@ -90,12 +90,13 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
 
 #: a logger's error level in the prefix a line's reading cut off (vLLM's ``ERROR 03-20 07:42:38 [utils.py:613]``,
 #: uvicorn's ``ERROR:    ``, a ``[ERROR]`` or ``[error]`` tag), whatever the message after it says
-_PREFIX_LEVEL_RE = re.compile(r"(?<![\w-])(?:ERROR|CRITICAL|FATAL)(?![\w-])|\[(?:error|Error|fatal|critical)\]")
+_PREFIX_LEVEL_RE = re.compile(r"(?<![\w-])(?:ERROR|CRITICAL|FATAL)(?![\w-])|\[(?:error|Error|fatal|critical)\]"
+                              r"|\[[EF]\d{3,4} \d\d:\d\d:\d\d")  # glog's and c10's "[E421 02:05:38.764 ...]"
 #: a logger's error level at the start of a line, after no words but a timestamp (digits and punctuation) and
 #: Python logging's ``- name -`` (after a process's ``(VllmWorker rank=0 pid=2412)``): ``2024-05-01 10:00:00,123 - root - ERROR - ...``, loguru's ``... | ERROR    | ...``,
 #: ``ERROR something``; not ``ERRORS``, nor a word before it (``NO ERROR``)
 _BODY_LEVEL_RE = re.compile(r"^(?:\([^()]{1,60}\)\s+)?[^A-Za-z]{0,40}?(?:[\w.]+ - )?\[?(?:ERROR|CRITICAL|FATAL)\]?(?=[\s|:-]|$)")
-_LOWER_LEVEL_RE = re.compile(r"(?<![\w-])(?:WARNING|WARN|INFO|DEBUG)(?![\w-])")
+_LOWER_LEVEL_RE = re.compile(r"(?<![\w-])(?:WARNING|WARN|INFO|DEBUG)(?![\w-])|\[[WI]\d{3,4} \d\d:\d\d:\d\d")
 #: a traceback's first line: a failure even where the paste is cut before the exception it ends with
 _TRACEBACK_RE = re.compile(r"^\s*Traceback \(most recent call last\):")
 

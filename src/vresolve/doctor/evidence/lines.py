@@ -16,7 +16,7 @@ import msgspec
 
 from ...values import INVISIBLE
 
-__all__ = ["LINE_LIMIT", "Line", "Source", "iter_lines", "clean", "strip_prefix", "split_lines"]
+__all__ = ["LINE_LIMIT", "Line", "Source", "iter_lines", "clean", "strip_prefix", "split_lines", "bodies", "Relayed"]
 
 #: the longest line kept, in characters (bytes for binary input); longer lines keep their start
 LINE_LIMIT = 4096
@@ -105,29 +105,120 @@ def iter_lines(source: Source, limit: int = LINE_LIMIT) -> Iterator[tuple[str, b
         yield clean(_decode(raw).rstrip("\r")), cut
 
 
-# log prefixes cut off before a line is read: CI timestamps, docker compose's "service  | ", vLLM's logger,
-# "[tag] " brackets (not pip's and conda's "[pip3]"/"[conda]"), e-mail/markdown quotes ("> ", not ">>>"), and a
-# program's relay of another's stderr
-_PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("ci", re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z\s")),
-    ("compose", re.compile(r"^[A-Za-z0-9][\w.-]*\s+\|\s?(?=\S|\s+\S)")),
-    ("vllm", re.compile(r"^(?:\([\w.-]+(?: pid=\d+)?(?:, ip=[\d.]+)?\)\s+)?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+"
-                        r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+(?:\[[^\]]{1,80}\]|[\w.]+:\d+\])\s?")),
-    ("uvicorn", re.compile(r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s{2,}(?=\S)")),
-    ("tag", re.compile(r"^(?:\[(?!(?:pip3?|conda|uv)\])[^\]\n]{1,80}\]\s*)+(?=\S)")),
-    ("quote", re.compile(r"^(?:>(?!>>)\s?)+")),
-    # a program relaying another's stderr line by line ("ComfyUI error: Traceback ...", "Backend stderr:   File ..."):
-    # only before a traceback's lines or an exception, so "CUDA error: out of memory" keeps its words
-    ("relay", re.compile(r"^(?!(?:CUDA|NCCL|CUBLAS|cuBLAS|cuDNN|CUDNN|HIP|Triton|NVRTC|NVML)\b)[A-Z][\w.-]{1,30} (?:error|stderr):\s(?=Traceback \(|\s+\S|[\w.]*(?:Error|Exception)\b)")),
+# log prefixes cut off before a line is read, each recognised by its shape at the line's start (never a word inside
+# a line), as many as a relay stacked (docker compose's prefix before kubectl's timestamp before Ray's...), each with
+# the one space after it (the indentation of what it carried stays):
+#   ci       a runner's, `kubectl logs --timestamps`' or `docker logs -t`' RFC 3339 time ("2024-05-01T10:00:00.1Z ")
+#   journal  journald's and syslog's "May 01 10:00:00 host python3[1234]: "
+#   compose  docker compose's "service-1  | "
+#   ray      Ray's (and vLLM's worker processes') "(RayWorkerWrapper pid=1234, ip=10.0.0.1) ", "(raylet) "
+#   vllm     vLLM's logger ("ERROR 05-01 10:00:00 [engine.py:123] ", NIM's with the year); uvicorn's ("ERROR:    ")
+#   logging  Python logging's default format ("ERROR:root:", "WARNING:__main__:")
+#   tag      "[tag] " brackets (not pip's and conda's "[pip3]"/"[conda]", nor NGC's "[[ ... ]]"), torchrun's "[rank0]: " and c10's
+#            "[rank3]:[W501 10:00:00.1 ProcessGroupNCCL.cpp:1234] "
+#   quote    e-mail/markdown quotes ("> ", not ">>>")
+#   relay    a program relaying another's stderr line by line ("ComfyUI error: Traceback ...", ComfyUI's "!!! Exception
+#            during processing !!! "): only before a traceback's lines or an exception, so "CUDA error: out of memory"
+#            keeps its words
+# A logger's level in a prefix cut off is still read (:mod:`.failures` reads the cut-off head). A shell's prompt is no
+# relay's: its folder may be a fact ("C:\Python37-32\Scripts>pip install ..."), so it stays.
+_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("ci", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s"),
+    ("journal", r"(?:[A-Z][a-z]{2} {1,2}\d{1,2}|\d{4}-\d\d-\d\d) \d\d:\d\d:\d\d(?:\.\d+)? [\w.-]+ "
+                r"[\w.@/()-]{1,60}?(?:\[\d+\])?: "),
+    ("compose", r"[A-Za-z0-9][\w.-]*\s+\|(?:\s?(?=\S|\s+\S)|\s*$)"),
+    ("ray", r"\((?:[\w.-]+(?: [\w.=-]+)*? )?pid=\d+(?:, ip=[\w.:-]+)?\)(?: |$)"
+            r"|\((?:raylet|gcs_server|dashboard\w*|autoscaler|monitor|log_monitor)\b[^()\n]{0,40}\)(?: |$)"),
+    ("vllm", r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
+             r"(?:\[[^\]]{1,80}\]|[\w.]+:\d+\])\s?"),
+    ("uvicorn", r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s{2,}(?=\S)"),
+    ("logging", r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):[\w.<>-]+:(?!//)"),
+    ("tag", r"(?:\[(?![\[\]])(?!(?:pip3?|conda|uv)\])[^\]\n]{1,80}\]:? ?)+(?=.)"),
+    ("quote", r"(?:>(?!>>)\s?)+"),
+    ("relay", r"!!! Exception during processing !!!\s*"
+              r"|(?!(?:CUDA|NCCL|CUBLAS|cuBLAS|cuDNN|CUDNN|HIP|Triton|NVRTC|NVML)\b)[A-Z][\w.-]{1,30} (?:error|stderr):\s"
+              r"(?=Traceback \(|\s+\S|[\w.]*(?:Error|Exception)\b)"),
 )
+_PREFIX_RE = re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern in _PREFIXES))
+#: the most prefixes cut off one line (a relay of a relay of ...)
+_MOST_PREFIXES = 8
 
 
 def strip_prefix(text: str) -> tuple[tuple[str, ...], str]:
     """(the kinds of prefix cut off, the line without them): ``"ERROR 01-11 13:09:40 engine.py:366] RuntimeError: x"``
     -> ``(("vllm",), "RuntimeError: x")``."""
     kinds: tuple[str, ...] = ()
-    for name, pattern in _PREFIXES:
-        m = pattern.match(text)
-        if m:
-            text, kinds = text[m.end():], (*kinds, name)
+    while len(kinds) < _MOST_PREFIXES and (m := _PREFIX_RE.match(text)) and m.end():
+        text, kinds = text[m.end():], (*kinds, m.lastgroup or "")
     return kinds, text
+
+
+class Margin:
+    """The indentation a whole paste was shifted by (an indented code block, a tab before every line), cut off each
+    line: the first line's, while every line that is not blank starts with it (a paste that starts at a traceback's
+    frame keeps the frame's own two spaces)."""
+
+    __slots__ = ("margin",)
+
+    def __init__(self) -> None:
+        self.margin: str | None = None
+
+    def cut(self, text: str) -> str:
+        margin = self.margin
+        if margin is None:
+            body = text.lstrip()
+            if not body:
+                return text
+            margin = text[:len(text) - len(body)]
+            if body.startswith('File "') and margin.endswith("  "):
+                margin = margin[:-2]
+            self.margin = margin
+        if not margin:
+            return text
+        if text.startswith(margin):
+            return text[len(margin):]
+        if text.strip():
+            self.margin = ""
+        return text
+
+
+# IPython's (Jupyter's) traceback, read as Python's: its header "RuntimeError    Traceback (most recent call last)",
+# its frames "File /env/site-packages/torch/x.py:123, in f(a)" (older: "/env/.../x.py in f(a)" is left as it is), the
+# source line behind its arrow "---> 123 return f(x)"
+_IPYTHON_HEADER_RE = re.compile(r"^[A-Za-z_][\w.]*\s{2,}Traceback \(most recent call last\)\s*$")
+_IPYTHON_FRAME_RE = re.compile(r"^(?P<indent>\s*)File (?P<path>[^\s\"][^\"]*?\.pyx?):(?P<no>\d+)(?:, in (?P<func>.+))?$")
+_IPYTHON_ARROW_RE = re.compile(r"^(?P<indent>\s*)-*> ?\d+ (?P<code>.*)$")
+
+
+def _ipython(body: str) -> str:
+    """An IPython traceback's line as Python's (see above); any other line as it is."""
+    if "Traceback (most" in body and _IPYTHON_HEADER_RE.match(body):
+        return "Traceback (most recent call last):"
+    if "File " in body and (m := _IPYTHON_FRAME_RE.match(body)):
+        return f'{m["indent"]}  File "{m["path"]}", line {m["no"]}' + (f", in {m['func']}" if m["func"] else "")
+    if "> " in body and (m := _IPYTHON_ARROW_RE.match(body)):
+        return f'{m["indent"]}    {m["code"]}'
+    return body
+
+
+class Relayed:
+    """Each line of one paste as its writer wrote it: without the paste's margin (:class:`Margin`) or the log
+    prefixes a relay put before it (:func:`strip_prefix`), nor the margin of what the relay carried; IPython's
+    traceback lines as Python's."""
+
+    __slots__ = ("outer", "inner")
+
+    def __init__(self) -> None:
+        self.outer, self.inner = Margin(), Margin()
+
+    def read(self, text: str) -> tuple[tuple[str, ...], str]:
+        """(the kinds of prefix cut off, the line as written)."""
+        kinds, body = strip_prefix(self.outer.cut(text))
+        return kinds, _ipython(self.inner.cut(body) if kinds else body)
+
+
+def bodies(text: str) -> str:
+    """``text`` as the lines a reader reads: each clean (see :func:`clean`), without CR or the log prefixes a relay
+    put before it (see :func:`strip_prefix`); line for line, so that line numbers stay."""
+    relayed = Relayed()
+    return "\n".join(relayed.read(clean(line.rstrip("\r")))[1] for line in text.split("\n"))

@@ -56,6 +56,8 @@ _MENTION_RE = re.compile(
     r"|flashinfer(?:[-_]python)?|triton|sgl[-_]kernel|transformers|tensorrt)"
     r"(?:\s*==?\s*|[_\s]version\s*(?:[:=]\s*|is\s+)?|\s+v|\s+|-(?=\d)|(?=\d))(?P<v>\d+(?:\.\d+)+[\w.+]*)(?![\w/])",
     re.IGNORECASE)
+#: a source archive's or a wheel's file ending after the version a file name holds
+_ARCHIVE_RE = re.compile(r"\.(?:tar\.gz|tar\.bz2|tar\.xz|tgz|zip|whl|egg)$", re.IGNORECASE)
 # no local part: "python3.10.14+cuda11.8+cudnn8.9.6" is three facts
 _SPECIAL_RE = re.compile(r"(?<![\w./-])(?P<name>python|cuda|cudnn|nvcc)"
                          r"(?:\s*==?\s*|[_\s]version\s*(?:[:=]\s*|is\s+)?|\s+v|\s+|(?=\d))"
@@ -186,8 +188,6 @@ class ProseReader:
     """A user's words about the setup (see the module's docstring)."""
 
     def feed(self, line: Line, out: Collector) -> bool:
-        if "compose" in line.prefixes or "ci" in line.prefixes:
-            return False
         body = line.body.strip()
         if not body:
             return False
@@ -258,7 +258,7 @@ class ProseReader:
     def _mention(m: re.Match[str], body: str, line: Line, out: Collector) -> None:
         if body[m.end():m.end() + 2].startswith(_NOT_A_VERSION_NEXT):
             return  # a range ("2.4.2~2.5.8"), a wildcard
-        version = m["v"].rstrip(".")
+        version = _ARCHIVE_RE.sub("", m["v"]).rstrip(".")  # "flash_attn-2.7.4.post1.tar.gz": its version
         version = version[:-2] if version.endswith(".x") else version
         name = m["name"].lower()
         if name in _SPECIAL:

@@ -18,7 +18,7 @@ from .envtools import EnvToolsReader
 from .failures import FailureReader
 from .installer import InstallerReader
 from .isolation import retype_isolation
-from .lines import LINE_LIMIT, Line, Source, iter_lines, strip_prefix
+from .lines import LINE_LIMIT, Line, Relayed, Source, iter_lines
 from .lists import ListReader
 from .messages import MessageReader
 from .model import Evidence
@@ -46,9 +46,8 @@ def _program_output(line: Line, out: Collector) -> bool:
     if "Traceback (most recent call last)" in body:
         out.kinds.add("traceback")
         return True
-    if "vllm" in line.prefixes:
+    if "vllm" in line.prefixes:  # (a report or the user's words relayed through vLLM's logger are read as such)
         out.kinds.add("log")
-        return True
     return "uvicorn" in line.prefixes or (out.near("frame", line, 1) and body.startswith("    "))
 
 
@@ -65,11 +64,12 @@ def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
                                      FailureReader(), ShmReader())
     prose = ProseReader()
     count = cut_lines = 0
+    relayed = Relayed()
     for count, (text, cut) in enumerate(iter_lines(source, line_limit), start=1):
         cut_lines += cut
-        if not text.strip():
+        prefixes, body = relayed.read(text)
+        if not body.strip():
             continue
-        prefixes, body = strip_prefix(text)
         line = Line(no=count, text=text, body=body, lower=body.lower(), prefixes=prefixes)
         for reader in messages:
             reader.feed(line, out)

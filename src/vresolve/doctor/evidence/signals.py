@@ -50,8 +50,10 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("container-no-driver", "driver was not detected",
          r"The NVIDIA Driver was not detected\.\s+GPU functionality will not be available"),
         # a container started by a run command that gives it no GPU: no --gpus, no NVIDIA runtime, no CDI or /dev/nvidia
-        # device, no NVIDIA_VISIBLE_DEVICES (a line continued with "\\" is not judged: its flags may follow)
-        ("run-without-gpus", "run", r"(?:^\W{0,3}|`)(?:sudo\s+)?(?:docker|podman|nerdctl)\s+run\b"
+        # device, no NVIDIA_VISIBLE_DEVICES (a line continued with "\\" is not judged: its flags may follow), after a
+        # shell's prompt of any platform ("$ ", "PS C:\\Users\\me> ", "C:\\Users\\me>")
+        ("run-without-gpus", "run", r"(?:^\W{0,3}|`|^PS [A-Za-z]:\\[^>\n]{0,200}> |^[A-Za-z]:\\[^<>|\"\n]{0,200}>)"
+                                    r"(?:sudo\s+)?(?:docker|podman|nerdctl)\s+run\b"
                                     r"(?!.*(?:--gpus|--runtime[= ]\S*nvidia|nvidia\.com/gpu|/dev/nvidia|NVIDIA_VISIBLE_DEVICES"
                                     r"|--device[= ]\S*gpu))(?!.*\\\s*$)"),
         ("forward-compat", "forward compatibility", r"forward compatibility was attempted on non supported HW"),
@@ -209,7 +211,15 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("shm-exhausted", "posix_fallocate", r"posix_fallocate failed\s*:\s*No space left on device"),
         ("shm-exhausted", "shared memory", r"insufficient shared memory \(shm\)|workers are out of shared memory"
                                             r"|unable to allocate shared memory"),
-        ("peer-access-unsupported", "peer access", r"peer access is not supported between these two devices"),
+        # CUDA refusing peer-to-peer access between two GPUs (cudaErrorPeerAccessUnsupported and the driver's
+        # CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, both 217), as NCCL's P2P transport reports it: "Cuda failure 217 'peer
+        # access is not supported between these two devices'", "failed to open CUDA IPC handle : 217 peer access ...";
+        # the words even where the paste cuts them, the code after NCCL's "Cuda failure", the enum names. (NCCL's INFO
+        # lines that name its P2P/IPC transport are not failures: "nccl-in-use")
+        ("peer-access-unsupported", "peer access", r"\bpeer access is not supported\b"),
+        ("peer-access-unsupported", "217", r"\b[Cc]uda failure 217\b|\bIPC handle\s*:\s*217\b"),
+        ("peer-access-unsupported", "peeraccessunsupported", r"\bcudaErrorPeerAccessUnsupported\b"),
+        ("peer-access-unsupported", "peer_access_unsupported", r"\bCUDA_ERROR_PEER_ACCESS_UNSUPPORTED\b"),
         ("nccl-no-socket-interface", "no socket interface", r"Bootstrap ?: no socket interface found"),
         # NCCL at work: its own log lines (NCCL_DEBUG=INFO), its tests, its settings (not a failure by itself)
         ("nccl-in-use", "nccl", r"\bNCCL (?:INFO|WARN|CALL|version)\b|\b(?:all_reduce|all_gather|sendrecv)_perf\b"
