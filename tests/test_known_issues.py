@@ -117,3 +117,25 @@ def test_h20_cublas_sigfpe_is_named_with_the_cublas_that_fixes_it(tmp_path: Path
     assert not any(p.search(body.replace("Caught signal 8 (Floating point exception: integer divide by zero)",
                                          "Caught signal 11 (Segmentation fault: address not mapped)"))
                    for p in row.patterns())
+
+
+def test_fixes_name_the_configured_torch_index(tmp_path: Path) -> None:
+    """known_issues.yaml's fixes name PyTorch's index as ``{torch_index}``, filled from torch.yaml's ``index``: a matrix
+    pointed at a mirror gives fixes that name the mirror, and no fix keeps the placeholder or names another index."""
+    import re
+    import shutil
+
+    shipped = load_matrix(SHIPPED)
+    naming = [i.id for i in shipped.known_issues if f"{shipped.torch_index}/cu" in i.fix]
+    assert len(naming) >= 10 and "{torch_index}" in (SHIPPED / "known_issues.yaml").read_text()
+    matrix = tmp_path / "matrix"
+    shutil.copytree(SHIPPED, matrix)
+    torch_yaml = matrix / "torch.yaml"
+    text, n = re.subn(r'(?m)^(index:\n  url: )"[^"]*"', r'\1"https://mirror.example.test/pytorch/whl"',
+                      torch_yaml.read_text(), count=1)
+    assert n == 1
+    torch_yaml.write_text(text)
+    mirrored = load_matrix(matrix)
+    assert [i.id for i in mirrored.known_issues if "https://mirror.example.test/pytorch/whl/cu" in i.fix] == naming
+    assert not [i.id for i in mirrored.known_issues if "{torch_index}" in i.fix + i.explanation]
+    assert not [i.id for i in mirrored.known_issues if shipped.torch_index in i.fix + i.explanation]
