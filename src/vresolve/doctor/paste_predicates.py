@@ -241,7 +241,8 @@ def _typed_hit(seen: list[Seen[Any]]) -> Iterator[Hit]:
 
 
 #: a traceback's frame in the torch inside pip's isolated build environment (its code ran the failing build)
-_BUILD_ENV_TORCH_RE = re.compile(r"File \"[^\"]*pip-build-env-\w+[/\\]overlay[/\\][^\"]*?[/\\]torch[/\\]")
+_BUILD_ENV_TORCH_RE = re.compile(r"File \"[^\"]*(?:pip-build-env-\w+[/\\]overlay|[/\\]builds-v\d+[/\\]\.tmp\w+)[/\\]"
+                                 r"[^\"]*?[/\\]torch[/\\]")
 
 
 def _build_isolation(e: Evidence) -> list[Seen[Any]]:
@@ -263,10 +264,23 @@ def _build_isolation(e: Evidence) -> list[Seen[Any]]:
     return [other[0], installed] if other and installed is not None else []
 
 
+def built_by_uv(e: Evidence) -> bool:
+    """Whether uv ran the build: its isolated build environment's path (``.../uv/builds-v0/.tmpXXXX``), or uv's own
+    words for the failure ("× Failed to build `flash-attn==2.8.2`")."""
+    return any("builds-v" in p.value for p in e.build_env_paths) or any(ev.how == "uv" for ev in e.installer
+                                                                         if ev.value.action == "build-failed")
+
+
 @predicate("build-isolated-torch", ("torch", "torch_cuda"))
 def _build_isolated_torch(f: Facts) -> Iterator[Hit]:
     """A build that used pip's isolated environment's torch, or none, instead of the torch installed."""
-    yield from _typed_hit(_build_isolation(f.log) if f.log is not None else [])
+    yield from _typed_hit(_build_isolation(f.log) if f.log is not None and not built_by_uv(f.log) else [])
+
+
+@predicate("uv-build-isolated-torch", ("torch", "torch_cuda"))
+def _uv_build_isolated_torch(f: Facts) -> Iterator[Hit]:
+    """The same, where uv ran the build (its fix is said in uv's own settings)."""
+    yield from _typed_hit(_build_isolation(f.log) if f.log is not None and built_by_uv(f.log) else [])
 
 
 def _building(e: Evidence) -> bool:

@@ -55,7 +55,8 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
                      "companion-cuda-build-beside-cpu-torch", "jaxlib-without-cuda", "ptxas-older-than-gpu",
                      "nvcc-older-than-arch", "cuda-library-of-other-major", "cuda-library-not-found",
                      "vllm-flash-attention-below-capability", "nccl-on-gpus-without-p2p",
-                     "cuda-visible-devices-names-no-gpu", "torch-cpu-build-gpu-not-shown")
+                     "cuda-visible-devices-names-no-gpu", "torch-cpu-build-gpu-not-shown",
+                     "toolkit-said-beside-torch-cuda")
 
 
 def _line(seen: Seen[Any]) -> str:
@@ -146,7 +147,7 @@ def _causes(e: Evidence, table: dict[str, str], facts: Facts) -> Iterator[tuple[
             yield cause, sig
     order = {id(seen): i for i, (_, seen) in enumerate(symbol_causes(e))}  # the symbols' order, then the libraries'
     yield from sorted(_typed(facts, SYMBOL_PREDICATES), key=lambda cs: order.get(id(cs[1]), len(order)))
-    yield from _typed(facts, ("build-isolated-torch",))
+    yield from _typed(facts, ("build-isolated-torch", "uv-build-isolated-torch"))
     yield from _typed(facts, ("build-out-of-memory",))
     yield from _install_causes(e, facts)
 
@@ -307,7 +308,7 @@ def _contradicted(e: Evidence, matrix: Matrix) -> list[Unclear]:
 #: pip's installer lines together, in the installer's line order): their hits name the lines their cause is said by
 TYPED_PREDICATES = ("build-isolated-torch", "build-out-of-memory", "pip-check-vllm-needs-other-torch",
                     "pip-check-needs-other-companion", "installer-collects-other-torch",
-                    "built-for-other-torch-or-python")
+                    "built-for-other-torch-or-python", "uv-build-isolated-torch")
 _INSTALLER_PREDICATES = TYPED_PREDICATES[2:5]
 
 

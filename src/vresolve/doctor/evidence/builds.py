@@ -29,13 +29,15 @@ Handler = Callable[[re.Match[str], Line, Collector], None]
 _BUILD_RE = re.compile(
     r"\bnvcc\b.*\s-(?:c|o|gencode)\s|Building (?:CUDA|CXX|C) object|\[\d+/\d+\] (?:Building|Linking)|\bninja: "
     r"|\bcmake\b.*--build|running build_ext|Building (?:wheels?|editable) for|\bcc1plus\b|FAILED: \S+\.o\b"
-    r"|pip-build-env-|Running setup\.py|error: command .* failed|\bmake(?:\[\d+\])?: \*\*\*|recipe for target"
+    r"|pip-build-env-|builds-v\d+[/\\]\.tmp|Running setup\.py|error: command .* failed|\bmake(?:\[\d+\])?: \*\*\*|recipe for target"
     # a container image's build (docker build, compose's build): its RUN steps install and compile
     r"|\bfailed to build\b.*\bThe command '/bin/sh -c |The command '/bin/sh -c .*' returned a non-zero code")
-_BUILD_NEEDLES = ("nvcc", "Building", "ninja", "cmake", "build_ext", "cc1plus", "FAILED:", "pip-build-env",
+_BUILD_NEEDLES = ("nvcc", "Building", "ninja", "cmake", "build_ext", "cc1plus", "FAILED:", "pip-build-env", "builds-v",
                   "setup.py", "error: command", "make", "recipe for target", "The command '/bin/sh")
 _COMMAND_RE = re.compile(r"^\s*(?:\S*/)?(nvcc|gcc|g\+\+|c\+\+|cc|clang\+*|ptxas|cicc|ld|ninja|cmake)\s")
-_BUILD_ENV_RE = re.compile(r"(/tmp/pip-build-env-\w+/overlay|[A-Za-z]:\\[^\"\s]*?\\pip-build-env-\w+\\overlay)")
+_BUILD_ENV_RE = re.compile(r"(/tmp/pip-build-env-\w+/overlay|[A-Za-z]:\\[^\"\s]*?\\pip-build-env-\w+\\overlay"
+                           # uv's isolated build environments: ~/.cache/uv/builds-v0/.tmpEHrRRA (Windows: ...\uv\cache\...)
+                           r"|(?:[A-Za-z]:)?[^\"\s]*?[/\\]uv[/\\](?:cache[/\\])?builds-v\d+[/\\]\.tmp\w+)")
 
 
 def _killed(out: Collector, line: Line, program: str | None, how: str = "signal 9") -> None:
@@ -132,6 +134,7 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     # a CUDA toolkit's own nvcc, by the directory NVIDIA's installers name after its version (/usr/local/cuda-8.0)
     ("/bin/nvcc", re.compile(r"[/\\]cuda-(?P<version>\d{1,2}\.\d)[/\\]bin[/\\]nvcc\b"), _nvcc_path),
     ("pip-build-env-", _BUILD_ENV_RE, _build_env),
+    ("builds-v", _BUILD_ENV_RE, _build_env),
     ("Mem", re.compile(r"(?P<unit>KiB|MiB|GiB) Mem\s*:\s*(?P<total>[\d.]+) total,\s*(?P<free>[\d.]+) free,"
                        r"\s*[\d.]+ used,\s*(?P<cache>[\d.]+) buff/cache"), _top_memory),
     ("OOM", re.compile(r"\bOOM\b(?:[- ](?:[Ee]rror|[Kk]ill(?:ed|er)?))?"), _oom_words),
