@@ -289,14 +289,32 @@ def _building(e: Evidence) -> bool:
                 or any(ev.value.action == "build-failed" for ev in e.installer))
 
 
-def _build_oom(e: Evidence) -> list[Seen[Any]]:
-    """The lines that show a build running out of memory: a compiler killed; else, in a build, the host's memory
-    used up (top) or out of memory said in words."""
+def _kills(e: Evidence) -> list[Seen[Any]]:
+    """The processes of a build the paste shows killed (SIGKILL: signal 9, exit status 137): a compiler named by its
+    own words ("'cicc' died due to signal 9", "Killed signal terminated program cc1plus"), else a kill in a build.
+    Not ninja's "build stopped" (it stops after any failed step, a compiler's error or a user's Ctrl-C alike)."""
     building = _building(e)
-    killed = [k for k in e.killed if k.value.in_build or (building and k.value.how != "build stopped")]
+    return [k for k in e.killed if k.value.how != "build stopped"
+            and (k.value.in_build or building or k.value.program is not None)]
+
+
+def _memory_shown(e: Evidence) -> bool:
+    """Whether the paste shows the build's memory running short: the host's memory used up (top), out of memory said
+    in words, parallel jobs asked for (MAX_JOBS, -j) or run (make's "Waiting for unfinished jobs"), or several
+    compilers killed (the OOM killer takes one after another while memory stays short)."""
+    kills = {k.line for k in e.killed if k.value.how == "signal 9"}  # (one sighting per program killed)
+    return bool(any(m.value[1] < 0.03 * m.value[0] for m in e.memory) or e.oom_words
+                or any(j.value >= 2 for j in e.build_jobs) or len(kills) >= 2
+                or "parallel-build" in e.signal_codes())
+
+
+def _build_oom(e: Evidence) -> list[Seen[Any]]:
+    """The lines that show a build running out of memory: a compiler killed where the paste shows memory running
+    short; else, in a build, the host's memory used up (top) or out of memory said in words."""
+    killed = _kills(e)
     if killed:
-        return killed
-    if not building:
+        return killed if _memory_shown(e) else []
+    if not _building(e):
         return []
     used_up = [m for m in e.memory if m.value[1] < 0.03 * m.value[0]]
     if used_up:
@@ -306,8 +324,29 @@ def _build_oom(e: Evidence) -> list[Seen[Any]]:
 
 @predicate("build-out-of-memory", ("build_jobs",))
 def _build_out_of_memory(f: Facts) -> Iterator[Hit]:
-    """A build's compiler killed, or, in a build, the host's memory used up or out of memory said in words."""
+    """A build's compiler killed where memory is shown running short, or, in a build, the host's memory used up or
+    out of memory said in words."""
     yield from _typed_hit(_build_oom(f.log) if f.log is not None else [])
+
+
+#: what settles whether a compiler killed by signal 9 ran out of memory
+ASK_FOR_KILL = ("the kernel's lines of the kill (`sudo dmesg -T | grep -i -E \"killed process|out of memory|oom\"`, or "
+                "`journalctl -k | grep -i oom`), the machine's or container's memory (`free -h`; in a container its "
+                "memory limit), and how many compile jobs ran (MAX_JOBS, `make -j`, `ninja -j`)")
+
+
+@predicate("build-killed-memory-not-shown", ("build_jobs",))
+def _build_killed_memory_not_shown(f: Facts) -> Iterator[Hit]:
+    """A compiler killed by signal 9 in a build where the paste shows nothing of memory: the kernel's OOM killer is
+    its usual sender, but not its only one (a runaway compiler, a job scheduler's or a user's kill): said one step
+    softer, and the error left for the kernel's own lines to settle."""
+    e = f.log
+    killed = _kills(e) if e is not None else []
+    if e is None or not killed or _memory_shown(e):
+        return
+    yield Hit(evidence=tuple(pasted_line(k) for k in killed[:3]), seen=tuple(killed), missing=Missing(
+        error=killed[0].text.strip(), missing="whether the kernel's OOM killer sent the signal (the paste shows "
+        "nothing of the build's memory)", paste=ASK_FOR_KILL))
 
 
 _COMPANION_DISTS = ("torchvision", "torchaudio", "xformers", "flashinfer-python", "flash-attn")

@@ -148,7 +148,7 @@ def _causes(e: Evidence, table: dict[str, str], facts: Facts) -> Iterator[tuple[
     order = {id(seen): i for i, (_, seen) in enumerate(symbol_causes(e))}  # the symbols' order, then the libraries'
     yield from sorted(_typed(facts, SYMBOL_PREDICATES), key=lambda cs: order.get(id(cs[1]), len(order)))
     yield from _typed(facts, ("build-isolated-torch", "uv-build-isolated-torch"))
-    yield from _typed(facts, ("build-out-of-memory",))
+    yield from _typed(facts, ("build-out-of-memory", "build-killed-memory-not-shown"))
     yield from _install_causes(e, facts)
 
 
@@ -308,7 +308,7 @@ def _contradicted(e: Evidence, matrix: Matrix) -> list[Unclear]:
 #: pip's installer lines together, in the installer's line order): their hits name the lines their cause is said by
 TYPED_PREDICATES = ("build-isolated-torch", "build-out-of-memory", "pip-check-vllm-needs-other-torch",
                     "pip-check-needs-other-companion", "installer-collects-other-torch",
-                    "built-for-other-torch-or-python", "uv-build-isolated-torch")
+                    "built-for-other-torch-or-python", "uv-build-isolated-torch", "build-killed-memory-not-shown")
 _INSTALLER_PREDICATES = TYPED_PREDICATES[2:5]
 
 
@@ -540,9 +540,15 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = (),
                                 tuple(evidence)))
     if not any(f.severity == "error" for f in (*out, *already)):
         out += _weak(facts)
-    if out or any(f.severity == "error" for f in already):
+    # a typed line's cause said one step softer with what settles it (a compiler killed, memory not shown): the error
+    # stays not settled while nothing else names an error
+    pending = [Unclear(error=h.missing.error, missing=h.missing.missing, evidence=h.evidence, paste=h.missing.paste)
+               for h in {id(h): h for _, h in typed.values()}.values() if h.missing is not None]
+    if any(f.severity == "error" for f in (*out, *already)):
         return out, []  # a cause is named: the failure is explained
-    return out, unclear or _unexplained(e)
+    if out:
+        return out, pending
+    return out, unclear or pending or _unexplained(e)
 
 
 def classify(matrix: Matrix, text: str) -> KnownIssue | None:

@@ -98,12 +98,29 @@ _OOM_ADVICE_RE = re.compile(r"\b(?:avoid(?:ing)?|prevent(?:ing)?|if(?: you)?|in 
                             r"\b[^.;:]{0,24}$", re.IGNORECASE)
 
 
+#: a word before the match that denies it ("it does not use all the memory", "never runs out of RAM")
+_OOM_DENIED_RE = re.compile(r"\b(?:not|never|no longer|without)\b[^.;:]{0,16}$|n't\b[^.;:]{0,16}$", re.IGNORECASE)
+#: a path in the line (its directories, "/usr/local/cuda/include/...", say nothing of which memory)
+_PATH_RE = re.compile(r"\S*[/\\]\S*")
+
+
 def _oom_words(m: re.Match[str], line: Line, out: Collector) -> None:
-    lower = line.lower
-    if _OOM_ADVICE_RE.search(line.body[:m.start()]):
+    before = line.body[:m.start()]
+    if _OOM_ADVICE_RE.search(before) or _OOM_DENIED_RE.search(before):
         return
+    lower = _PATH_RE.sub(" ", line.lower)
     if not any(word in lower for word in ("cuda", "gpu", "vram", "device", "torch.", "outofmemoryerror")):
         out.add("oom_words", m[0], line, MESSAGE, HOW, m.span())
+
+
+#: the host's memory said used up in a user's words: "it's using all available RAM (16GB), then all available SWAP",
+#: "eats up all the memory", "runs out of RAM", "exhausts the RAM and swap"
+_MEMORY_USED_UP_RE = re.compile(
+    r"\b(?:(?:us(?:es|ing|ed?)|eat(?:s|ing)?|ate|consum(?:es|ing|ed?)|exhaust(?:s|ing|ed)?|fill(?:s|ing|ed)?"
+    r"|tak(?:es|ing|e)|took|max(?:es|ing|ed)?)\s+(?:up\s+|out\s+)?(?:all|100\s?%)\s+(?:of\s+)?"
+    r"(?:the\s+|my\s+|its\s+|available\s+|system\s+|of\s+the\s+){0,2}(?:RAM|memory|swap)"
+    r"|(?:runs?|running) out of (?:RAM|memory|swap)|ran out of swap"
+    r"|exhaust(?:s|ing|ed)? (?:the |all )?(?:RAM|memory|swap))\b", re.IGNORECASE)
 
 
 def _jobs(m: re.Match[str], line: Line, out: Collector) -> None:
@@ -141,6 +158,7 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("memory", re.compile(r"\b(?:out of (?:host |system )?memory|ran out of (?:RAM|memory)|Cannot allocate memory"
                           r"|virtual memory exhausted)\b",
                           re.IGNORECASE), _oom_words),
+    *((needle, _MEMORY_USED_UP_RE, _oom_words) for needle in ("RAM", "memory", "Memory", "swap", "SWAP")),
     ("MAX_JOBS", re.compile(r"\bMAX_JOBS=(?P<n>\d{1,4})\b"), _jobs),
     ("-j", re.compile(r"\b(?:cmake|make|ninja)\b[^\n]*?[\s'\"]-j\s?=?(?P<n>\d{1,4})\b"), _jobs),
 )

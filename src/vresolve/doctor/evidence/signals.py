@@ -265,6 +265,8 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
                                         r"|C compiler|c compiler)\b"),
         ("c-compiler-present", "installed", r"\b(?:gcc|g\+\+|clang|MSVC)(?: and (?:gcc|g\+\+|clang))? (?:is|are) (?:already )?"
                                              r"installed\b"),
+        # make running more than one job at once (it waits for the others only under -j): a parallel build, not a failure
+        ("parallel-build", "waiting for unfinished jobs", r"\*\*\* Waiting for unfinished jobs"),
         # pip ran a source package's build backend for its build requirements (in its isolated build environment,
         # unless told otherwise) and that failed; re-typed sdist-imports-torch where the package is one whose setup.py
         # imports torch without declaring it (:mod:`.isolation`)
