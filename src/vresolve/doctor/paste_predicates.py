@@ -549,7 +549,16 @@ def other_cuda_majors(e: Evidence) -> list[tuple[int, Seen[Any]]]:
     out += [(major, d) for d in e.dists if (major := _cuda_major_of(d.value.name)) is not None]
     out += [(major, n) for n in e.nvcc if (major := _cuda_major_of(n.value.release)) is not None]
     out += [(major, r) for r in e.cuda_runtime if (major := _cuda_major_of(r.value)) is not None]
+    # a toolkit's directory, named after its version by NVIDIA's installers, on the loader's path or as CUDA_HOME
+    # (/usr/local/cuda-12.0/lib64; Windows' "CUDA\v12.1")
+    out += [(int(m[1] or m[2]), p) for p in e.ld_library_path for d in p.value if (m := _TOOLKIT_DIR_RE.search(d))]
+    out += [(int(m[1] or m[2]), v) for v in e.env if v.value[0] in ("CUDA_HOME", "CUDA_PATH")
+            and (m := _TOOLKIT_DIR_RE.search(v.value[1]))]
     return out
+
+
+#: a CUDA toolkit's directory by its version: ``/usr/local/cuda-12.0``, ``NVIDIA GPU Computing Toolkit\CUDA\v12.1``
+_TOOLKIT_DIR_RE = re.compile(r"[/\\]cuda-(\d{1,2})\.\d+(?![\w.])|[/\\]CUDA[/\\]v(\d{1,2})\.\d+", re.IGNORECASE)
 
 
 def missing_cuda_libraries(e: Evidence) -> list[Seen[Any]]:
@@ -562,6 +571,8 @@ def library_of_other_major(e: Evidence) -> tuple[Seen[Any], Seen[Any], int, int]
     """A missing CUDA library whose soname asks for one CUDA major (``libcublasLt.so.11``) where the paste shows
     another major and not that one: (its line, the other major's line, the major asked, the other)."""
     shown = other_cuda_majors(e)
+    if not shown:  # else a CUDA the user states without saying which ("CUDA 12.0", "cuda: 12.2"): weaker, said softer
+        shown = [(major, c) for c in e.cuda if (major := _cuda_major_of(c.value)) is not None]
     for lib in missing_cuda_libraries(e):
         asked = int(lib.value.version.split(".")[0]) if lib.value.name in _CUDA_MAJOR_LIBRARIES \
             and lib.value.version else None
@@ -576,12 +587,14 @@ def library_of_other_major(e: Evidence) -> tuple[Seen[Any], Seen[Any], int, int]
 @predicate("cuda-library-of-other-major", ("torch_cuda", "nvcc"), ("library", "asked", "other"))
 def _cuda_library_of_other_major(f: Facts) -> Iterator[Hit]:
     """A CUDA library of one major (``libcublasLt.so.11``) asked for where the paste shows another CUDA major
-    installed (torch's, pip's ``nvidia-*-cu12`` packages, the toolkit): the package asking was built for the other
-    CUDA."""
+    installed (torch's, pip's ``nvidia-*-cu12`` packages, the toolkit, a toolkit's directory on the loader's path or
+    as CUDA_HOME): the package asking was built for the other CUDA. Where only the user's words state a CUDA ("CUDA
+    12.0"), said one step softer."""
     found = library_of_other_major(f.log) if f.log is not None else None
     if found is not None:
         lib, other, asked, major = found
-        yield Hit(evidence=(pasted_line(lib), pasted_line(other)), seen=(lib,),
+        stated = f.log is not None and any(other is c for c in f.log.cuda)  # (not a version a tool reported)
+        yield Hit(evidence=(pasted_line(lib), pasted_line(other)), seen=(lib,), softer=stated,
                   fill={"library": lib.value.soname, "asked": str(asked), "other": str(major)})
 
 

@@ -627,9 +627,9 @@ def overruled(findings: Sequence[Finding], e: Evidence, matrix: Matrix | None = 
 
     other = library_of_other_major(e)
     if other is not None:
-        soname = other[0].value.soname
+        soname, cited = other[0].value.soname, f"pasted line {other[0].line}:"  # (a cited line may be cut before it)
         findings = [f for f in findings if not (f.cause == "library-not-found" and f.source == "log"
-                                                and any(soname in line for line in f.evidence))]
+                                                and any(soname in line or line.startswith(cited) for line in f.evidence))]
     out = [f for f in findings if f.cause != "companion-mismatch"] if _cpu_torch_is_the_mismatch(e) else list(findings)
     if torch_asked_for(e):
         out = [f for f in out if not (f.cause == "installer-replaced-torch" and f.source == "log")]
