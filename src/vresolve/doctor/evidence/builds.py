@@ -127,6 +127,10 @@ def _jobs(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add("build_jobs", int(m["n"]), line, MESSAGE, HOW, m.span())
 
 
+def _threads(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("build_jobs", int(m["n"]), line, MESSAGE, HOW, m.span("flag"))  # (cited by the flag, not the command)
+
+
 def _build_env(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add("build_env_paths", m[1], line, MESSAGE, HOW, m.span())
     out.mark("build-env", line)
@@ -161,6 +165,10 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     *((needle, _MEMORY_USED_UP_RE, _oom_words) for needle in ("RAM", "memory", "Memory", "swap", "SWAP")),
     ("MAX_JOBS", re.compile(r"\bMAX_JOBS=(?P<n>\d{1,4})\b"), _jobs),
     ("-j", re.compile(r"\b(?:cmake|make|ninja)\b[^\n]*?[\s'\"]-j\s?=?(?P<n>\d{1,4})\b"), _jobs),
+    # nvcc compiling several architectures at once (--threads, vLLM's and flash-attn's NVCC_THREADS): each thread a
+    # front end and cicc of its own in memory (a wrapped command line: its -gencode flags on the line)
+    ("--threads", re.compile(r"(?:\bnvcc\b|-gencode[= ])[^\n]*?\s(?P<flag>--threads[= ](?P<n>\d{1,3}))\b"), _threads),
+    ("NVCC_THREADS", re.compile(r"\bNVCC_THREADS=(?P<n>\d{1,3})\b"), _jobs),
 )
 
 
