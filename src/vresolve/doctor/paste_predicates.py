@@ -312,8 +312,8 @@ def _build_oom(e: Evidence) -> list[Seen[Any]]:
     """The lines that show a build running out of memory: a compiler killed where the paste shows memory running
     short; else, in a build, the host's memory used up (top) or out of memory said in words."""
     killed = _kills(e)
-    if killed:
-        return killed if _memory_shown(e) else []
+    if killed:  # (with the lines that show memory short: its words, the jobs asked for)
+        return [*killed, *e.oom_words[:1], *e.build_jobs[:1]] if _memory_shown(e) else []
     if not _building(e):
         return []
     used_up = [m for m in e.memory if m.value[1] < 0.03 * m.value[0]]
