@@ -238,3 +238,14 @@ def test_libcublaslt_12_missing_on_cuda_12_is_not_found(tmp_path: Path, capsys: 
     _, answer = _doctor(tmp_path, text, capsys)
     assert "cuda-variant-mismatch" not in [c for _, c in _said(answer)]
     assert ("error", "library-not-found") in _said(answer)
+
+
+@pytest.mark.parametrize(("home", "said"), [("/usr/local/cuda-11.8", ("warning", "toolkit-mismatch")),
+                                            ("/usr/local/cuda-12.4", ("info", "toolkit-mismatch"))])
+def test_cuda_home_names_the_toolkit_a_build_uses(home: str, said: tuple[str, str], tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """CUDA_HOME naming a toolkit's directory (NVIDIA's installers name it after the version) is the toolkit torch's
+    extension builder uses: another major beside a cu121 torch a warning, another minor an info."""
+    code, answer = _doctor(tmp_path, f"export CUDA_HOME={home}\n$ python -c \"import torch; print(torch.__version__)\"\n"
+                                     "2.3.0+cu121\n", capsys)
+    assert _said(answer) == [said] and code == 0

@@ -154,6 +154,9 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
      _cmake_python),
     # a CUDA toolkit's own nvcc, by the directory NVIDIA's installers name after its version (/usr/local/cuda-8.0)
     ("/bin/nvcc", re.compile(r"[/\\]cuda-(?P<version>\d{1,2}\.\d)[/\\]bin[/\\]nvcc\b"), _nvcc_path),
+    # the toolkit a build uses, by CUDA_HOME (or CUDA_PATH) naming a toolkit's directory: export CUDA_HOME=/usr/local/cuda-11.8
+    ("CUDA_", re.compile(r"\bCUDA_(?:HOME|PATH)\s*[=:]\s*['\"]?[^\s'\"]*?[/\\]cuda-(?P<version>\d{1,2}\.\d)(?![\w.])"),
+     _nvcc_path),
     ("pip-build-env-", _BUILD_ENV_RE, _build_env),
     ("builds-v", _BUILD_ENV_RE, _build_env),
     ("Mem", re.compile(r"(?P<unit>KiB|MiB|GiB) Mem\s*:\s*(?P<total>[\d.]+) total,\s*(?P<free>[\d.]+) free,"
