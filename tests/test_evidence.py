@@ -30,7 +30,7 @@ def _all_seen(e: Evidence) -> list:
 
 
 def test_corpus_is_there() -> None:
-    assert len(EXCERPTS) == 344 and all(p.with_suffix(".yaml").exists() for p in EXCERPTS)
+    assert len(EXCERPTS) == 352 and all(p.with_suffix(".yaml").exists() for p in EXCERPTS)
 
 
 @pytest.mark.parametrize("path", EXCERPTS, ids=lambda p: p.stem[:48])
@@ -383,7 +383,7 @@ def test_toolkit_check_in_an_isolated_build() -> None:
     plain = read_evidence("RuntimeError: The detected CUDA version (12.1) mismatches the version that was used to "
                           "compile PyTorch (11.7). Please make sure to use the same CUDA versions.")
     assert plain.value("nvcc").release == "12.1" and plain.value("torch_cuda") == "11.7"
-    assert plain.signal_codes() == {"toolkit-mismatch"}
+    assert plain.signal_codes() == {"toolkit-mismatch", "toolkit-beside-torch-cuda"}  # the refusal; the two CUDAs
 
 
 @pytest.mark.parametrize(("text", "name", "value"), [

@@ -241,7 +241,8 @@ def _typed_hit(seen: list[Seen[Any]]) -> Iterator[Hit]:
 
 
 #: a traceback's frame in the torch inside pip's isolated build environment (its code ran the failing build)
-_BUILD_ENV_TORCH_RE = re.compile(r"File \"?[^\"\n]*pip-build-env-\w+[/\\]overlay[/\\][^\"\n]*?[/\\]torch[/\\]")  # (IPython: unquoted)
+_BUILD_ENV_TORCH_RE = re.compile(r"File \"?[^\"\n]*(?:pip-build-env-\w+[/\\]overlay|[/\\]builds-v\d+[/\\]\.tmp\w+)[/\\]"
+                                 r"[^\"\n]*?[/\\]torch[/\\]")  # (IPython's frames: unquoted)
 
 
 def _build_isolation(e: Evidence) -> list[Seen[Any]]:
@@ -263,10 +264,23 @@ def _build_isolation(e: Evidence) -> list[Seen[Any]]:
     return [other[0], installed] if other and installed is not None else []
 
 
+def built_by_uv(e: Evidence) -> bool:
+    """Whether uv ran the build: its isolated build environment's path (``.../uv/builds-v0/.tmpXXXX``), or uv's own
+    words for the failure ("× Failed to build `flash-attn==2.8.2`")."""
+    return any("builds-v" in p.value for p in e.build_env_paths) or any(ev.how == "uv" for ev in e.installer
+                                                                         if ev.value.action == "build-failed")
+
+
 @predicate("build-isolated-torch", ("torch", "torch_cuda"))
 def _build_isolated_torch(f: Facts) -> Iterator[Hit]:
     """A build that used pip's isolated environment's torch, or none, instead of the torch installed."""
-    yield from _typed_hit(_build_isolation(f.log) if f.log is not None else [])
+    yield from _typed_hit(_build_isolation(f.log) if f.log is not None and not built_by_uv(f.log) else [])
+
+
+@predicate("uv-build-isolated-torch", ("torch", "torch_cuda"))
+def _uv_build_isolated_torch(f: Facts) -> Iterator[Hit]:
+    """The same, where uv ran the build (its fix is said in uv's own settings)."""
+    yield from _typed_hit(_build_isolation(f.log) if f.log is not None and built_by_uv(f.log) else [])
 
 
 def _building(e: Evidence) -> bool:
@@ -275,14 +289,32 @@ def _building(e: Evidence) -> bool:
                 or any(ev.value.action == "build-failed" for ev in e.installer))
 
 
-def _build_oom(e: Evidence) -> list[Seen[Any]]:
-    """The lines that show a build running out of memory: a compiler killed; else, in a build, the host's memory
-    used up (top) or out of memory said in words."""
+def _kills(e: Evidence) -> list[Seen[Any]]:
+    """The processes of a build the paste shows killed (SIGKILL: signal 9, exit status 137): a compiler named by its
+    own words ("'cicc' died due to signal 9", "Killed signal terminated program cc1plus"), else a kill in a build.
+    Not ninja's "build stopped" (it stops after any failed step, a compiler's error or a user's Ctrl-C alike)."""
     building = _building(e)
-    killed = [k for k in e.killed if k.value.in_build or (building and k.value.how != "build stopped")]
-    if killed:
-        return killed
-    if not building:
+    return [k for k in e.killed if k.value.how != "build stopped"
+            and (k.value.in_build or building or k.value.program is not None)]
+
+
+def _memory_shown(e: Evidence) -> bool:
+    """Whether the paste shows the build's memory running short: the host's memory used up (top), out of memory said
+    in words, parallel jobs asked for (MAX_JOBS, -j) or run (make's "Waiting for unfinished jobs"), or several
+    compilers killed (the OOM killer takes one after another while memory stays short)."""
+    kills = {k.line for k in e.killed if k.value.how == "signal 9"}  # (one sighting per program killed)
+    return bool(any(m.value[1] < 0.03 * m.value[0] for m in e.memory) or e.oom_words
+                or any(j.value >= 2 for j in e.build_jobs) or len(kills) >= 2
+                or "parallel-build" in e.signal_codes())
+
+
+def _build_oom(e: Evidence) -> list[Seen[Any]]:
+    """The lines that show a build running out of memory: a compiler killed where the paste shows memory running
+    short; else, in a build, the host's memory used up (top) or out of memory said in words."""
+    killed = _kills(e)
+    if killed:  # (with the lines that show memory short: its words, the jobs asked for)
+        return [*killed, *e.oom_words[:1], *e.build_jobs[:1]] if _memory_shown(e) else []
+    if not _building(e):
         return []
     used_up = [m for m in e.memory if m.value[1] < 0.03 * m.value[0]]
     if used_up:
@@ -292,8 +324,29 @@ def _build_oom(e: Evidence) -> list[Seen[Any]]:
 
 @predicate("build-out-of-memory", ("build_jobs",))
 def _build_out_of_memory(f: Facts) -> Iterator[Hit]:
-    """A build's compiler killed, or, in a build, the host's memory used up or out of memory said in words."""
+    """A build's compiler killed where memory is shown running short, or, in a build, the host's memory used up or
+    out of memory said in words."""
     yield from _typed_hit(_build_oom(f.log) if f.log is not None else [])
+
+
+#: what settles whether a compiler killed by signal 9 ran out of memory
+ASK_FOR_KILL = ("the kernel's lines of the kill (`sudo dmesg -T | grep -i -E \"killed process|out of memory|oom\"`, or "
+                "`journalctl -k | grep -i oom`), the machine's or container's memory (`free -h`; in a container its "
+                "memory limit), and how many compile jobs ran (MAX_JOBS, `make -j`, `ninja -j`)")
+
+
+@predicate("build-killed-memory-not-shown", ("build_jobs",))
+def _build_killed_memory_not_shown(f: Facts) -> Iterator[Hit]:
+    """A compiler killed by signal 9 in a build where the paste shows nothing of memory: the kernel's OOM killer is
+    its usual sender, but not its only one (a runaway compiler, a job scheduler's or a user's kill): said one step
+    softer, and the error left for the kernel's own lines to settle."""
+    e = f.log
+    killed = _kills(e) if e is not None else []
+    if e is None or not killed or _memory_shown(e):
+        return
+    yield Hit(evidence=tuple(pasted_line(k) for k in killed[:3]), seen=tuple(killed), missing=Missing(
+        error=killed[0].text.strip(), missing="whether the kernel's OOM killer sent the signal (the paste shows "
+        "nothing of the build's memory)", paste=ASK_FOR_KILL))
 
 
 _COMPANION_DISTS = ("torchvision", "torchaudio", "xformers", "flashinfer-python", "flash-attn")
@@ -496,7 +549,16 @@ def other_cuda_majors(e: Evidence) -> list[tuple[int, Seen[Any]]]:
     out += [(major, d) for d in e.dists if (major := _cuda_major_of(d.value.name)) is not None]
     out += [(major, n) for n in e.nvcc if (major := _cuda_major_of(n.value.release)) is not None]
     out += [(major, r) for r in e.cuda_runtime if (major := _cuda_major_of(r.value)) is not None]
+    # a toolkit's directory, named after its version by NVIDIA's installers, on the loader's path or as CUDA_HOME
+    # (/usr/local/cuda-12.0/lib64; Windows' "CUDA\v12.1")
+    out += [(int(m[1] or m[2]), p) for p in e.ld_library_path for d in p.value if (m := _TOOLKIT_DIR_RE.search(d))]
+    out += [(int(m[1] or m[2]), v) for v in e.env if v.value[0] in ("CUDA_HOME", "CUDA_PATH")
+            and (m := _TOOLKIT_DIR_RE.search(v.value[1]))]
     return out
+
+
+#: a CUDA toolkit's directory by its version: ``/usr/local/cuda-12.0``, ``NVIDIA GPU Computing Toolkit\CUDA\v12.1``
+_TOOLKIT_DIR_RE = re.compile(r"[/\\]cuda-(\d{1,2})\.\d+(?![\w.])|[/\\]CUDA[/\\]v(\d{1,2})\.\d+", re.IGNORECASE)
 
 
 def missing_cuda_libraries(e: Evidence) -> list[Seen[Any]]:
@@ -509,6 +571,8 @@ def library_of_other_major(e: Evidence) -> tuple[Seen[Any], Seen[Any], int, int]
     """A missing CUDA library whose soname asks for one CUDA major (``libcublasLt.so.11``) where the paste shows
     another major and not that one: (its line, the other major's line, the major asked, the other)."""
     shown = other_cuda_majors(e)
+    if not shown:  # else a CUDA the user states without saying which ("CUDA 12.0", "cuda: 12.2"): weaker, said softer
+        shown = [(major, c) for c in e.cuda if (major := _cuda_major_of(c.value)) is not None]
     for lib in missing_cuda_libraries(e):
         asked = int(lib.value.version.split(".")[0]) if lib.value.name in _CUDA_MAJOR_LIBRARIES \
             and lib.value.version else None
@@ -523,12 +587,14 @@ def library_of_other_major(e: Evidence) -> tuple[Seen[Any], Seen[Any], int, int]
 @predicate("cuda-library-of-other-major", ("torch_cuda", "nvcc"), ("library", "asked", "other"))
 def _cuda_library_of_other_major(f: Facts) -> Iterator[Hit]:
     """A CUDA library of one major (``libcublasLt.so.11``) asked for where the paste shows another CUDA major
-    installed (torch's, pip's ``nvidia-*-cu12`` packages, the toolkit): the package asking was built for the other
-    CUDA."""
+    installed (torch's, pip's ``nvidia-*-cu12`` packages, the toolkit, a toolkit's directory on the loader's path or
+    as CUDA_HOME): the package asking was built for the other CUDA. Where only the user's words state a CUDA ("CUDA
+    12.0"), said one step softer."""
     found = library_of_other_major(f.log) if f.log is not None else None
     if found is not None:
         lib, other, asked, major = found
-        yield Hit(evidence=(pasted_line(lib), pasted_line(other)), seen=(lib,),
+        stated = f.log is not None and any(other is c for c in f.log.cuda)  # (not a version a tool reported)
+        yield Hit(evidence=(pasted_line(lib), pasted_line(other)), seen=(lib,), softer=stated,
                   fill={"library": lib.value.soname, "asked": str(asked), "other": str(major)})
 
 

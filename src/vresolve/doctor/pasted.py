@@ -58,7 +58,8 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
                      "companion-cuda-build-beside-cpu-torch", "jaxlib-without-cuda", "ptxas-older-than-gpu",
                      "nvcc-older-than-arch", "cuda-library-of-other-major", "cuda-library-not-found",
                      "vllm-flash-attention-below-capability", "nccl-on-gpus-without-p2p",
-                     "cuda-visible-devices-names-no-gpu", "torch-cpu-build-gpu-not-shown")
+                     "cuda-visible-devices-names-no-gpu", "torch-cpu-build-gpu-not-shown",
+                     "toolkit-said-beside-torch-cuda")
 
 
 def _line(seen: Seen[Any]) -> str:
@@ -149,8 +150,8 @@ def _causes(e: Evidence, table: dict[str, str], facts: Facts) -> Iterator[tuple[
             yield cause, sig
     order = {id(seen): i for i, (_, seen) in enumerate(symbol_causes(e))}  # the symbols' order, then the libraries'
     yield from sorted(_typed(facts, SYMBOL_PREDICATES), key=lambda cs: order.get(id(cs[1]), len(order)))
-    yield from _typed(facts, ("build-isolated-torch",))
-    yield from _typed(facts, ("build-out-of-memory",))
+    yield from _typed(facts, ("build-isolated-torch", "uv-build-isolated-torch"))
+    yield from _typed(facts, ("build-out-of-memory", "build-killed-memory-not-shown"))
     yield from _install_causes(e, facts)
 
 
@@ -294,7 +295,7 @@ def _contradicted(e: Evidence, matrix: Matrix) -> list[Unclear]:
 #: pip's installer lines together, in the installer's line order): their hits name the lines their cause is said by
 TYPED_PREDICATES = ("build-isolated-torch", "build-out-of-memory", "pip-check-vllm-needs-other-torch",
                     "pip-check-needs-other-companion", "installer-collects-other-torch",
-                    "built-for-other-torch-or-python")
+                    "built-for-other-torch-or-python", "uv-build-isolated-torch", "build-killed-memory-not-shown")
 _INSTALLER_PREDICATES = TYPED_PREDICATES[2:5]
 
 
@@ -526,9 +527,15 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = (),
                                 tuple(evidence)))
     if not any(f.severity == "error" for f in (*out, *already)):
         out += _weak(facts)
-    if out or any(f.severity == "error" for f in already):
+    # a typed line's cause said one step softer with what settles it (a compiler killed, memory not shown): the error
+    # stays not settled while nothing else names an error
+    pending = [Unclear(error=h.missing.error, missing=h.missing.missing, evidence=h.evidence, paste=h.missing.paste)
+               for h in {id(h): h for _, h in typed.values()}.values() if h.missing is not None]
+    if any(f.severity == "error" for f in (*out, *already)):
         return out, []  # a cause is named: the failure is explained
-    return out, unclear or _unexplained(e)
+    if out:
+        return out, pending
+    return out, unclear or pending or _unexplained(e)
 
 
 def classify(matrix: Matrix, text: str) -> KnownIssue | None:
@@ -607,9 +614,9 @@ def overruled(findings: Sequence[Finding], e: Evidence, matrix: Matrix | None = 
 
     other = library_of_other_major(e)
     if other is not None:
-        soname = other[0].value.soname
+        soname, cited = other[0].value.soname, f"pasted line {other[0].line}:"  # (a cited line may be cut before it)
         findings = [f for f in findings if not (f.cause == "library-not-found" and f.source == "log"
-                                                and any(soname in line for line in f.evidence))]
+                                                and any(soname in line or line.startswith(cited) for line in f.evidence))]
     out = [f for f in findings if f.cause != "companion-mismatch"] if _cpu_torch_is_the_mismatch(e) else list(findings)
     if torch_asked_for(e):
         out = [f for f in out if not (f.cause == "installer-replaced-torch" and f.source == "log")]

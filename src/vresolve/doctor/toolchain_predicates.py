@@ -149,3 +149,30 @@ def _jaxlib_without_cuda(f: Facts) -> Iterator[Hit]:
     yield Hit(evidence=(pasted_line(said), *((pasted_line(jaxlib),) if jaxlib is not None else ())), seen=(said,))
 
 
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the local toolkit's CUDA beside torch's build CUDA, as a builder says them (torch's extension builder, DeepSpeed's)
+# ------------------------------------------------------------------------------------------------------------
+
+@predicate("toolkit-said-beside-torch-cuda", ("nvcc", "torch_cuda"), ("nvcc", "torch_cuda", "cuda", "effect"))
+def _toolkit_said_beside_torch_cuda(f: Facts) -> Iterator[Hit]:
+    """A builder's own line that puts the CUDA toolkit it found (CUDA_HOME's nvcc) beside the CUDA torch was built
+    with: torch's extension builder (its refusal, its warning of a minor mismatch), DeepSpeed's op builder (its
+    refusal, its acceptance of a minor mismatch or of ``DS_SKIP_CUDA_CHECK=1``). Another major: the toolkit cannot
+    build for this torch; another minor: said one step softer (the builders accept it). A refusal is the error its
+    own line shows (the ``toolkit-mismatch`` signal); this says the versions."""
+    from .predicates import _MAJOR_MISMATCH, _MINOR_MISMATCH
+
+    for s in f.log.signals if f.log is not None else ():
+        said = re.findall(r"\d+\.\d+", s.value.detail or "") if s.value.code == "toolkit-beside-torch-cuda" else []
+        if len(said) != 2:
+            continue
+        toolkit, torch = Version(said[0]), Version(said[1])
+        if (toolkit.major, toolkit.minor) == (torch.major, torch.minor):
+            continue
+        minor = toolkit.major == torch.major
+        effect = (_MINOR_MISMATCH if minor else _MAJOR_MISMATCH).format(nvcc=said[0], torch_cuda=said[1])
+        yield Hit(evidence=(pasted_line(s),), seen=(s,), softer=minor,
+                  fill={"nvcc": said[0], "torch_cuda": said[1], "cuda": said[1], "effect": effect})
+        return

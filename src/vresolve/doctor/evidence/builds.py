@@ -29,13 +29,15 @@ Handler = Callable[[re.Match[str], Line, Collector], None]
 _BUILD_RE = re.compile(
     r"\bnvcc\b.*\s-(?:c|o|gencode)\s|Building (?:CUDA|CXX|C) object|\[\d+/\d+\] (?:Building|Linking)|\bninja: "
     r"|\bcmake\b.*--build|running build_ext|Building (?:wheels?|editable) for|\bcc1plus\b|FAILED: \S+\.o\b"
-    r"|pip-build-env-|Running setup\.py|error: command .* failed|\bmake(?:\[\d+\])?: \*\*\*|recipe for target"
+    r"|pip-build-env-|builds-v\d+[/\\]\.tmp|Running setup\.py|error: command .* failed|\bmake(?:\[\d+\])?: \*\*\*|recipe for target"
     # a container image's build (docker build, compose's build): its RUN steps install and compile
     r"|\bfailed to build\b.*\bThe command '/bin/sh -c |The command '/bin/sh -c .*' returned a non-zero code")
-_BUILD_NEEDLES = ("nvcc", "Building", "ninja", "cmake", "build_ext", "cc1plus", "FAILED:", "pip-build-env",
+_BUILD_NEEDLES = ("nvcc", "Building", "ninja", "cmake", "build_ext", "cc1plus", "FAILED:", "pip-build-env", "builds-v",
                   "setup.py", "error: command", "make", "recipe for target", "The command '/bin/sh")
 _COMMAND_RE = re.compile(r"^\s*(?:\S*/)?(nvcc|gcc|g\+\+|c\+\+|cc|clang\+*|ptxas|cicc|ld|ninja|cmake)\s")
-_BUILD_ENV_RE = re.compile(r"(/tmp/pip-build-env-\w+/overlay|[A-Za-z]:\\[^\"\s]*?\\pip-build-env-\w+\\overlay)")
+_BUILD_ENV_RE = re.compile(r"(/tmp/pip-build-env-\w+/overlay|[A-Za-z]:\\[^\"\s]*?\\pip-build-env-\w+\\overlay"
+                           # uv's isolated build environments: ~/.cache/uv/builds-v0/.tmpEHrRRA (Windows: ...\uv\cache\...)
+                           r"|(?:[A-Za-z]:)?[^\"\s]*?[/\\]uv[/\\](?:cache[/\\])?builds-v\d+[/\\]\.tmp\w+)")
 
 
 def _killed(out: Collector, line: Line, program: str | None, how: str = "signal 9") -> None:
@@ -96,16 +98,37 @@ _OOM_ADVICE_RE = re.compile(r"\b(?:avoid(?:ing)?|prevent(?:ing)?|if(?: you)?|in 
                             r"\b[^.;:]{0,24}$", re.IGNORECASE)
 
 
+#: a word before the match that denies it ("it does not use all the memory", "never runs out of RAM")
+_OOM_DENIED_RE = re.compile(r"\b(?:not|never|no longer|without)\b[^.;:]{0,16}$|n't\b[^.;:]{0,16}$", re.IGNORECASE)
+#: a path in the line (its directories, "/usr/local/cuda/include/...", say nothing of which memory)
+_PATH_RE = re.compile(r"\S*[/\\]\S*")
+
+
 def _oom_words(m: re.Match[str], line: Line, out: Collector) -> None:
-    lower = line.lower
-    if _OOM_ADVICE_RE.search(line.body[:m.start()]):
+    before = line.body[:m.start()]
+    if _OOM_ADVICE_RE.search(before) or _OOM_DENIED_RE.search(before):
         return
+    lower = _PATH_RE.sub(" ", line.lower)
     if not any(word in lower for word in ("cuda", "gpu", "vram", "device", "torch.", "outofmemoryerror")):
         out.add("oom_words", m[0], line, MESSAGE, HOW, m.span())
 
 
+#: the host's memory said used up in a user's words: "it's using all available RAM (16GB), then all available SWAP",
+#: "eats up all the memory", "runs out of RAM", "exhausts the RAM and swap"
+_MEMORY_USED_UP_RE = re.compile(
+    r"\b(?:(?:us(?:es|ing|ed?)|eat(?:s|ing)?|ate|consum(?:es|ing|ed?)|exhaust(?:s|ing|ed)?|fill(?:s|ing|ed)?"
+    r"|tak(?:es|ing|e)|took|max(?:es|ing|ed)?)\s+(?:up\s+|out\s+)?(?:all|100\s?%)\s+(?:of\s+)?"
+    r"(?:the\s+|my\s+|its\s+|available\s+|system\s+|of\s+the\s+){0,2}(?:RAM|memory|swap)"
+    r"|(?:runs?|running) out of (?:RAM|memory|swap)|ran out of swap"
+    r"|exhaust(?:s|ing|ed)? (?:the |all )?(?:RAM|memory|swap))\b", re.IGNORECASE)
+
+
 def _jobs(m: re.Match[str], line: Line, out: Collector) -> None:
     out.add("build_jobs", int(m["n"]), line, MESSAGE, HOW, m.span())
+
+
+def _threads(m: re.Match[str], line: Line, out: Collector) -> None:
+    out.add("build_jobs", int(m["n"]), line, MESSAGE, HOW, m.span("flag"))  # (cited by the flag, not the command)
 
 
 def _build_env(m: re.Match[str], line: Line, out: Collector) -> None:
@@ -131,15 +154,24 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
      _cmake_python),
     # a CUDA toolkit's own nvcc, by the directory NVIDIA's installers name after its version (/usr/local/cuda-8.0)
     ("/bin/nvcc", re.compile(r"[/\\]cuda-(?P<version>\d{1,2}\.\d)[/\\]bin[/\\]nvcc\b"), _nvcc_path),
+    # the toolkit a build uses, by CUDA_HOME (or CUDA_PATH) naming a toolkit's directory: export CUDA_HOME=/usr/local/cuda-11.8
+    ("CUDA_", re.compile(r"\bCUDA_(?:HOME|PATH)\s*[=:]\s*['\"]?[^\s'\"]*?[/\\]cuda-(?P<version>\d{1,2}\.\d)(?![\w.])"),
+     _nvcc_path),
     ("pip-build-env-", _BUILD_ENV_RE, _build_env),
+    ("builds-v", _BUILD_ENV_RE, _build_env),
     ("Mem", re.compile(r"(?P<unit>KiB|MiB|GiB) Mem\s*:\s*(?P<total>[\d.]+) total,\s*(?P<free>[\d.]+) free,"
                        r"\s*[\d.]+ used,\s*(?P<cache>[\d.]+) buff/cache"), _top_memory),
     ("OOM", re.compile(r"\bOOM\b(?:[- ](?:[Ee]rror|[Kk]ill(?:ed|er)?))?"), _oom_words),
     ("memory", re.compile(r"\b(?:out of (?:host |system )?memory|ran out of (?:RAM|memory)|Cannot allocate memory"
                           r"|virtual memory exhausted)\b",
                           re.IGNORECASE), _oom_words),
+    *((needle, _MEMORY_USED_UP_RE, _oom_words) for needle in ("RAM", "memory", "Memory", "swap", "SWAP")),
     ("MAX_JOBS", re.compile(r"\bMAX_JOBS=(?P<n>\d{1,4})\b"), _jobs),
     ("-j", re.compile(r"\b(?:cmake|make|ninja)\b[^\n]*?[\s'\"]-j\s?=?(?P<n>\d{1,4})\b"), _jobs),
+    # nvcc compiling several architectures at once (--threads, vLLM's and flash-attn's NVCC_THREADS): each thread a
+    # front end and cicc of its own in memory (a wrapped command line: its -gencode flags on the line)
+    ("--threads", re.compile(r"(?:\bnvcc\b|-gencode[= ])[^\n]*?\s(?P<flag>--threads[= ](?P<n>\d{1,3}))\b"), _threads),
+    ("NVCC_THREADS", re.compile(r"\bNVCC_THREADS=(?P<n>\d{1,3})\b"), _jobs),
 )
 
 

@@ -138,6 +138,15 @@ def _build_failed(m: re.Match[str], line: Line, out: Collector) -> None:
     _event(out, line, "build-failed", m["name"])
 
 
+def _uv_build_failed(m: re.Match[str], line: Line, out: Collector) -> None:
+    """uv's "× Failed to build `flash-attn==2.8.2`" (older: "Failed to download and build `x==1`"): said by uv."""
+    out.mark("uv", line)
+    out.in_build = True
+    out.kinds.add("build_log")
+    out.add("installer", InstallerEvent(action="build-failed", name=dist_name(m["name"]), version=m["version"]),
+            line, MESSAGE, "uv")
+
+
 def _not_found(m: re.Match[str], line: Line, out: Collector) -> None:
     for name in m["names"].split(","):
         if name.strip():
@@ -222,6 +231,10 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
                              r"\(pyproject\.toml\)|Building (?:wheel|editable) for (?P<name>[\w.-]+) \([\w.]+\)) \.\.\. error"),
      _build_failed),
     ("Failed to build", re.compile(rf"^\s*Failed to build (?P<name>{_NAME})\s*$"), _build_failed),
+    # uv names what it failed to build in backticks: "× Failed to build `flash-attn==2.8.2`", uv before 0.5 "error:
+    # Failed to download and build `flash-attn==2.5.8`", a direct reference "Failed to build `x @ git+https://...`"
+    ("build `", re.compile(rf"Failed to (?:download and )?build:? `(?P<name>{_NAME}?)(?:==(?P<version>[^`\s]+))?"
+                           r"(?:\s*@[^`]*)?`"), _uv_build_failed),
     # pip 25: "ERROR: Failed to build 'flash-attn' when getting requirements to build wheel"
     ("Failed to build", re.compile(rf"Failed to build '(?P<name>{_NAME})' when "), _build_failed),
     ("not found:", re.compile(r"Package\(s\) not found: (?P<names>.+)$"), _not_found),

@@ -84,6 +84,20 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("capability-too-low", "minimum capability", r"Minimum capability: (?P<detail>\d+)"),
         ("arch-not-in-build", "cuda capability sm_", r"with CUDA capability sm_\d+ is not compatible"),
         ("toolkit-mismatch", "mismatches", r"detected CUDA version \(\d+\.\d+\) mismatches the version"),
+        # DeepSpeed's op builder refusing to build its ops (op_builder/builder.py, assert_no_cuda_mismatch: raised, not
+        # printed, where CUDA_HOME's nvcc and torch's CUDA are not of one major or not minors it accepts)
+        ("toolkit-mismatch", "torch was compiled with",
+         r"Installed CUDA version \d+\.\d+ does not match the version torch was compiled with \d+(?:\.\d+)*,? unable to "
+         r"compile"),
+        # the local toolkit's CUDA (CUDA_HOME's nvcc) beside torch's build CUDA, as a builder says them (detail: the two
+        # versions, the toolkit's first): torch's refusal and its warning of a minor mismatch (torch/utils/cpp_extension.py),
+        # DeepSpeed's refusal and its two acceptances (the minors it accepts, DS_SKIP_CUDA_CHECK=1); judged by
+        # toolkit-said-beside-torch-cuda (the majors, the minors)
+        ("toolkit-beside-torch-cuda", "compile",
+         r"detected CUDA version \((?P<detail>\d+\.\d+\) (?:mismatches|has a minor version mismatch with) the version that "
+         r"was used to compile\s*PyTorch \(\d+\.\d+)\)"),
+        ("toolkit-beside-torch-cuda", "torch was compiled with",
+         r"Installed CUDA version (?P<detail>\d+\.\d+ does not match the version torch was compiled with \d+\.\d+)"),
         ("undefined-symbol", "undefined symbol", r"undefined symbol"),
         ("glibc-too-old", "glibc_", r"GLIBC_(?P<detail>\d+\.\d+(?:\.\d+)?)['`’]? not found"),
         ("libstdcxx-too-old", "glibcxx_", r"GLIBCXX_(?P<detail>\d+\.\d+(?:\.\d+)?)['`’]? not found"),
@@ -273,6 +287,8 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
                                         r"|C compiler|c compiler)\b"),
         ("c-compiler-present", "installed", r"\b(?:gcc|g\+\+|clang|MSVC)(?: and (?:gcc|g\+\+|clang))? (?:is|are) (?:already )?"
                                              r"installed\b"),
+        # make running more than one job at once (it waits for the others only under -j): a parallel build, not a failure
+        ("parallel-build", "waiting for unfinished jobs", r"\*\*\* Waiting for unfinished jobs"),
         # pip ran a source package's build backend for its build requirements (in its isolated build environment,
         # unless told otherwise) and that failed; re-typed sdist-imports-torch where the package is one whose setup.py
         # imports torch without declaring it (:mod:`.isolation`)
