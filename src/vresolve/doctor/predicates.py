@@ -24,6 +24,7 @@ from ..matrix import Matrix
 from ..matrix.model import JetPack, Kernels
 from ..values import Capability, DriverVersion, public_version
 from .facts import caps_covered, is_source_tree, needs_libcuda, torch_pin
+from .toolchain_predicates import MAJOR_MISMATCH, MINOR_MISMATCH
 
 if TYPE_CHECKING:
     pass
@@ -137,7 +138,7 @@ def _toolkit_mismatch(f: Facts) -> Iterator[Hit]:
     for tk in f.host.toolkits:
         if torch is not None and tc is not None and (tk.version.major, tk.version.minor) != (tc.major, tc.minor):
             minor = tk.version.major == tc.major
-            effect = (_MINOR_MISMATCH if minor else _MAJOR_MISMATCH).format(nvcc=f"{tk.version.major}."
+            effect = (MINOR_MISMATCH if minor else MAJOR_MISMATCH).format(nvcc=f"{tk.version.major}."
                                                                                  f"{tk.version.minor}",
                                                                             torch_cuda=f"{tc.major}.{tc.minor}")
             where = f"{tk.path}: " if tk.path else ""
@@ -145,14 +146,6 @@ def _toolkit_mismatch(f: Facts) -> Iterator[Hit]:
                       fill={"nvcc": str(tk.version), "torch_cuda": str(torch.cuda), "cuda": f"{tc.major}.{tc.minor}",
                             "effect": effect}, softer=minor)
             return
-
-
-#: what torch's extension builder (torch/utils/cpp_extension.py, ``_check_cuda_version``) does with each mismatch
-_MAJOR_MISMATCH = ("torch's extension builder refuses it (\"The detected CUDA version ({nvcc}) mismatches the version "
-                   "that was used to compile PyTorch ({torch_cuda})\"), and kernels built for another CUDA major do "
-                   "not load beside this torch")
-_MINOR_MISMATCH = ("torch's extension builder only warns of a minor version mismatch (\"Most likely this shouldn't be "
-                   "a problem\"); a build can still fail where the headers of CUDA {nvcc} and {torch_cuda} differ")
 
 
 @predicate("gpu-below-ampere", ("gpus",))

@@ -33,6 +33,14 @@ def _isa_toolkits(matrix: Matrix, isa: Version, exact: bool) -> list[Version]:
     return [v for v, i in known if i >= isa][:1]
 
 
+#: what torch's extension builder (torch/utils/cpp_extension.py, ``_check_cuda_version``) does with each mismatch
+MAJOR_MISMATCH = ("torch's extension builder refuses it (\"The detected CUDA version ({nvcc}) mismatches the version "
+                  "that was used to compile PyTorch ({torch_cuda})\"), and kernels built for another CUDA major do "
+                  "not load beside this torch")
+MINOR_MISMATCH = ("torch's extension builder only warns of a minor version mismatch (\"Most likely this shouldn't be "
+                  "a problem\"); a build can still fail where the headers of CUDA {nvcc} and {torch_cuda} differ")
+
+
 def _isa_said(matrix: Matrix, given: Version, own: Version) -> str:
     """The two PTX ISAs of a ptxas refusal read against cuda.yaml: which toolkit's ptxas takes the PTX given, and
     which toolkit's this ptxas is."""
@@ -162,8 +170,6 @@ def _toolkit_said_beside_torch_cuda(f: Facts) -> Iterator[Hit]:
     refusal, its acceptance of a minor mismatch or of ``DS_SKIP_CUDA_CHECK=1``). Another major: the toolkit cannot
     build for this torch; another minor: said one step softer (the builders accept it). A refusal is the error its
     own line shows (the ``toolkit-mismatch`` signal); this says the versions."""
-    from .predicates import _MAJOR_MISMATCH, _MINOR_MISMATCH
-
     for s in f.log.signals if f.log is not None else ():
         said = re.findall(r"\d+\.\d+", s.value.detail or "") if s.value.code == "toolkit-beside-torch-cuda" else []
         if len(said) != 2:
@@ -172,7 +178,7 @@ def _toolkit_said_beside_torch_cuda(f: Facts) -> Iterator[Hit]:
         if (toolkit.major, toolkit.minor) == (torch.major, torch.minor):
             continue
         minor = toolkit.major == torch.major
-        effect = (_MINOR_MISMATCH if minor else _MAJOR_MISMATCH).format(nvcc=said[0], torch_cuda=said[1])
+        effect = (MINOR_MISMATCH if minor else MAJOR_MISMATCH).format(nvcc=said[0], torch_cuda=said[1])
         yield Hit(evidence=(pasted_line(s),), seen=(s,), softer=minor,
                   fill={"nvcc": said[0], "torch_cuda": said[1], "cuda": said[1], "effect": effect})
         return
