@@ -138,7 +138,8 @@ def _visible_devices_name_no_gpu(f: Facts) -> Iterator[Hit]:
 @predicate("container-started-without-gpus", ("container", "cuda_available", "torch_cuda", "driver"))
 def _container_without_gpus(f: Facts) -> Iterator[Hit]:
     """A process in a container that sees no GPU where the paste shows the container was given none: a report from
-    inside where a CUDA torch sees no GPU and no GPU or driver shows at all; a container where nvidia-smi or the
+    inside where a CUDA torch sees no GPU, no GPU or driver shows at all, and something failed or is said missing
+    (a report alone may come from a machine without GPUs: a CPU node's container); a container where nvidia-smi or the
     driver's library is missing while the paste shows the host's driver working (the NVIDIA Container Toolkit mounts
     both only into containers started with GPUs); or a run command without any GPU flag followed by a process that
     sees no GPU; NGC's banner that its container finds no driver. Not where torch is a CPU build (its own cause), nor where the container's GPUs are hidden by a
@@ -155,10 +156,11 @@ def _container_without_gpus(f: Facts) -> Iterator[Hit]:
     if not (e.container or run) or (cuda is not None and cuda.value is None):
         return
     unavailable = available if available is not None and available.value is False else None
-    if e.container and cuda is not None and unavailable is not None and not e.gpus and not e.driver:
+    seen = [s for s in e.signals if s.value.code in _NO_GPU_SEEN]
+    if e.container and cuda is not None and unavailable is not None and not e.gpus and not e.driver \
+            and (e.failures or seen):
         yield Hit(evidence=(pasted_line(e.container[0]), pasted_line(unavailable)))
         return
-    seen = [s for s in e.signals if s.value.code in _NO_GPU_SEEN]
     no_driver = next((s for s in seen if s.value.code in _NO_DRIVER_SEEN and "communicate" not in s.text), None)
     driver = e.best("driver")
     if no_driver is not None and driver is not None and driver.rank == REPORT and not e.wsl:

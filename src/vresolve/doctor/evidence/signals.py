@@ -122,7 +122,7 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("version-check", "is required", r"(?P<detail>[\w.-]+)[<>=!~][^ ]* is required for .*, but found [\w.-]+=="),
         ("libcuda-missing", "cuda", r"libcuda\.so(?:\.1)? cannot found|cannot find -lcuda"
                                        r"|libcuda\.so\.1: cannot open shared object file"),
-        ("cuda-not-available", "cuda is not available", r"CUDA is not available"),
+        ("cuda-not-available", "cuda is not", r"CUDA is not (?:available|visible)"),
         # NGC's banner: "ERROR: This container was built for NVIDIA Driver Release 545.23 or later, but ..."
         ("container-driver", "nvidia driver release",
          r"(?:built for|requires) NVIDIA Driver Release (?P<detail>\d+\.\d+(?:\.\d+)?)"),
