@@ -211,3 +211,59 @@ def test_a_bf16_refusal_is_judged_against_the_gpu_a_report_shows(gpu: str, named
     report = f"GPU models and configuration: GPU 0: {gpu}\nNvidia driver version: 535.104.05\n"
     code, doc = _doctor(tmp_path, report + BF16, capsys)
     assert code == 1 and ("gpu-too-old-for-feature" in _causes(doc)) is named
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# a PyTorch checkout shadowing the installed torch (the traceback's torch/__init__.py outside site-packages)
+# ----------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("stem", "tree"), [
+    ("942-source-tree-shadowing-torch-repository-root-python2-no-module-named-c", "the directory Python was started in"),
+    ("943-source-tree-shadowing-torch-ipython-opt-pytorch-checkout-no-module-torch-c", "/opt/pytorch"),
+    ("944-source-tree-shadowing-torch-checkout-cannot-import-from-torch-c-unknown-location", "download/pytorch"),
+])
+def test_a_torch_checkout_is_named_source_tree_shadowing(stem: str, tree: str, capsys: Capsys) -> None:
+    code, doc = doctor_paste(CORPUS / f"{stem}.txt", capsys)
+    (f,) = [f for f in doc["findings"] if f["cause"] == "source-tree-shadowing"]
+    assert code == 1 and f["severity"] == "error" and tree in f["title"] and "cd ~" in f["fix"]
+
+
+TORCH_C = ('>>> import torch\nTraceback (most recent call last):\n  File "<stdin>", line 1, in <module>\n{frame}'
+           "    from torch._C import *\nModuleNotFoundError: No module named 'torch._C'\n")
+
+
+@pytest.mark.parametrize("frame", [
+    # an installed torch without its compiled core (a broken install, a wheel for another Python): not a checkout
+    '  File "/opt/conda/lib/python3.10/site-packages/torch/__init__.py", line 229, in <module>\n',
+    '  File "C:\\Users\\me\\AppData\\Roaming\\Python\\Python38\\site-packages\\torch\\__init__.py", line 81, in <module>\n',
+    '  File "/usr/lib/python3/dist-packages/torch/__init__.py", line 81, in <module>\n',
+    "",  # no frame: where torch was imported from is not shown
+])
+def test_torch_c_missing_in_an_installed_torch_is_not_source_tree_shadowing(frame: str, tmp_path: Path,
+                                                                           capsys: Capsys) -> None:
+    code, doc = _doctor(tmp_path, TORCH_C.format(frame=frame), capsys)
+    assert "source-tree-shadowing" not in _causes(doc) and code == 1 and doc["unclear"]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# a Kubernetes pod given a GPU whose process finds no driver library (scverse/scvi-tools#3799's words)
+# ----------------------------------------------------------------------------------------------------------------
+POD = ("To reproduce: \nRun scvi-tools on GKE with nvidia.com/gpu: {n} — model.to_device(0)\n"
+       "raises RuntimeError: Found no NVIDIA driver on your system.\n")
+
+
+def test_a_pod_given_a_gpu_without_the_driver_library_is_library_not_found(tmp_path: Path, capsys: Capsys) -> None:
+    code, doc = _doctor(tmp_path, POD.format(n=1), capsys)
+    (f,) = [f for f in doc["findings"] if f["cause"] == "library-not-found"]
+    assert code == 1 and "pod was given a GPU" in f["title"] and "/usr/local/nvidia/lib64" in f["fix"]
+
+
+@pytest.mark.parametrize("text", [
+    POD.format(n=0),  # no GPU asked for: another cause (the pod has none)
+    "raises RuntimeError: Found no NVIDIA driver on your system.\n",  # no pod shown: the driver itself is in question
+    # a pod whose GPU answers nvidia-smi inside it, failing on another line
+    POD.format(n=1) + "| NVIDIA-SMI 535.104.05   Driver Version: 535.104.05   CUDA Version: 12.2 |\n"
+    "|   0  Tesla T4            On   | 00000000:00:04.0 Off |                    0 |\n",
+])
+def test_no_driver_outside_a_pod_given_a_gpu_is_not_this_row(text: str, tmp_path: Path, capsys: Capsys) -> None:
+    code, doc = _doctor(tmp_path, text, capsys)
+    assert not any("pod was given a GPU" in f["title"] for f in doc["findings"]) and code == 1

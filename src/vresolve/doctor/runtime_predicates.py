@@ -13,6 +13,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..matrix.pythons import wheel_pythons
 from .evidence import REPORT, Evidence, Seen
+from .facts import in_site_packages
 from .paste_predicates import pasted_line
 from .pip_versions import _platforms, _span
 from .predicate_base import Facts, Hit, predicate
@@ -147,3 +148,39 @@ def _slurm_job_without_gpus(f: Facts) -> Iterator[Hit]:
     if any(name == "CUDA_VISIBLE_DEVICES" and value.strip()[:1].isdigit() for name, value in (s.value for s in e.env)):
         return  # Slurm sets it to the GPUs it gave the job
     yield Hit(evidence=tuple(dict.fromkeys((pasted_line(failed), pasted_line(slurm)))))
+
+
+@predicate("torch-source-tree-shadows", ("torch",), ("tree",))
+def _torch_source_tree_shadows(f: Facts) -> Iterator[Hit]:
+    """torch's compiled core not found ("No module named 'torch._C'", or torch's own "has loaded the `torch/_C`
+    folder") where the traceback's ``torch/__init__.py`` lies outside any installed package tree: Python imported a
+    PyTorch checkout (the directory it runs in, or PYTHONPATH), which holds no compiled extension unless built in place.
+    The same message from a torch in site-packages is a broken install, not this; without the frame, not settled."""
+    e = f.log
+    if e is None:
+        return
+    failed = next((s for s in e.signals if s.value.code == "torch-c-unloadable"), None)
+    frames = [s for s in e.signals if s.value.code == "torch-init-frame"]
+    if failed is None or not frames:
+        return
+    if any(in_site_packages(str(s.value.detail or "")) for s in frames):
+        return
+    tree = str(frames[-1].value.detail or "").rstrip("/\\") or "the directory Python was started in"
+    yield Hit(evidence=(pasted_line(frames[-1]), pasted_line(failed)), fill={"tree": tree})
+
+
+@predicate("pod-gpu-without-driver-library", ("gpus", "ld_library_path", "container"))
+def _pod_gpu_without_driver_library(f: Facts) -> Iterator[Hit]:
+    """A Kubernetes pod given a GPU (``nvidia.com/gpu: 1`` shown) whose torch finds no NVIDIA driver ("Found no NVIDIA
+    driver on your system": the driver's libcuda could not be loaded in the process): the GPU was allocated, and the
+    driver's user-space libraries are not visible in the container (GKE mounts them at /usr/local/nvidia/lib64, which
+    only NVIDIA's CUDA images put on the loader's path; elsewhere the NVIDIA runtime was not the pod's runtime)."""
+    e = f.log
+    if e is None:
+        return
+    asked = next((s for s in e.signals if s.value.code == "k8s-gpu-request"), None)
+    failed = next((s for s in e.signals if s.value.code == "no-driver" and "found no nvidia driver" in s.text.lower()),
+                  None)
+    if asked is None or failed is None or any(g.rank == REPORT for g in e.gpus):
+        return
+    yield Hit(evidence=tuple(dict.fromkeys((pasted_line(failed), pasted_line(asked)))))

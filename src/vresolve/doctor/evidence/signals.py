@@ -254,6 +254,18 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
          r"Got completion (?:from peer \S+ )?with (?:error|status=) ?(?P<detail>\d+)"),
         ("nccl-ib-failure", "call to ibv_", r"\bWARN Call to (?P<detail>ibv_\w+) failed"),
         ("nccl-ib-failure", "retry", r"transport retry counter exceeded|IBV_WC_RETRY_EXC_ERR"),
+        # a Kubernetes pod's GPU request (its resources: "nvidia.com/gpu: 1", a quoted count, a kubectl override)
+        ("k8s-gpu-request", "nvidia.com/gpu", r"\bnvidia\.com/gpu[\"']?\s*[:=]\s*[\"']?[1-9]"),
+        # torch's compiled core not found (Python found a torch/_C folder of stubs, or none) and the torch/__init__.py
+        # a traceback ran (:mod:`..runtime_predicates` sets its directory against an installed package tree)
+        # (Python 2's "No module named _C"; Python 3's "cannot import name 'x' from 'torch._C' (unknown location)": the
+        # stubs' folder imported as a namespace package); a frame in a relative "torch/__init__.py" (the directory
+        # Python runs in: detail "") or IPython's "/opt/pytorch/torch/__init__.py in <module>()"
+        ("torch-c-unloadable", "torch._c", r"No module named ['\"]torch\._C['\"]|from 'torch\._C' \(unknown location\)"),
+        ("torch-c-unloadable", "no module named _c", r"No module named _C\s*$"),
+        ("torch-c-unloadable", "torch/_c", r"has loaded the `torch/_C` folder"),
+        ("torch-init-frame", "__init__.py", r"File \"(?P<detail>(?:[^\"]*?[/\\])?)torch[/\\]__init__\.py\", line \d+"),
+        ("torch-init-frame", "__init__.py in", r"^\s*(?P<detail>\S*?[/\\])torch[/\\]__init__\.py in <module>"),
         # a Slurm job (its commands, its batch script's directives, its variables, the user's words) and a GPU request
         # of its own (sbatch/srun/salloc's --gres=gpu:N, --gpus, --gpus-per-node/-task/-socket, -G N)
         ("slurm-job", "slurm", r"\bslurm"),
