@@ -267,3 +267,13 @@ def test_a_pod_given_a_gpu_without_the_driver_library_is_library_not_found(tmp_p
 def test_no_driver_outside_a_pod_given_a_gpu_is_not_this_row(text: str, tmp_path: Path, capsys: Capsys) -> None:
     code, doc = _doctor(tmp_path, text, capsys)
     assert not any("pod was given a GPU" in f["title"] for f in doc["findings"]) and code == 1
+
+
+@pytest.mark.parametrize(("torch", "named"), [("", True), ("torch 2.1.0+cpu\n", False)])
+def test_a_slurm_job_s_cuda_not_available_is_judged_beside_the_torch_shown(
+        torch: str, named: bool, tmp_path: Path, capsys: Capsys) -> None:
+    """A program's "CUDA is not available" in a job run by srun without a GPU request; a CPU-only torch sees no GPU
+    whatever the job was given (its own cause)."""
+    text = torch + "$ srun -p compute python train.py\nAssertionError: CUDA is not available\n"
+    code, doc = _doctor(tmp_path, text, capsys)
+    assert code == 1 and any("Slurm job" in f["title"] for f in doc["findings"]) is named

@@ -125,7 +125,7 @@ def _uv_no_wheel_for_python(f: Facts) -> Iterator[Hit]:
 
 
 #: a process that sees no NVIDIA driver or no GPU (the codes of those signals)
-_NO_GPU = ("no-driver", "nvidia-smi-missing", "no-cuda-gpus")
+_NO_GPU = ("no-driver", "nvidia-smi-missing", "no-cuda-gpus", "cuda-not-available")
 
 
 @predicate("slurm-job-without-gpus", ("gpus", "env", "cuda_available"))
@@ -145,6 +145,9 @@ def _slurm_job_without_gpus(f: Facts) -> Iterator[Hit]:
         return
     if any(g.rank == REPORT for g in e.gpus):
         return  # a GPU listed by a tool where the job ran: the job has one
+    cuda = e.torch_cuda_seen()
+    if cuda is not None and cuda.value is None:
+        return  # a CPU-only torch sees no GPU anywhere: its own cause
     if any(name == "CUDA_VISIBLE_DEVICES" and value.strip()[:1].isdigit() for name, value in (s.value for s in e.env)):
         return  # Slurm sets it to the GPUs it gave the job
     yield Hit(evidence=tuple(dict.fromkeys((pasted_line(failed), pasted_line(slurm)))))
