@@ -59,7 +59,9 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
                      "nvcc-older-than-arch", "cuda-library-of-other-major", "cuda-library-not-found",
                      "vllm-flash-attention-below-capability", "nccl-on-gpus-without-p2p",
                      "cuda-visible-devices-names-no-gpu", "torch-cpu-build-gpu-not-shown",
-                     "toolkit-said-beside-torch-cuda")
+                     "toolkit-said-beside-torch-cuda", "resolver-companion-pins-other-torch",
+                     "uv-no-wheel-for-python", "slurm-job-without-gpus", "torch-source-tree-shadows",
+                     "pod-gpu-without-driver-library")
 
 
 def _line(seen: Seen[Any]) -> str:

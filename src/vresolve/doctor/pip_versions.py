@@ -213,6 +213,7 @@ def _judge_pinned(m: Matrix, e: Evidence, ask: _Ask) -> Hit | None:
     if not known:
         known = _series(m, ask, offered)
     plats, plat_seen = _platforms(e)
+    plats = _cuda_index_platforms(e, ask, plats)
     python_seen = e.best("python")
     python = _version(str(python_seen.value)) if python_seen is not None else None
     said = f"pip was asked for {ask.name}{ask.spec} and offered this interpreter {_listed(offered)}"
@@ -248,18 +249,43 @@ def _judge_pinned(m: Matrix, e: Evidence, ask: _Ask) -> Hit | None:
         return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, advice, unverified))
     if not older and any(not pys for ls in lists.values() for pys in ls.values()):
         return _platform_limit(m, ask, said, lists, None, plats, plat_seen, evidence)
-    if older:
-        guess = common - set(supported)
-        facts = (f"{said}: only releases newer than {ask.name} {max(known)}, which ships wheels for Python "
-                 f"{_span(supported)}{_where(plats)} (the matrix). The paste does not show the Python"
-                 + (f"; every release offered has wheels for Python {_span(common)}, and of these {ask.name} "
-                    f"{max(known)} has none for {_span(guess)}: the interpreter is likely Python {_span(guess)}."
-                    if guess else "."))
-        return Hit(evidence=tuple(evidence), fill=_fill(ask, facts, advice, unverified))
+    judged = _by_offered(ask, said, known, offered, common, supported, plats)
+    if judged is not None:
+        return Hit(evidence=tuple(evidence), fill=_fill(ask, judged, advice, unverified))
     return Hit(evidence=tuple(evidence), missing=Missing(
         error=ask.seen.text.strip(), paste=_PASTE,
         missing=f"the Python version pip runs for ({ask.name} {', '.join(map(str, known[-3:]))} ships wheels for "
                 f"Python {_span(supported)}{_where(plats)})"))
+
+
+def _by_offered(ask: _Ask, said: str, known: list[Version], offered: tuple[Version, ...], common: set[Version],
+                supported: list[Version], plats: tuple[str, ...]) -> str | None:
+    """The facts where pip offered only releases newer than the ones asked for (the interpreter is newer than they
+    support), or only older ones whose Pythons include some the asked ones have none for (the interpreter is likely one
+    of those: a Python the asked releases dropped); None otherwise."""
+    guess = common - set(supported)
+    if offered and max(known) < min(offered):
+        return (f"{said}: only releases newer than {ask.name} {max(known)}, which ships wheels for Python "
+                f"{_span(supported)}{_where(plats)} (the matrix). The paste does not show the Python"
+                + (f"; every release offered has wheels for Python {_span(common)}, and of these {ask.name} "
+                   f"{max(known)} has none for {_span(guess)}: the interpreter is likely Python {_span(guess)}."
+                   if guess else "."))
+    if not offered or max(offered) >= min(known) or not guess:
+        return None
+    return (f"{said}: only releases older than {ask.name} {min(known)}, which ships wheels for Python "
+            f"{_span(supported)}{_where(plats)} (the matrix). The paste does not show the Python; every release "
+            f"offered has wheels for Python {_span(common)}, and of these {ask.name} {min(known)} has none for "
+            f"{_span(guess)}: the interpreter is likely Python {_span(guess)}, which the release dropped.")
+
+
+def _cuda_index_platforms(e: Evidence, ask: _Ask, plats: tuple[str, ...]) -> tuple[str, ...]:
+    """The platforms a torch request can be on when every index pip looked in is one of PyTorch's CUDA variant indexes
+    (``.../whl/cu124``): those carry Linux and Windows wheels only (no macOS build has CUDA)."""
+    urls = [ev.value.detail or "" for ev in e.installer if ev.value.action == "index"]
+    found = [_VARIANT_INDEX_RE.search(u) for u in urls]
+    if ask.name != "torch" or not urls or not all(f is not None and f["variant"] != "cpu" for f in found):
+        return plats
+    return tuple(p for p in plats if not p.startswith("macos")) or plats
 
 
 def _series(m: Matrix, ask: _Ask, offered: tuple[Version, ...]) -> list[Version]:

@@ -51,8 +51,9 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
                          r"|\b(?:CUDA|cuda|cudart|driver)\b[\w ]{0,32}? init failure\b"),
         ("nccl", "nccl", r"\bNCCL error\b|\bnccl(?:UnhandledCuda|System|Internal|InvalidUsage|InvalidArgument|Remote)"
                          r"Error\b"),
-        ("exception", "error", r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Error: \S"),
-        ("exception", "exception", r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Exception: \S"),
+        # (an exception quoted as inline code starts with a backtick: "`ValueError: ...`")
+        ("exception", "error", r"^\s*`?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Error: \S"),
+        ("exception", "exception", r"^\s*`?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Exception: \S"),
         # an exception whose message starts on the next line (sgl_kernel's "ImportError: " then its report)
         ("exception", "error:", r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception):\s*$"),
         ("crash", "", r"\bSegmentation fault\b|\(core dumped\)|^\s*terminate called after throwing"
@@ -79,6 +80,8 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("tool", "fatal", r"\b(?:ptxas|nvcc|nvlink|cicc|fatbinary|cudafe\+*|ld|collect2|cc1(?:plus)?|g(?:cc|\+\+)|clang)"
                           r"(?:\.exe)?\b:?[^:]{0,60}?\bfatal(?: error)?\s*:\s*\S|\bfatal error [A-Z]+\d+\s*:|(?:^|:\s)FATAL:\s*\S"),
         ("tool", "catastrophic error", r"\bcatastrophic error\s*:\s*\S"),
+        # a C++ logger's error level in its tags, quoted in a sentence ("I get `[TensorRT-LLM][ERROR] 6: ...`")
+        ("tool", "][", r"\[[\w.-]+\]\[(?:ERROR|FATAL|E)\]\s*\S"),
         ("tool", "error", r"\): error\s*(?:[A-Z]+\d+\s*)?:\s*\S"),
         # error- and fatal-level lines of the C++ loggers CUDA programs use: glog's "E0715 18:02:17.586518  591934
         # cuda_dnn.cc:523] ...", "[rank4]:[E421 02:05:38.764 ProcessGroupGloo.cpp:143] ...", TensorFlow's "2021-10-16

@@ -132,6 +132,33 @@ def _resolution(m: re.Match[str], line: Line, out: Collector) -> None:
     _event(out, line, "resolution-failed", None, None, m[0].strip())
 
 
+def _requested(m: re.Match[str], line: Line, out: Collector) -> bool:
+    """A resolver's account of a conflict: what the user asked for (pip's "The user requested torch==2.0.0", uv's
+    "you require torch==2.0.0") and what a package depends on (pip's "xformers 0.0.20 depends on torch==2.0.1", uv's
+    "xformers==0.0.20 depends on torch==2.0.1"), each a ``requested`` or ``depends`` event."""
+    asked = rf"(?:[Tt]he user requested|you require) ({_NAME}(?:\[[^\]]*\])?\s*[<>=!~][^\s,]*)"
+    for req in re.findall(asked, line.body):
+        name = re.match(_NAME, req)
+        _event(out, line, "requested", name[0] if name else None, None, req.strip().rstrip("."))
+    for name, version, req in re.findall(rf"({_NAME})(?: |==)({VERSION}) depends on ({_NAME}\s*[<>=!~][^\s,]*)",
+                                         line.body):
+        _event(out, line, "depends", name, version, req.strip().rstrip("."))
+    return False
+
+
+def _no_wheel_for_python(m: re.Match[str], line: Line, out: Collector) -> bool:
+    """uv's "Because vllm-flash-attn==2.5.9.post1 has no wheels with a matching Python ABI tag" (later uv: "Python
+    version tag", with the tag in parentheses): no wheel of that release is built for this interpreter."""
+    out.mark("uv", line)
+    _event(out, line, "no-wheel-for-python", m["name"], m["version"], m["tag"])
+    return False
+
+
+def _uv_cpython(m: re.Match[str], line: Line, out: Collector) -> None:
+    """uv's hint "You're using CPython 3.12 (`cp312`), but ..." names the interpreter."""
+    out.add("python", m["python"], line, MESSAGE, "uv")
+
+
 def _build_failed(m: re.Match[str], line: Line, out: Collector) -> None:
     out.in_build = True
     out.kinds.add("build_log")
@@ -221,6 +248,14 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
         r"'(?P<spec>[^']+)'"), _different_python),
     ("Python version", re.compile(r"current Python version \((?P<python>\d+\.\d+(?:\.\d+)?)\) does not satisfy "
                                   r"Python(?P<spec>\S+)"), _uv_python),
+    ("requ", re.compile(r"(?:[Tt]he user requested|you require) \S"), _requested),
+    ("depends on", re.compile(r"\bdepends on \S"), _requested),
+    # (uv wraps its message at 80 columns: "... with a matching Python ABI" may end the line, before "tag (e.g., ...")
+    ("wheels", re.compile(
+        rf"(?P<name>{_NAME})==(?P<version>{VERSION}) (?:has no wheels|is unusable because no wheels are available) "
+        r"with a matching Python (?:ABI|version)\b(?: tag)?(?: \((?:e\.g\., )?`?(?P<tag>[\w.]+)`?\))?"),
+     _no_wheel_for_python),
+    ("CPython", re.compile(r"[Yy]ou(?:'re using| require) CPython (?P<python>\d+\.\d+(?:\.\d+)?)\b"), _uv_cpython),
     ("solution found", re.compile(r"No solution found when resolving dependencies.*"), _resolution),
     ("ResolutionImpossible", re.compile(r"ResolutionImpossible.*"), _resolution),
     ("conflicting dependencies", re.compile(r"Cannot install .* conflicting dependencies.*"), _resolution),

@@ -117,7 +117,9 @@ class InstallerEvent(msgspec.Struct, frozen=True, kw_only=True):
     ``resolution-failed``, ``build-failed``, ``not-installed``; ``index`` (``detail``: an index URL it was told to
     use); ``index-unreachable`` (an index that did not answer: a connection, proxy or TLS failure); ``collecting`` (an exact version on its way in;
     ``detail``: the package that asks for it); ``conflict`` (pip's check: ``name`` ``version`` needs another
-    version of ``detail`` than the one installed).
+    version of ``detail`` than the one installed); a resolver's conflict: ``requested`` (``detail``: what the user asked
+    for), ``depends`` (``name`` ``version`` depends on ``detail``); ``no-wheel-for-python`` (uv: no wheel of ``name``
+    ``version`` matches the interpreter's tag; ``detail``: the tag uv names, if any).
     """
 
     action: str

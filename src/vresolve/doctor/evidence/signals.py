@@ -157,6 +157,10 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # bf16 refused below Ampere, in other programs' words ("bf16 is only supported on A100+ GPUs")
         ("bf16-unsupported", "16", r"\bb(?:f|float)16\b.{0,40}?\b(?:only supported|not supported|requires?)\b.{0,40}?"
                                    r"(?:A100|Ampere|sm_?80|compute capability)"),
+        # and a setup said not to support it, then the floor ("Your setup doesn't support bf16/gpu. You need Ampere+
+        # GPU": transformers' and Unsloth's check of the device, which a CPU-only torch fails too: said in words only)
+        ("bf16-unsupported", "support", r"\b(?:doesn't|does not|don't|do not|can't|cannot) support b(?:f|float)16\b"
+                                        r".{0,60}?(?:A100|Ampere|sm_?80|compute capability)"),
         # TensorRT without kernels for the GPU's SM: its builder's "Unsupported SM: 0x809" (the SM in hex, major << 8 |
         # minor; TensorRT 7's "Assertion failed: Unsupported SM." names none) and, from 8.6, "Target GPU SM 120 is not
         # supported by this TensorRT release" (:mod:`..gpu_claims` sets the SM against the GPU and release shown)
@@ -245,10 +249,32 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # NCCL over InfiniBand/RoCE: a work completion with an error status (ibverbs' ibv_wc_status: 12 transport
         # retry counter exceeded, 4 local protection error, 5 flushed), a verbs call NCCL warns failed (its INFO
         # "Call to ibv_set_ece failed" is a probe, not a failure)
-        ("nccl-ib-failure", "got completion from peer",
-         r"Got completion from peer \S+ with (?:error|status=) ?(?P<detail>\d+)"),
+        # (NCCL before 2.12 names no peer: "NET/IB : Got completion with error 12, opcode 0, len 0, vendor err 129")
+        ("nccl-ib-failure", "got completion ",
+         r"Got completion (?:from peer \S+ )?with (?:error|status=) ?(?P<detail>\d+)"),
         ("nccl-ib-failure", "call to ibv_", r"\bWARN Call to (?P<detail>ibv_\w+) failed"),
         ("nccl-ib-failure", "retry", r"transport retry counter exceeded|IBV_WC_RETRY_EXC_ERR"),
+        # a Kubernetes pod's GPU request (its resources: "nvidia.com/gpu: 1", a quoted count, a kubectl override)
+        ("k8s-gpu-request", "nvidia.com/gpu", r"\bnvidia\.com/gpu[\"']?\s*[:=]\s*[\"']?[1-9]"),
+        # torch's compiled core not found (Python found a torch/_C folder of stubs, or none) and the torch/__init__.py
+        # a traceback ran (:mod:`..runtime_predicates` sets its directory against an installed package tree)
+        # (Python 2's "No module named _C"; Python 3's "cannot import name 'x' from 'torch._C' (unknown location)": the
+        # stubs' folder imported as a namespace package); a frame in a relative "torch/__init__.py" (the directory
+        # Python runs in: detail "") or IPython's "/opt/pytorch/torch/__init__.py in <module>()"
+        ("torch-c-unloadable", "torch._c", r"No module named ['\"]torch\._C['\"]|from 'torch\._C' \(unknown location\)"),
+        ("torch-c-unloadable", "no module named _c", r"No module named _C\s*$"),
+        ("torch-c-unloadable", "torch/_c", r"has loaded the `torch/_C` folder"),
+        ("torch-init-frame", "__init__.py", r"File \"(?P<detail>(?:[^\"]*?[/\\])?)torch[/\\]__init__\.py\", line \d+"),
+        ("torch-init-frame", "__init__.py in", r"^\s*(?P<detail>\S*?[/\\])torch[/\\]__init__\.py in <module>"),
+        # a Slurm job (its commands, its batch script's directives, its variables, the user's words) and a GPU request
+        # of its own (sbatch/srun/salloc's --gres=gpu:N, --gpus, --gpus-per-node/-task/-socket, -G N)
+        ("slurm-job", "slurm", r"\bslurm"),
+        ("slurm-job", "sbatch", r"#SBATCH\b|\bsbatch\b"),
+        ("slurm-job", "srun", r"\bsrun\b"),
+        ("slurm-job", "salloc", r"\bsalloc\b"),
+        ("slurm-gpu-request", "gres", r"--gres[= ]\S*gpu"),
+        ("slurm-gpu-request", "--gpus", r"--gpus(?:-per-(?:node|task|socket))?[= ]\S"),
+        ("slurm-gpu-request", "-g", r"(?:#SBATCH|\bsrun|\bsbatch|\bsalloc)\b.*?\s-G ?\d"),
         # Fabric Manager refusing a driver of another version than its own (the two must be the same release)
         ("fabric-manager-version-mismatch", "match",
          r"fabric ?manager\b.{0,80}?\bversion (?P<detail>\d+\.\d+(?:\.\d+)?) (?:don't|doesn't|does not|do not) "
