@@ -282,8 +282,11 @@ def _build_isolated_torch(f: Facts) -> Iterator[Hit]:
 
 @predicate("uv-build-isolated-torch", ("torch", "torch_cuda"))
 def _uv_build_isolated_torch(f: Facts) -> Iterator[Hit]:
-    """The same, where uv ran the build (its fix is said in uv's own settings)."""
-    yield from _typed_hit(_build_isolation(f.log) if f.log is not None and built_by_uv(f.log) else [])
+    """The same, where uv ran the build (its fix is said in uv's own settings); and a source package that imports
+    torch undeclared (flash-attn) failing its build requirements in uv's build (``sdist-imports-torch``)."""
+    e = f.log
+    undeclared = [s for s in e.signals if s.value.code == "sdist-imports-torch"] if e is not None else []
+    yield from _typed_hit((_build_isolation(e) or undeclared[:1]) if e is not None and built_by_uv(e) else [])
 
 
 def _building(e: Evidence) -> bool:
