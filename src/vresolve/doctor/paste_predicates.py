@@ -256,6 +256,9 @@ def _build_isolation(e: Evidence) -> list[Seen[Any]]:
     building = "build_log" in e.kinds or bool(e.build_env_paths) or bool(
         torch is not None and (torch.how == "installer" or e.installer))
     no_torch = [f for f in e.import_failures if f.value.module == "torch"]
+    # (a frame in an installer's unpacked source, or a build backend's hook for its requirements: a build)
+    building = building or any(s.value.code in ("installer-build-frame", "build-requirements-failed")
+                               for s in e.signals)
     if no_torch and building:
         return [no_torch[0], *e.build_env_paths[:1]]
     in_env = [p for p in e.build_env_paths if _BUILD_ENV_TORCH_RE.search(p.text)]
@@ -281,8 +284,11 @@ def _build_isolated_torch(f: Facts) -> Iterator[Hit]:
 
 @predicate("uv-build-isolated-torch", ("torch", "torch_cuda"))
 def _uv_build_isolated_torch(f: Facts) -> Iterator[Hit]:
-    """The same, where uv ran the build (its fix is said in uv's own settings)."""
-    yield from _typed_hit(_build_isolation(f.log) if f.log is not None and built_by_uv(f.log) else [])
+    """The same, where uv ran the build (its fix is said in uv's own settings); and a source package that imports
+    torch undeclared (flash-attn) failing its build requirements in uv's build (``sdist-imports-torch``)."""
+    e = f.log
+    undeclared = [s for s in e.signals if s.value.code == "sdist-imports-torch"] if e is not None else []
+    yield from _typed_hit((_build_isolation(e) or undeclared[:1]) if e is not None and built_by_uv(e) else [])
 
 
 def _building(e: Evidence) -> bool:
@@ -530,6 +536,8 @@ def _nvcc_older_than_arch(f: Facts) -> Iterator[Hit]:
 #: cuDNN's and NCCL's, cuBLAS's family (``libcudnn_ops_infer.so.8`` is cuDNN's); ``libcuda`` is the driver's
 MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cusparse", "cufft", "curand", "cusolver")
 #: CUDA's own libraries whose soname carries the CUDA major (cuDNN's and NCCL's carry their own versions)
+#: the CUDA runtime's own libraries (not in :data:`MISSING_LIBRARIES`: checks.py sets them against torch's CUDA)
+_RUNTIME_LIBRARIES = ("cudart", "nvrtc", "nvJitLink")
 _CUDA_MAJOR_LIBRARIES = ("cudart", "cublas", "cublasLt", "nvrtc", "cusparse", "cufft", "curand", "cusolver",
                          "nvJitLink")
 
@@ -573,9 +581,14 @@ def library_of_other_major(e: Evidence) -> tuple[Seen[Any], Seen[Any], int, int]
     """A missing CUDA library whose soname asks for one CUDA major (``libcublasLt.so.11``) where the paste shows
     another major and not that one: (its line, the other major's line, the major asked, the other)."""
     shown = other_cuda_majors(e)
-    if not shown:  # else a CUDA the user states without saying which ("CUDA 12.0", "cuda: 12.2"): weaker, said softer
-        shown = [(major, c) for c in e.cuda if (major := _cuda_major_of(c.value)) is not None]
-    for lib in missing_cuda_libraries(e):
+    libs = missing_cuda_libraries(e)
+    if not shown:  # else a CUDA the user states without saying which ("CUDA 12.0", "cuda: 12.2"), or the CUDA of the
+        # wheel an extension came from (its index's cu111/torch1.9.0, its +cu118 tag): weaker, said softer; beside
+        # such a wheel, a runtime's soname (libcudart.so.10.2) of another major says the binary's own CUDA is another
+        wheels = [(major, b) for b in e.ext_builds if (major := _cuda_major_of(b.value[1])) is not None]
+        shown = [(major, c) for c in e.cuda if (major := _cuda_major_of(c.value)) is not None] + wheels
+        libs += [lib for lib in e.libraries if wheels and lib.value.missing and lib.value.name in _RUNTIME_LIBRARIES]
+    for lib in libs:
         asked = int(lib.value.version.split(".")[0]) if lib.value.name in _CUDA_MAJOR_LIBRARIES \
             and lib.value.version else None
         if asked is None or any(major == asked for major, _ in shown):
@@ -595,7 +608,7 @@ def _cuda_library_of_other_major(f: Facts) -> Iterator[Hit]:
     found = library_of_other_major(f.log) if f.log is not None else None
     if found is not None:
         lib, other, asked, major = found
-        stated = f.log is not None and any(other is c for c in f.log.cuda)  # (not a version a tool reported)
+        stated = f.log is not None and any(other is c for c in (*f.log.cuda, *f.log.ext_builds))  # (no tool's report)
         yield Hit(evidence=(pasted_line(lib), pasted_line(other)), seen=(lib,), softer=stated,
                   fill={"library": lib.value.soname, "asked": str(asked), "other": str(major)})
 
@@ -610,6 +623,45 @@ def _cuda_library_not_found(f: Facts) -> Iterator[Hit]:
     if libs:
         yield Hit(evidence=tuple(dict.fromkeys(pasted_line(s) for s in libs[:3])), seen=tuple(libs[:3]),
                   fill={"library": libs[0].value.soname})
+
+
+#: torch's own libraries, by the names an extension built against torch links: libtorch_cuda_cu.so (torch 1.8 to
+#: 1.12's CUDA 11 builds split libtorch_cuda), libc10_cuda.so, torch_cuda.dll...
+_TORCH_LIBRARY_RE = re.compile(r"^(?:lib)?(?:torch(?:_cuda(?:_cu|_cpp)?|_cpu|_python|_hip)?|c10(?:_cuda|_hip)?|shm)$")
+#: packages whose own failure to find a torch library is another cause's: torch's own import (a broken torch), its
+#: companions' (companion-mismatch)
+_NOT_AN_EXTENSION = frozenset({"torch", "torchvision", "torchaudio"})
+
+
+def missing_torch_libraries(e: Evidence) -> list[Seen[Any]]:
+    """torch's own libraries the loader did not find while Python loaded a module linked against them: a third-party
+    extension the paste shows (its wheel's build, its import), not while a program started ("error while loading
+    shared libraries": a C++ program's path), nor in torch's own import or a companion's."""
+    imported = {s.value for s in e.imported}
+    extension = bool(e.ext_builds) or bool(imported - _NOT_AN_EXTENSION)  # (its wheel's build, or its import, shown)
+    if not extension or imported & {"torchvision", "torchaudio"} or any(
+            "error while loading shared libraries" in lib.text for lib in e.libraries):
+        return []
+    return [lib for lib in e.libraries if lib.value.missing and _TORCH_LIBRARY_RE.match(lib.value.name)]
+
+
+@predicate("torch-library-not-found-by-extension", ("torch", "torch_cuda"), ("library", "built"))
+def _torch_library_not_found_by_extension(f: Facts) -> Iterator[Hit]:
+    """A library of torch's own (libtorch_cuda_cu.so, libc10_cuda.so) not found while Python loads an extension:
+    torch imports its libraries first, so the extension asks for one the installed torch does not have; it was
+    built against another torch build (the one its wheel index or tag names, where the paste shows it)."""
+    e = f.log
+    libs = missing_torch_libraries(e) if e is not None else []
+    if e is None or not libs:
+        return
+    built = next(iter(e.ext_builds), None)
+    said = ""
+    if built is not None:
+        torch, cuda = built.value
+        said = " ".join(filter(None, (f"torch {torch}" if torch else "", "for CPU" if cuda == "cpu" else f"for CUDA {cuda}")))
+    evidence = (pasted_line(libs[0]), *((pasted_line(built),) if built is not None else ()))
+    yield Hit(evidence=evidence, seen=(libs[0],), fill={"library": libs[0].value.soname,
+                                                         "built": said or "another torch build"})
 
 
 # ------------------------------------------------------------------------------------------------------------

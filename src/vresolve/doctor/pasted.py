@@ -57,6 +57,7 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
                      "pip-finds-no-wheel-for-python", "ptxas-older-than-ptx", "triton-image-newer-than-driver",
                      "companion-cuda-build-beside-cpu-torch", "jaxlib-without-cuda", "ptxas-older-than-gpu",
                      "nvcc-older-than-arch", "cuda-library-of-other-major", "cuda-library-not-found",
+                     "torch-library-not-found-by-extension", "nvcc-newer-than-driver",
                      "vllm-flash-attention-below-capability", "nccl-on-gpus-without-p2p",
                      "cuda-visible-devices-names-no-gpu", "torch-cpu-build-gpu-not-shown",
                      "toolkit-said-beside-torch-cuda", "resolver-companion-pins-other-torch",

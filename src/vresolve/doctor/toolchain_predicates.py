@@ -182,3 +182,26 @@ def _toolkit_said_beside_torch_cuda(f: Facts) -> Iterator[Hit]:
         yield Hit(evidence=(pasted_line(s),), seen=(s,), softer=minor,
                   fill={"nvcc": said[0], "torch_cuda": said[1], "cuda": said[1], "effect": effect})
         return
+
+
+@predicate("nvcc-newer-than-driver", ("nvcc", "driver", "cuda_driver"), ("nvcc", "cuda"))
+def _nvcc_newer_than_driver(f: Facts) -> Iterator[Hit]:
+    """The toolkit the paste shows (nvcc's release) newer than the CUDA its driver serves, in one major from CUDA 11
+    on: minor-version compatibility runs its cubins, but the driver's JIT takes no PTX of a newer toolkit than its
+    own (extensions built for no SASS of the GPU, or PTX only, fail with "the provided PTX was compiled with an
+    unsupported toolchain"). Another major is the driver's floor, not this. Said as a warning (a build with SASS for
+    the GPU runs), as an info where the paste shows no failure."""
+    e = f.log
+    nvcc = next(iter(e.nvcc), None) if e is not None else None
+    served = _driver_cuda(f, e) if e is not None and nvcc is not None and (e.driver or e.cuda_driver) else None
+    if e is None or nvcc is None or served is None:
+        return
+    cuda, line = served
+    try:
+        built = Version(nvcc.value.release)
+    except ValueError:
+        return
+    if built.major == cuda.major >= 11 and built.minor > cuda.minor:
+        # (where the paste shows no failure, an info: nothing it shows was built for PTX only)
+        yield Hit(evidence=(pasted_line(nvcc), line), softer=not e.failures,
+                  fill={"nvcc": nvcc.value.release, "cuda": f"{cuda.major}.{cuda.minor}"})

@@ -29,10 +29,10 @@ Handler = Callable[[re.Match[str], Line, Collector], None]
 _BUILD_RE = re.compile(
     r"\bnvcc\b.*\s-(?:c|o|gencode)\s|Building (?:CUDA|CXX|C) object|\[\d+/\d+\] (?:Building|Linking)|\bninja: "
     r"|\bcmake\b.*--build|running build_ext|Building (?:wheels?|editable) for|\bcc1plus\b|FAILED: \S+\.o\b"
-    r"|pip-build-env-|builds-v\d+[/\\]\.tmp|Running setup\.py|error: command .* failed|\bmake(?:\[\d+\])?: \*\*\*|recipe for target"
+    r"|pip-build-env-|builds-v\d+[/\\]\.tmp|Running setup\.py|\bbuild_wheel\.py\b|\bsetup\.py (?:build|build_ext|bdist_wheel)\b|error: command .* failed|\bmake(?:\[\d+\])?: \*\*\*|recipe for target"
     # a container image's build (docker build, compose's build): its RUN steps install and compile
     r"|\bfailed to build\b.*\bThe command '/bin/sh -c |The command '/bin/sh -c .*' returned a non-zero code")
-_BUILD_NEEDLES = ("nvcc", "Building", "ninja", "cmake", "build_ext", "cc1plus", "FAILED:", "pip-build-env", "builds-v",
+_BUILD_NEEDLES = ("nvcc", "Building", "build_wheel.py", "ninja", "cmake", "build_ext", "cc1plus", "FAILED:", "pip-build-env", "builds-v",
                   "setup.py", "error: command", "make", "recipe for target", "The command '/bin/sh")
 _COMMAND_RE = re.compile(r"^\s*(?:\S*/)?(nvcc|gcc|g\+\+|c\+\+|cc|clang\+*|ptxas|cicc|ld|ninja|cmake)\s")
 _BUILD_ENV_RE = re.compile(r"(/tmp/pip-build-env-\w+/overlay|[A-Za-z]:\\[^\"\s]*?\\pip-build-env-\w+\\overlay"
@@ -175,6 +175,32 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
 )
 
 
+def _cuda_tag(tag: str) -> str:
+    """A wheel tag's CUDA (``cu111`` 11.1, ``cu92`` 9.2, ``cu128`` 12.8) or ``cpu``."""
+    digits = tag[2:] if tag.startswith("cu") else ""
+    return f"{digits[:-1]}.{digits[-1]}" if len(digits) >= 2 else "cpu"
+
+
+def _ext_build(m: re.Match[str], line: Line, out: Collector) -> None:
+    torch = m["torch"] or ""
+    if not torch and m.groupdict().get("pt"):  # PyG's +pt113 / +pt21: the major's digit, then the minor's
+        pt = m["pt"]
+        torch = f"{pt[0]}.{pt[1:]}"
+    out.add("ext_builds", (torch, _cuda_tag(m["cu"])), line, MESSAGE, HOW, m.span())
+
+
+#: the torch and CUDA a third-party extension's wheel was built for, as its wheel index or file name says them
+_EXT_BUILD_RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
+    # PyG's find-links pages (torch-scatter, -sparse, -cluster, pyg-lib): .../whl/torch-1.8.0+cu111.html
+    ("torch-", re.compile(r"\btorch-(?P<torch>\d+\.\d+\.\d+)\+(?P<cu>cu\d{2,3}|cpu)\.html\b"), _ext_build),
+    # OpenMMLab's and detectron2's: .../mmcv/dist/cu111/torch1.9.0/index.html, .../wheels/cu111/torch1.9/index.html
+    ("/torch", re.compile(r"/(?P<cu>cu\d{2,3}|cpu)/torch(?P<torch>\d+\.\d+(?:\.\d+)?)/"), _ext_build),
+    # a wheel's local tag: PyG's torch_scatter-2.1.2+pt21cu121, flash-attn's flash_attn-2.5.8+cu122torch2.3cxx11abiFALSE
+    ("+pt", re.compile(r"\b[A-Za-z][\w.]*-\d[\w.]*\+pt(?P<pt>\d{2,3})(?P<cu>cu\d{2,3}|cpu)(?P<torch>)"), _ext_build),
+    ("torch", re.compile(r"\b[A-Za-z][\w.]*-\d[\w.]*\+(?P<cu>cu\d{2,3})torch(?P<torch>\d+\.\d+)"), _ext_build),
+)
+
+
 class BuildReader:
     """Build lines: they set the build context, and hold kills, gencode flags and build environments."""
 
@@ -190,4 +216,5 @@ class BuildReader:
         if _COMMAND_RE.match(body):
             out.last_command = body
             out.mark("command", line)
-        return apply_rules(RULES, line, out)
+        found = apply_rules(_EXT_BUILD_RULES, line, out) if "torch" in body or "+pt" in body else False
+        return apply_rules(RULES, line, out) or found

@@ -54,6 +54,8 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # (an exception quoted as inline code starts with a backtick: "`ValueError: ...`")
         ("exception", "error", r"^\s*`?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Error: \S"),
         ("exception", "exception", r"^\s*`?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Exception: \S"),
+        # a debugger's report of an exception raised (VS Code's "Exception has occurred: OSError")
+        ("exception", "exception has occurred", r"^\s*Exception has occurred: [A-Z]\w*"),
         # an exception whose message starts on the next line (sgl_kernel's "ImportError: " then its report)
         ("exception", "error:", r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception):\s*$"),
         ("crash", "", r"\bSegmentation fault\b|\(core dumped\)|^\s*terminate called after throwing"
@@ -69,6 +71,9 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # a shared library (a DLL on Windows) a program could not load
         ("library", "load", r"\b[Cc]ould not load (?:dynamic )?library\b|\berror while loading shared libraries\b"),
         ("library", "not found", r"\b[\w.-]+\.dll['\"]? not found\b"),
+        # the loader's own words for a shared object it could not open, on a line of their own (the OSError a
+        # debugger shows apart: "libtorch_cuda_cu.so: cannot open shared object file")
+        ("library", "cannot open shared object", r"^\s*[\w.+-]+\.so(?:\.[\d.]+)?: cannot open shared object file\b"),
         ("failed", "fail", r"\bResult = FAIL\b"),
         # a logger's critical level, after its own tag ("[sgl_kernel] CRITICAL: ...", Python logging's "CRITICAL:root:")
         ("tool", "critical", r"^\s*(?:\[[\w.-]+\]\s*)?CRITICAL\b(?::| -)\s*\S"),

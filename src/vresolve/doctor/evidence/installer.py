@@ -270,6 +270,10 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     # Failed to download and build `flash-attn==2.5.8`", a direct reference "Failed to build `x @ git+https://...`"
     ("build `", re.compile(rf"Failed to (?:download and )?build:? `(?P<name>{_NAME}?)(?:==(?P<version>[^`\s]+))?"
                            r"(?:\s*@[^`]*)?`"), _uv_build_failed),
+    # uv 0.4's "Caused by: Failed to fetch wheel: flash-attn==2.6.1" above its build backend's failure (a source
+    # package it had to build: its wheel is what it failed to make)
+    ("fetch wheel:", re.compile(rf"\bFailed to fetch wheel: (?P<name>{_NAME}?)(?:==(?P<version>\S+))?\s*$"),
+     _uv_build_failed),
     # pip 25: "ERROR: Failed to build 'flash-attn' when getting requirements to build wheel"
     ("Failed to build", re.compile(rf"Failed to build '(?P<name>{_NAME})' when "), _build_failed),
     ("not found:", re.compile(r"Package\(s\) not found: (?P<names>.+)$"), _not_found),

@@ -245,7 +245,10 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("No module named", re.compile(r"No module named ['\"]?([\w.]*\w)['\"]?"), _no_module),
     ("Error", re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*Error|\w*Exception): \S"), _exception),
     ("import", re.compile(r"(?:^|[\s>`])(?:import|importing|from) (?P<module>torchvision|torchaudio|xformers|flash_attn"
-                          r"|flashinfer|vllm|sgl_kernel)\b"), _imported),
+                          r"|flashinfer|vllm|sgl_kernel"
+                          # third-party extensions built against torch (PyG's, OpenMMLab's, detectron2, apex)
+                          r"|torch[_-](?:scatter|sparse|cluster|spline[_-]conv)|pyg_lib|mmcv|detectron2|apex)\b"),
+     _imported),
     ("PyTorch", re.compile(r"requires PyTorch\S* (?:been |to be |is )?installed|please install PyTorch first",
                            re.IGNORECASE), _torch_required),
     ("server version", re.compile(rf"vLLM API server version (?P<v>{VERSION})"), _dist("v", name="vllm")),

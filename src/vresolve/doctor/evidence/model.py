@@ -201,6 +201,10 @@ class Evidence(msgspec.Struct, frozen=True, kw_only=True):
     exceptions: tuple[Seen[str], ...] = ()  # a Python exception a traceback ends with ("RuntimeError: ...")  # the packages a traceback or the user says were being imported  # the directory holding the vllm package a frame or warning names
     build_env_paths: tuple[Seen[str], ...] = ()  # "/tmp/pip-build-env-k_b5x9gx/overlay"
     build_env_torch_cuda: tuple[Seen[str], ...] = ()  # the CUDA of the torch in that environment
+    #: the torch and CUDA a third-party extension's wheel was built for, as its wheel index or file name says them
+    #: (``torch-1.8.0+cu111.html``, ``cu111/torch1.9.0/index.html``, ``+pt21cu121``, ``+cu122torch2.3``):
+    #: (torch's version or "", CUDA's "11.1" or "cpu")
+    ext_builds: tuple[Seen[tuple[str, str]], ...] = ()
     gencode: tuple[Seen[str], ...] = ()  # "-gencode arch=compute_75,code=sm_75" -> "sm_75"
     vllm_cuda_archs: tuple[Seen[str], ...] = ()  # collect_env's "vLLM Build Flags: CUDA Archs: ..."
     signals: tuple[Seen[Signal], ...] = ()

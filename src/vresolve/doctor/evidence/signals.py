@@ -321,6 +321,20 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("build-requirements-failed", "build wheel",
          r"Getting requirements to build wheel(?: \.\.\. error\b| did not run successfully)"),
         ("build-requirements-failed", "preparing metadata", r"Preparing metadata \((?:setup\.py|pyproject\.toml)\) \.\.\. error\b"),
+        # the same step in other installers' words, and its hook in a traceback: uv's "Build backend failed to
+        # determine extra requires with `build_wheel()`" and "Call to `setuptools.build_meta.get_requires_for_build_wheel`
+        # failed", poetry's "Backend subprocess exited when trying to invoke get_requires_for_build_wheel", the build
+        # backend's frame "..., in get_requires_for_build_wheel"
+        ("build-requirements-failed", "requires with",
+         r"\bBuild backend failed to determine (?:extra |build )?requires with `build_wheel\(\)`"),
+        ("build-requirements-failed", "get_requires_for_build_wheel",
+         r"\bget_requires_for_build_wheel`? failed\b|\bwhen trying to invoke get_requires_for_build_wheel\b"
+         r"|^\s*File \"?[^\n]*, line \d+, in get_requires_for_build_wheel\s*$"),
+        # a traceback's frame in a source package's setup.py that an installer unpacked to build it (pip's
+        # pip-install-*/<name>_<hash>/ and pip-req-build-*/, uv's cache): the failure raised while building a wheel
+        ("installer-build-frame", "setup.py",
+         r"^\s*File \"?[^\"\n]*[/\\](?:pip-install-\w+[/\\](?P<detail>[\w.-]+?)_[0-9a-f]{32}|pip-req-build-\w+"
+         r"|uv[/\\](?:cache[/\\])?(?:sdists|git|built-wheels)-v\d+[/\\][^\"\n]*?)[/\\]setup\.py\"?, line \d+"),
         ("sdist-imports-torch", "no module named 'torch'",
          r"(?P<detail>flash[-_]attn|xformers)\b[^\n]{0,200}?No module named 'torch'"),
     )
