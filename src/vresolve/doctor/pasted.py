@@ -58,7 +58,9 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
                      "companion-cuda-build-beside-cpu-torch", "jaxlib-without-cuda", "ptxas-older-than-gpu",
                      "nvcc-older-than-arch", "cuda-library-of-other-major", "cuda-library-not-found",
                      "vllm-flash-attention-below-capability", "nccl-on-gpus-without-p2p",
-                     "cuda-visible-devices-names-no-gpu", "torch-cpu-build-gpu-not-shown",
+                     "cuda-visible-devices-names-no-gpu", "conda-cpu-pytorch-where-cuda-asked",
+                     "pypi-windows-torch-wheel", "pypi-aarch64-torch-cpu-release", "onnxruntime-providers-without-cuda",
+                     "torch-cpu-build-gpu-not-shown",
                      "toolkit-said-beside-torch-cuda")
 
 
