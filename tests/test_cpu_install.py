@@ -123,6 +123,9 @@ $ pip install torch
 Successfully installed torch-2.11.0
 GPU 0: NVIDIA GH200 480GB
 """
+# the same PyPI wheel's name where the report shows torch using CUDA (a later install, another environment)
+AARCH64_PYPI_CUDA_SHOWN = AARCH64_PYPI_CUDA_RELEASE.replace("2.11.0", "2.4.0") + "Is CUDA available: True\n"
+WINDOWS_PYPI_CUDA_SHOWN = WINDOWS_PYPI_NO_CUDA + "GPU 0: NVIDIA GeForce RTX 3060\nIs CUDA available: True\n"
 # onnxruntime-gpu: its available providers hold CUDA's; only the session fell back (microsoft/onnxruntime#5337,
 # ultralytics/ultralytics#19159)
 ONNX_GPU_SESSION_FALLBACK = """\
@@ -136,7 +139,8 @@ ONNX_CPU_NO_GPU = "print(ort.get_available_providers())\n['AzureExecutionProvide
 
 @pytest.mark.parametrize("text", [CONDA_CUDA_PLAN, CONDA_CPUONLY_PLAN, CONDA_MACOS_PLAN, WINDOWS_CUDA_INDEX,
                                   WINDOWS_PYPI_NO_CUDA, AARCH64_CUDA_INDEX, AARCH64_PYPI_CUDA_RELEASE,
-                                  ONNX_GPU_SESSION_FALLBACK, ONNX_CPU_NO_GPU])
+                                  ONNX_GPU_SESSION_FALLBACK, ONNX_CPU_NO_GPU, AARCH64_PYPI_CUDA_SHOWN,
+                                  WINDOWS_PYPI_CUDA_SHOWN])
 def test_lookalikes_get_no_cpu_only_build(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> None:
     code, findings = _doctor(tmp_path, text, capsys)
     assert not _cpu(findings), findings
@@ -148,6 +152,13 @@ def test_aarch64_pypi_cpu_release_is_named(tmp_path: Path, capsys: pytest.Captur
     _, findings = _doctor(tmp_path, text, capsys)
     cpu = _cpu(findings)
     assert cpu and cpu[0]["severity"] == "error" and "torch 2.4.0" in cpu[0]["title"], findings
+
+
+def test_windows_pypi_wheel_beside_a_gpu_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # PyPI's Windows wheel (pip names it alone) on a machine whose GPU the paste shows
+    _, findings = _doctor(tmp_path, WINDOWS_PYPI_NO_CUDA + "GPU 0: NVIDIA GeForce RTX 3060\n", capsys)
+    cpu = _cpu(findings)
+    assert cpu and "torch 2.5.1 from PyPI on Windows" in cpu[0]["title"], findings
 
 
 def test_conda_cuda_plan_reads_its_cuda() -> None:

@@ -40,6 +40,15 @@ _SESSION_RE = re.compile(r"\bget_providers\(|session", re.IGNORECASE)
 _UNAVAILABLE = frozenset({"cuda-not-available", "torch-not-compiled-cuda", "no-cuda-gpus"})
 
 
+def cuda_shown(e: Evidence) -> bool:
+    """Whether a report or torch's own words show torch using CUDA (a CUDA build's version, "Is CUDA available:
+    True"): a wheel's name then says nothing of the torch that runs (another environment, a later install)."""
+    cuda = e.torch_cuda_seen()
+    available = e.best("cuda_available")
+    return (cuda is not None and cuda.value is not None and cuda.how not in ("conda plan", "download")) \
+        or (available is not None and available.value is True)
+
+
 def cpu_asked(e: Evidence) -> Seen[Any] | None:
     """The line that asks for the CPU build (conda's ``cpuonly``, PyTorch's ``cpu`` index), or None."""
     for ev in e.installer:
@@ -106,7 +115,7 @@ def _pypi_windows_torch(f: Facts) -> Iterator[Hit]:
     """pip taking torch's Windows wheel from PyPI (every one of them a CPU build: PyTorch's CUDA builds for Windows are
     only on its own index) where the paste shows CUDA was wanted; not where the CPU index was asked for."""
     e = f.log
-    if e is None or cpu_asked(e) is not None:
+    if e is None or cpu_asked(e) is not None or cuda_shown(e):
         return
     for seen in e.dists:
         version = _pypi_windows_wheel(seen) if seen.how == "download" and seen.value.name == "torch" else None
@@ -164,7 +173,7 @@ def _pypi_aarch64_cpu(f: Facts) -> Iterator[Hit]:
     words that the install gave the CPU build; where the paste shows CUDA was wanted, and the CPU index not asked."""
     e = f.log
     machine = next((m for m in e.machine if m.value == "aarch64"), None) if e is not None else None
-    if e is None or machine is None or e.jetson or e.l4t or cpu_asked(e) is not None \
+    if e is None or machine is None or e.jetson or e.l4t or cpu_asked(e) is not None or cuda_shown(e) \
             or e.value("system") in ("darwin", "windows"):
         return
     torch = _pypi_aarch64_torch(e)
