@@ -99,9 +99,13 @@ def _cpu_torch_gpu_not_shown(f: Facts) -> Iterator[Hit]:
     beside its version, conda's ``cpu`` build) where neither the paste nor the machine shows a GPU: a fact the paste
     shows, said as a warning, for a report that shows no failure (a failure is judged by what it shows); not on macOS
     nor for ROCm/XPU builds, where no CUDA build is the right one."""
+    from .cpu_install import cpu_asked
+
     e = f.log
     if e is None or e.gpus or f.host.gpus or e.best("accelerator") is not None or e.failures or e.signals:
         return  # (a paste that shows a failure is judged by it: vLLM's kernels missing beside a CPU torch, ...)
+    if cpu_asked(e) is not None:
+        return  # the CPU build was asked for (conda's cpuonly, PyTorch's cpu index): a CPU-only machine on purpose
     cuda, torch = e.torch_cuda_seen(), e.dist("torch")
     system = e.best("system")
     version = torch.value.version or "" if torch is not None else ""

@@ -240,6 +240,9 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("satisfies the requirement", re.compile(r"[Cc]ould not find a version that satisfies the requirement (?P<req>\S+)"
                                              r"(?: \(from versions: (?P<offered>[^()]*)\))?"), _no_match),
     ("index", re.compile(r"(?:Looking in indexes:|--(?:extra-)?index-url[= ])(?P<urls>.*)$"), _index),
+    # pip's find-links pages (``-f URL``): PyTorch's old ``torch_stable.html`` of its CUDA and CPU wheels
+    ("links", re.compile(r"(?:Looking in links:|--find-links[= ])(?P<urls>.*)$"), _index),
+    (" -f ", re.compile(r"\bpip3?(?:\.exe)? install\b.* -f (?P<urls>\S+)"), _index),
     *((needle, re.compile(pattern), _unreachable) for needle, pattern in _UNREACHABLE),
     ("different python version", re.compile(r"require a different python version: \S+ Requires-Python (?P<spec>[^;]+)"),
      _ignored_python),

@@ -35,6 +35,8 @@ _WHEEL_RE = re.compile(r"([A-Za-z0-9][A-Za-z0-9._]*)-(\d[^-]*?)(?:-[^-/]+)*\.(?:
 # a conda build string: py3.11_cuda12.4_cudnn9.1.0_0, h955ad1f_0, py311h06a4308_0, pypi_0, cuda
 _CONDA_BUILD_RE = re.compile(r"^(?:py\d[\w.]*|h[0-9a-f]{7}_\d+|pypi_0|cuda|cpu|\w+_\d+)$")
 _CONDA_CUDA_RE = re.compile(r"(?:^|_)cuda(\d+\.\d+)")
+#: a build string's compact CUDA (Anaconda's ``cuda100py37h53c1284_0``, conda-forge's ``cuda118_py311h...``): 10.0, 11.8
+_CONDA_CUDA_COMPACT_RE = re.compile(r"(?:^|_)cuda(\d\d?)(\d)(?:py|_|$)")
 _CONDA_PY_RE = re.compile(r"^py(\d)\.?(\d{1,2})")
 
 
@@ -44,25 +46,36 @@ def wheel_version(url: str) -> tuple[str, str] | None:
     return (dist_name(m[1]), m[2]) if m else None
 
 
+def _conda_rest(rest: str | None) -> list[str]:
+    """A conda row's build and channel, without old conda's features column (``[cpuonly]``) and a paste's markdown
+    (``**``) after the build."""
+    return [w.rstrip("*") for w in (rest or "").split() if not (w.startswith("[") and w.endswith("]"))]
+
+
 def _conda_row(m: re.Match[str]) -> bool:
     """A ``conda list`` row without its header: ``pytorch  2.5.1  py3.11_cuda12.4_cudnn9.1.0_0  pytorch``."""
-    rest = (m[3] or "").split()
+    rest = _conda_rest(m[3])
     return 1 <= len(rest) <= 2 and bool(_CONDA_BUILD_RE.match(rest[0])) and version_token(m[2]) == m[2]
 
 
-def read_conda_build(name: str, build: str, line: Line, out: Collector) -> None:
+def read_conda_build(name: str, build: str, line: Line, out: Collector, rank: int = DERIVED,
+                     how: str = "conda list") -> None:
     """What a conda build string says: pytorch's ``py3.11_cuda12.4_cudnn9.1.0_0`` (CUDA 12.4, Python 3.11),
-    ``py3.11_cpu_0`` (a CPU build)."""
+    ``cuda100py37h53c1284_0`` (CUDA 10.0), ``py3.11_cpu_0`` or conda-forge's ``cpu_py311h...`` (a CPU build).
+    ``rank``: a plan's packages were to be installed (DOWNLOAD), a list's are (DERIVED)."""
     if name != "torch":
         return
     m = _CONDA_CUDA_RE.search(build)
+    compact = _CONDA_CUDA_COMPACT_RE.search(build)
     if m:
-        out.add("torch_cuda", m[1], line, DERIVED, "conda list")
+        out.add("torch_cuda", m[1], line, rank, how)
+    elif compact:
+        out.add("torch_cuda", f"{compact[1]}.{compact[2]}", line, rank, how)
     elif "cpu" in build.split("_"):
-        out.add("torch_cuda", None, line, DERIVED, "conda list")
+        out.add("torch_cuda", None, line, rank, how)
     m = _CONDA_PY_RE.match(build)
     if m:
-        out.add("python", f"{m[1]}.{m[2]}", line, DERIVED, "conda list")
+        out.add("python", f"{m[1]}.{m[2]}", line, max(rank, DERIVED), how)
 
 
 class ListReader:
@@ -119,7 +132,7 @@ class ListReader:
         return True
 
     def _row(self, m: re.Match[str], line: Line, out: Collector, table: str) -> bool:
-        name, version, rest = m[1], m[2], (m[3] or "").split()
+        name, version, rest = m[1], m[2], _conda_rest(m[3]) if table == "conda" else (m[3] or "").split()
         if version_token(version) != version.lstrip("v"):
             return False
         how = "conda list" if table == "conda" else "pip list"

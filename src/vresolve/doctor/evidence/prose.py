@@ -69,6 +69,8 @@ _OS_RE = re.compile(r"(?<![\w/])(?:Ubuntu|Debian(?: GNU/Linux)?|CentOS(?: Linux)
 _DRIVER_RE = re.compile(r"\b(?:driver version|version of the driver|driver)\s+(?:is\s+|:\s*|=\s*)?"
                         r"(?P<v>\d{3}(?:\.\d{1,3}){0,2})(?![\w.])", re.IGNORECASE)
 _BACKEND_RE = re.compile(r"torch-backend[= ](?P<variant>cu\d{2,3}|cpu)\b")
+#: a machine said to be 64-bit ARM ("an aarch64 machine", "on arm64"; not a wheel's ``_aarch64`` tag, read with it)
+_AARCH64_RE = re.compile(r"(?<![\w/.-])(?:aarch64|arm64|sbsa)\b", re.IGNORECASE)
 _JETSON_RE = re.compile(r"\b(?P<board>Jetson(?: AGX| Orin| Xavier| Nano| TX2| NX)*)|\b[Jj]et[Pp]ack\b")
 _WSL_RE = re.compile(r"\bWSL2?\b")
 _ROW_RE = re.compile(r"^\s*(?P<name>[A-Za-z][A-Za-z0-9._-]*)(?P<gap>\s+)v?(?P<v>\d[\w.+!]*)\s*$")
@@ -272,6 +274,8 @@ class ProseReader:
     def _platform(body: str, line: Line, out: Collector) -> None:
         if "backend" in body and (b := _BACKEND_RE.search(body)):
             out.add("torch_cuda", cuda_of_local(f"0+{b['variant']}"), line, PROSE, HOW, b.span())
+        if ("arch64" in body or "rm64" in body or "sbsa" in body) and (a := _AARCH64_RE.search(body)):
+            out.add("machine", "aarch64", line, PROSE + 5, HOW, a.span())
         if ("etson" in body or "etpack" in body.lower()) and (j := _JETSON_RE.search(body)):
             out.add("jetson", j["board"] or "Jetson", line, PROSE, HOW, j.span())
             out.add("machine", "aarch64", line, PROSE + 5, HOW, j.span())

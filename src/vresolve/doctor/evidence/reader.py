@@ -12,6 +12,7 @@ from typing import Protocol
 from .builds import BuildReader
 from .collect import Collector
 from .collect_env import CollectEnvReader
+from .conda_plan import CondaPlanReader
 from .dsreport import DsReportReader
 from .environment import EnvironmentReader
 from .envtools import EnvToolsReader
@@ -59,7 +60,7 @@ def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
     """
     out = Collector()
     reports: tuple[_Reader, ...] = (CollectEnvReader(), SmiReader(), ListReader(), InstallerReader(), ReplReader(),
-                                    DsReportReader(), EnvToolsReader())
+                                    DsReportReader(), EnvToolsReader(), CondaPlanReader())
     messages: tuple[_Reader, ...] = (SignalReader(), MessageReader(), BuildReader(), EnvironmentReader(),
                                      FailureReader(), ShmReader())
     prose = ProseReader()

@@ -131,7 +131,7 @@ def _record(expression: str, answer: str, line: Line, out: Collector) -> None:
         out.add("torch_arch_list", tuple(re.findall(r"(?:sm|compute)_\w+", answer)), line, MESSAGE, HOW)
     elif expression == "torch.cuda.get_device_capability" and (m := re.match(r"\((\d+),\s*(\d+)\)", answer)):
         out.add("gpus", Gpu(compute_capability=Capability(int(m[1]), int(m[2]))), line, MESSAGE, HOW)
-    elif expression == "torch.cuda.get_device_name" and answer:
+    elif expression == "torch.cuda.get_device_name" and answer and any(c.isalnum() for c in answer):  # (not "...")
         out.add("gpus", Gpu(name=answer), line, MESSAGE, HOW)
     elif expression == "sys.version" and version:
         out.add("python", version, line, MESSAGE, HOW)

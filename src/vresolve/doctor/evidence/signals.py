@@ -209,6 +209,17 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("onnxruntime-without-cuda", "available execution providers",
          r"Asked to use CUDAExecutionProvider as an ONNX Runtime execution provider, but the available execution "
          r"providers are \[(?P<detail>[^\]]*)\]"),
+        # ONNX Runtime's own list of its execution providers (``get_available_providers()``) with only the CPU's and
+        # Azure's: the CPU package's build (onnxruntime-gpu lists CUDAExecutionProvider whether or not it can load it)
+        ("onnxruntime-cpu-providers", "executionprovider",
+         r"\[\s*['\"](?:Azure|CPU)ExecutionProvider['\"](?:\s*,\s*['\"](?:Azure|CPU)ExecutionProvider['\"])*\s*\]"),
+        # the user's words that the torch an install gave is its CPU build ("resulted in the CPU version of torch"):
+        # no cause by itself (a default index's wheel judged with it: :mod:`vresolve.doctor.cpu_install`)
+        ("cpu-build-said", "cpu", r"\bCPU(?:[- ]only)? (?:version|build|variant|wheel)s? of (?:py)?torch\b"),
+        # the same list with CUDAExecutionProvider (onnxruntime-gpu's build; a session's own list may still hold only the
+        # CPU's: the CUDA provider failed to load, not a CPU package)
+        ("onnxruntime-cuda-providers", "cudaexecutionprovider",
+         r"\[[^\]]*['\"]CUDAExecutionProvider['\"][^\]]*\]"),
         # JAX's CUDA plugin installed but failing to load or initialize (JAX then falls back to the CPU with the words
         # above): not a CPU-only build
         ("jax-cuda-plugin-failed", "jax plugin", r"Jax plugin configuration error"),
