@@ -52,3 +52,21 @@ def doctor_paste(path: Path, capsys: pytest.CaptureFixture[str], *extra: str) ->
 
     code = main(["doctor", "--no-env", "--log", str(path), "--json", *extra])
     return code, json.loads(capsys.readouterr().out)
+
+
+def doctor_text(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+    """:func:`doctor_paste` of a text written to a file in ``tmp_path``."""
+    log = tmp_path / "paste.txt"
+    log.write_text(text, encoding="utf-8")
+    return doctor_paste(log, capsys)
+
+
+def excerpt(directory: Path, number: str) -> Path:
+    """The one excerpt numbered ``number`` in a corpus directory."""
+    (path,) = directory.glob(f"{number}-*.txt")
+    return path
+
+
+def error_causes(doc: dict[str, Any]) -> list[str]:
+    """The causes of a doctor answer's error findings, in order."""
+    return [f["cause"] for f in doc["findings"] if f["severity"] == "error"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,7 +20,7 @@ from vresolve.errors import MatrixError
 from vresolve.matrix import load_matrix
 from vresolve.values import Capability
 
-from .conftest import SHIPPED, doctor_paste
+from .conftest import SHIPPED, doctor_paste, doctor_text, error_causes, excerpt
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 HELDOUT = Path(__file__).parent / "data" / "heldout"
@@ -37,19 +36,7 @@ SCALED_MM = ("RuntimeError: torch._scaled_mm is only supported on CUDA devices w
              "or ROCm MI300+")
 
 
-def _one(directory: Path, number: str) -> Path:
-    (path,) = directory.glob(f"{number}-*.txt")
-    return path
-
-
-def _errors(doc: dict[str, Any]) -> list[str]:
-    return [f["cause"] for f in doc["findings"] if f["severity"] == "error"]
-
-
-def _judge(text: str, tmp_path: Path, capsys: Capsys) -> tuple[int, dict[str, Any]]:
-    log = tmp_path / "paste.txt"
-    log.write_text(text, encoding="utf-8")
-    return doctor_paste(log, capsys)
+_one, _errors, _judge = excerpt, error_causes, doctor_text
 
 
 # --- SMs however written ---

@@ -10,13 +10,12 @@ lines below are real lines of the same families (their threads in the comments) 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from vresolve.doctor.evidence import read_evidence
 
-from .conftest import doctor_paste
+from .conftest import doctor_paste, doctor_text, error_causes, excerpt
 
 HELDOUT = Path(__file__).parent / "data" / "heldout"
 CORPUS = Path(__file__).parent / "data" / "corpus"
@@ -24,19 +23,7 @@ LOGS = Path(__file__).parent / "data" / "logs"
 Capsys = pytest.CaptureFixture[str]
 
 
-def _one(directory: Path, number: str) -> Path:
-    (path,) = directory.glob(f"{number}-*.txt")
-    return path
-
-
-def _errors(doc: dict[str, Any]) -> list[str]:
-    return [f["cause"] for f in doc["findings"] if f["severity"] == "error"]
-
-
-def _judge(text: str, tmp_path: Path, capsys: Capsys) -> tuple[int, dict[str, Any]]:
-    log = tmp_path / "paste.txt"
-    log.write_text(text, encoding="utf-8")
-    return doctor_paste(log, capsys)
+_one, _errors, _judge = excerpt, error_causes, doctor_text
 
 
 # --- a bare `Killed` is a build's out-of-memory only where the paste shows a build ---

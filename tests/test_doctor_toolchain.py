@@ -12,14 +12,13 @@ import pytest
 
 from vresolve.cli import main
 
+from .conftest import doctor_text
+
 CORPUS = Path(__file__).parent / "data" / "corpus"
 
 
 def _doctor(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
-    log = tmp_path / "paste.txt"
-    log.write_text(text)
-    code = main(["doctor", "--no-env", "--log", str(log), "--json"])
-    return code, json.loads(capsys.readouterr().out)
+    return doctor_text(text, tmp_path, capsys)
 
 
 def _said(answer: dict) -> list[tuple[str, str]]:
