@@ -166,3 +166,34 @@ def test_nms_mismatch_still_named(tmp_path: Path, listed: str) -> None:
 @pytest.mark.parametrize("path", sorted(CORPUS.glob("9[5-7]?-healthy-*.txt")), ids=lambda p: p.stem[:40])
 def test_healthy_reports_are_silent(tmp_path: Path, path: Path) -> None:
     assert _errors(_doctor(tmp_path, path.read_text())) == []
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# torch's build configuration (torch.__config__.show()), as OpenMMLab's and detectron2's collect_env print it
+# ---------------------------------------------------------------------------------------------------------------
+
+MMDET_986 = DATA / "heldout" / "986-toolkit-mismatch-mmdet-collect-env-rtx3090-nvcc-100-torch-171-cuda-runtime-110.txt"
+
+
+def test_torch_build_configuration_gives_torch_cuda_and_arch_list() -> None:
+    """MMDetection's collect_env (heldout 986, measured blind, development material since): "PyTorch compiling details:
+    PyTorch built with:" then torch's own "- CUDA Runtime 11.0" and "- NVCC architecture flags: -gencode;..." lines."""
+    e = read_evidence(MMDET_986.read_text())
+    assert e.value("torch_arch_list") == ("sm_37", "sm_50", "sm_60", "sm_61", "sm_70", "sm_75", "sm_80", "compute_37")
+    seen = e.torch_cuda_seen()
+    assert seen is not None and seen.value == "11.0" and "CUDA Runtime 11.0" in seen.text
+
+
+def test_nvcc_of_another_major_than_torchs_build_configuration(tmp_path: Path) -> None:
+    """The report's nvcc 10.0 beside torch's CUDA runtime 11.0: toolkit-mismatch (the thread's finding)."""
+    answer = _doctor(tmp_path, MMDET_986.read_text())
+    assert "toolkit-mismatch" in {f["cause"] for f in answer["findings"] if f["severity"] != "info"}
+
+
+def test_cuda_runtime_line_outside_torchs_configuration_is_not_read() -> None:
+    """Look-alike: "- CUDA Runtime 11.0" in a list that is not torch's build configuration (no "PyTorch built with:")
+    is not torch's CUDA, and gencode flags of a user's own build are not torch's arch list."""
+    e = read_evidence("Requirements:\n  - CUDA Runtime 11.0\n  - NVCC architecture flags: -gencode;arch=compute_80,"
+                      "code=sm_80\nPyTorch: 1.7.1\n")
+    assert e.torch_cuda_seen() is None or e.torch_cuda_seen().value != "11.0"  # type: ignore[union-attr]
+    assert e.value("torch_arch_list") is None

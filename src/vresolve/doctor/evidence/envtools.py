@@ -13,6 +13,10 @@ Input::
     [GPU-433dad3d-...] Compute Capability 8.9                 (Ollama's discovery, after its "[GPU-...] CUDA" lines)
     msg="detected GPUs" count=1 library=/usr/lib/x86_64-linux-gnu/libcuda.so.545.23.08
 
+    PyTorch built with:                                        torch.__config__.show() (OpenMMLab's and detectron2's
+      - CUDA Runtime 11.0                                      collect_env print it as "PyTorch compiling details"):
+      - NVCC architecture flags: -gencode;arch=compute_37,code=sm_37;...   torch's CUDA and its arch list
+
 The "(True)" after Hugging Face's torch is ``torch.cuda.is_available()``; SGLang's "PyTorch:" line is read only after
 one of check_env's own lines ("CUDA available:", "GPU N Compute Capability:") was seen.
 """
@@ -36,6 +40,9 @@ _SGL_CC_RE = re.compile(r"^GPU (?P<idx>\d+(?:,\d+)*) Compute Capability:\s*(?P<c
 _SGL_TORCH_RE = re.compile(r"^PyTorch:\s*(?P<v>\S+)\s*$")
 _OLLAMA_COMPUTE_RE = re.compile(r'msg="inference compute".*?\bcompute=(?P<cc>\d{1,2}\.\d)\b.*?\bname="(?P<name>[^"]+)"')
 _OLLAMA_CC_RE = re.compile(r"\[GPU-[0-9a-f-]+\] Compute Capability (?P<cc>\d{1,2}\.\d)\s*$")
+_CONFIG_CUDA_RE = re.compile(r"^-\s+CUDA Runtime (?P<v>\d+\.\d+)\s*$")
+_CONFIG_ARCH_RE = re.compile(r"^-\s+NVCC architecture flags:\s*(?P<flags>\S+)\s*$")
+_GENCODE_RE = re.compile(r"code=\[?(?P<codes>(?:(?:sm|compute)_\d+[af]?,?)+)\]?")
 _LIBCUDA_RE = re.compile(r"\blibcuda\.so\.(?P<v>\d{3}\.\d{1,3}(?:\.\d{1,3})?)\b")
 
 
@@ -47,6 +54,11 @@ class EnvToolsReader:
 
     def feed(self, line: Line, out: Collector) -> bool:
         body = line.body.strip()
+        if body.endswith("PyTorch built with:"):  # (OpenMMLab: "PyTorch compiling details: PyTorch built with:")
+            out.markers.add("torch-config")
+            return True
+        if body.startswith("- ") and "torch-config" in out.markers and ("CUDA Runtime" in body or "NVCC" in body):
+            return self._torch_config(body, line, out)
         if "PyTorch version (GPU?)" in body:
             return self._hf_torch(body, line, out)
         if body.startswith(("CUDA available:", "GPU ", "PyTorch:")):
@@ -58,6 +70,22 @@ class EnvToolsReader:
             return False
         if "Compute Capability" in body or "inference compute" in body:
             return self._ollama(body, line, out)
+        return False
+
+    @staticmethod
+    def _torch_config(body: str, line: Line, out: Collector) -> bool:
+        """torch's build configuration (``torch.__config__.show()``, ATen's CUDA hooks' lines): the CUDA runtime torch
+        was built with, and the SASS/PTX its kernels carry (``code=sm_80`` / ``code=compute_80``), as
+        ``torch.cuda.get_arch_list()`` names them."""
+        how = "torch.__config__.show()"
+        if m := _CONFIG_CUDA_RE.match(body):
+            out.add("torch_cuda", m["v"], line, REPORT, how)
+            return True
+        if m := _CONFIG_ARCH_RE.match(body):
+            archs = [c for g in _GENCODE_RE.finditer(m["flags"]) for c in g["codes"].split(",") if c]
+            if archs:
+                out.add("torch_arch_list", tuple(dict.fromkeys(archs)), line, REPORT, how)
+                return True
         return False
 
     @staticmethod
