@@ -189,3 +189,23 @@ def _pypi_aarch64_cpu(f: Facts) -> Iterator[Hit]:
     if said is not None and e.dist("torch") is None:
         yield Hit(evidence=tuple(dict.fromkeys((pasted_line(said), pasted_line(machine), pasted_line(wanted)))),
                   fill={"torch": "(its version not shown)"})
+
+
+@predicate("torch-cpu-build-gpu-not-shown", ("torch_cuda", "torch", "gpus"), ("torch",))
+def _cpu_torch_gpu_not_shown(f: Facts) -> Iterator[Hit]:
+    """A pasted report's torch built without CUDA (``+cpu``, "CUDA used to build PyTorch: None/Could not collect"
+    beside its version, conda's ``cpu`` build) where neither the paste nor the machine shows a GPU: a fact the paste
+    shows, said as a warning, for a report that shows no failure (a failure is judged by what it shows); not on macOS
+    nor for ROCm/XPU builds, where no CUDA build is the right one."""
+    e = f.log
+    if e is None or e.gpus or f.host.gpus or e.best("accelerator") is not None or e.failures or e.signals:
+        return  # (a paste that shows a failure is judged by it: vLLM's kernels missing beside a CPU torch, ...)
+    if cpu_asked(e) is not None:
+        return  # the CPU build was asked for (conda's cpuonly, PyTorch's cpu index): a CPU-only machine on purpose
+    cuda, torch = e.torch_cuda_seen(), e.dist("torch")
+    system = e.best("system")
+    version = torch.value.version or "" if torch is not None else ""
+    if cuda is None or cuda.value is not None or torch is None or (system is not None and system.value == "darwin") \
+            or any(tag in version.lower() for tag in ("+rocm", "+xpu")):
+        return
+    yield Hit(evidence=tuple(dict.fromkeys((pasted_line(torch), pasted_line(cuda)))), fill={"torch": version})

@@ -93,28 +93,6 @@ _NO_DRIVER_SEEN = ("nvidia-smi-missing", "no-driver")
 _NO_GPU_SEEN = (*_NO_DRIVER_SEEN, "no-cuda-gpus", "cuda-not-available")
 
 
-@predicate("torch-cpu-build-gpu-not-shown", ("torch_cuda", "torch", "gpus"), ("torch",))
-def _cpu_torch_gpu_not_shown(f: Facts) -> Iterator[Hit]:
-    """A pasted report's torch built without CUDA (``+cpu``, "CUDA used to build PyTorch: None/Could not collect"
-    beside its version, conda's ``cpu`` build) where neither the paste nor the machine shows a GPU: a fact the paste
-    shows, said as a warning, for a report that shows no failure (a failure is judged by what it shows); not on macOS
-    nor for ROCm/XPU builds, where no CUDA build is the right one."""
-    from .cpu_install import cpu_asked
-
-    e = f.log
-    if e is None or e.gpus or f.host.gpus or e.best("accelerator") is not None or e.failures or e.signals:
-        return  # (a paste that shows a failure is judged by it: vLLM's kernels missing beside a CPU torch, ...)
-    if cpu_asked(e) is not None:
-        return  # the CPU build was asked for (conda's cpuonly, PyTorch's cpu index): a CPU-only machine on purpose
-    cuda, torch = e.torch_cuda_seen(), e.dist("torch")
-    system = e.best("system")
-    version = torch.value.version or "" if torch is not None else ""
-    if cuda is None or cuda.value is not None or torch is None or (system is not None and system.value == "darwin") \
-            or any(tag in version.lower() for tag in ("+rocm", "+xpu")):
-        return
-    yield Hit(evidence=tuple(dict.fromkeys((pasted_line(torch), pasted_line(cuda)))), fill={"torch": version})
-
-
 @predicate("cuda-visible-devices-names-no-gpu", ("env", "gpus"), ("variable",))
 def _visible_devices_name_no_gpu(f: Facts) -> Iterator[Hit]:
     """A process that sees no CUDA GPU ("no CUDA-capable device is detected", "No CUDA GPUs are available") run with
