@@ -22,7 +22,7 @@ from ..values import Capability, public_version
 from .companions import torchvision_paired
 from .evidence import Evidence, Seen
 from .evidence.model import REPORT
-from .facts import Finding, dedupe, in_site_packages, with_version
+from .facts import SEVERITIES, Finding, dedupe, in_site_packages, with_version
 from .gpu_claims import ARCH_CLAIMS, CAPABILITY_CLAIMS, floor_of, unsettled
 from .judge import Facts, _softer, fill, holds
 from .logs import issue_for, match_log
@@ -477,7 +477,9 @@ def _rows_judged(facts: Facts, lines: dict[str, list[str]], rows: dict[str, Know
     """The rows judged from the log (:data:`PASTED_PREDICATES`) added to a paste's causes (their lines and rows) and
     to its errors not settled; the hit of each cause's row (its placeholders' values)."""
     hits: dict[str, Hit] = {}
-    for row, hit in _pasted_holds(facts):
+    # where rows of one cause both hold, the most severe says it (an error of the facts before a report's warning)
+    ranked = sorted(_pasted_holds(facts), key=lambda rh: SEVERITIES.index(rh[0].severity) + rh[1].softer)
+    for row, hit in ranked:
         if hit.missing is not None:  # the row's fact is not shown: its error is not settled
             m = hit.missing
             unclear.append(Unclear(error=m.error, missing=m.missing, evidence=hit.evidence, paste=m.paste))
