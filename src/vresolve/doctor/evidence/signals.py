@@ -284,7 +284,8 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("slurm-job", "srun", r"\bsrun\b"),
         ("slurm-job", "salloc", r"\bsalloc\b"),
         ("slurm-gpu-request", "gres", r"--gres[= ]\S*gpu"),
-        ("slurm-gpu-request", "--gpus", r"--gpus(?:-per-(?:node|task|socket))?[= ]\S"),
+        # (--gpus on a Slurm command or directive only: docker's `--gpus all` is not a Slurm request)
+        ("slurm-gpu-request", "--gpus", r"(?:#SBATCH|\bsrun|\bsbatch|\bsalloc)\b.*?--gpus(?:-per-(?:node|task|socket))?[= ]\S"),
         ("slurm-gpu-request", "-g", r"(?:#SBATCH|\bsrun|\bsbatch|\bsalloc)\b.*?\s-G ?\d"),
         # Fabric Manager refusing a driver of another version than its own (the two must be the same release)
         ("fabric-manager-version-mismatch", "match",
