@@ -140,8 +140,8 @@ BROKEN = [
                   "(regenerate it, or remove the row)",
                   "wheels/vllm.yaml: release '0.32.0': version: the release has no row in vllm.yaml"],
                  id="generated-vs-curated"),
-    pytest.param({"known_issues.yaml": _set("issues.1.cause", "gremlins")},  # the one row of its cause
-                 ["known_issues.yaml: issues[1] 'tiny-source-tree-shadowing': cause: invalid value 'gremlins' "
+    pytest.param({"known_issues.yaml": _set("issues.16.cause", "gremlins")},  # the one row of its cause
+                 ["known_issues.yaml: issues[16] 'tiny-glibc-too-old': cause: invalid value 'gremlins' "
                   "(expected one of: "
                   "source-tree-shadowing, cpu-only-build, torch-abi-mismatch, cuda-variant-mismatch, "
                   "arch-not-in-build, driver-too-old, ptx-toolchain-too-new, optional-kernel-missing, "
@@ -150,7 +150,7 @@ BROKEN = [
                   "companion-mismatch, gpu-not-visible, incomplete-install, shared-memory-too-small, "
                   "nccl-misconfigured, fabric-manager-not-running, gpu-fallen-off-bus, c-compiler-missing)",
                   # the row is dropped, so its cause has none left: doctor explains each cause from this table
-                  "known_issues.yaml: issues: cause: no row for cause 'source-tree-shadowing' (doctor explains every "
+                  "known_issues.yaml: issues: cause: no row for cause 'glibc-too-old' (doctor explains every "
                   "cause from this table)"], id="unknown-cause"),
     pytest.param({"known_issues.yaml": _set("issues.0.signatures", ["No module named ('vllm"])},
                  ["known_issues.yaml: issues[0] 'vllm-c-missing': signatures[0]: invalid regular expression "
