@@ -88,19 +88,9 @@ def _read(args: argparse.Namespace, kept: Any) -> Any:
 def _pasted_only(m: Any, evidence: Any, log: str | None) -> tuple[Any, Any, list[Any], frozenset[str]]:
     """(host, environment, findings, facts not shown) of the pasted text alone: its facts (collect_env, nvidia-smi,
     pip list, tracebacks...) judged by the same checks as a live environment's, those it does not show left out."""
-    from ..detect import fill_capabilities
-    from ..doctor import diagnose
-    from ..doctor.evidence import to_host_facts
-    from ..doctor.pasted import cite
+    from ..doctor.beside import judge_report
 
-    facts = to_host_facts(evidence)
-    host, env = fill_capabilities(facts.host, m), facts.env
-    # the corrected plan for the pasted machine, when the paste names all it needs (never from defaults)
-    whole = (host.driver.version is not None and host.known_gpus()
-             and not {"python", "platform.os", "platform.machine"} & facts.unknown)
-    findings = cite(diagnose(host, m, env, log=log, unknown=facts.unknown,
-                             reinstall=_reinstall_lines(host, m) if whole else ()), evidence)
-    return host, env, findings, facts.unknown
+    return judge_report(evidence, m, log=log, reinstall=lambda host: _reinstall_lines(host, m))
 
 
 def _live(args: argparse.Namespace, m: Any, evidence: Any, log: str | None,

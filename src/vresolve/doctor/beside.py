@@ -3,7 +3,7 @@ shows of its environment, and what the live environment's facts say of the paste
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -15,21 +15,36 @@ from .facts import Finding, caps_covered
 if TYPE_CHECKING:
     from .evidence import Evidence
 
-__all__ = ["with_pasted_report", "live_torch_covers"]
+__all__ = ["judge_report", "with_pasted_report", "live_torch_covers"]
 
 
-def with_pasted_report(findings: Sequence[Finding], e: Evidence, matrix: Matrix) -> list[Finding]:
-    """The live findings and those of the facts a pasted report shows of its own environment (collect_env, a pip
-    list, nvidia-smi: judged as ``--no-env`` judges them, each citing its pasted lines) for the causes the live
-    checks do not name: a report pasted from another machine or environment is judged, not hidden behind this
-    one's (a CPU torch beside the report's GPUs is not "no problems found" because this machine has no GPU)."""
+def judge_report(e: Evidence, matrix: Matrix, log: str | None = None,
+                 reinstall: Callable[[Host], Sequence[str]] | None = None
+                 ) -> tuple[Host, EnvReport | None, list[Finding], frozenset[str]]:
+    """(host, environment, findings, facts not shown) of what a paste shows of its own machine and environment
+    (collect_env, nvidia-smi, pip list, tracebacks...), judged by the same checks as a live environment's, the facts
+    it does not show left out; each finding cites its pasted lines. ``reinstall``: the corrected plan's lines for the
+    pasted machine, asked for only where the paste names all a plan needs (never from defaults)."""
     from ..detect import fill_capabilities
     from .checks import diagnose
     from .evidence import to_host_facts
     from .pasted import cite
 
     facts = to_host_facts(e)
-    pasted = cite(diagnose(fill_capabilities(facts.host, matrix), matrix, facts.env, unknown=facts.unknown), e)
+    host, env = fill_capabilities(facts.host, matrix), facts.env
+    whole = (host.driver.version is not None and host.known_gpus()
+             and not {"python", "platform.os", "platform.machine"} & facts.unknown)
+    lines = reinstall(host) if reinstall is not None and whole else ()
+    findings = cite(diagnose(host, matrix, env, log=log, unknown=facts.unknown, reinstall=lines), e)
+    return host, env, findings, facts.unknown
+
+
+def with_pasted_report(findings: Sequence[Finding], e: Evidence, matrix: Matrix) -> list[Finding]:
+    """The live findings and those of the facts a pasted report shows of its own environment (:func:`judge_report`)
+    for the causes the live checks do not name: a report pasted from another machine or environment is judged, not
+    hidden behind this one's (a CPU torch beside the report's GPUs is not "no problems found" because this machine
+    has no GPU)."""
+    pasted = judge_report(e, matrix)[2]
     named = {f.cause for f in findings}
     return [*findings, *(f for f in pasted if f.cause not in named)]
 
