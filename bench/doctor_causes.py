@@ -33,6 +33,31 @@ def judge(txt: Path) -> tuple[list[dict], list[dict]]:
     return answer["findings"], answer.get("unclear", [])
 
 
+def _says_nothing_wrong(stem: str, cause: str, findings: list[dict], unclear: list[dict], healthy_unclear: list[str]) -> bool:
+    """Whether a faulty paste got "no problems found" (no error, no warning, no "cause not named"): the answer never to
+    give. A healthy paste that got "cause not named" is noted in ``healthy_unclear``."""
+    if cause in ("healthy", "unknown"):
+        if unclear:
+            healthy_unclear.append(stem)
+        return False
+    return not unclear and all(f["severity"] == "info" for f in findings)
+
+
+def _summary(total: Counter[str], right: Counter[str], silent: int, wrong: int, quiet: int,
+             unclear_healthy: list[str]) -> None:
+    named = [c for c in total if c not in ("healthy", "unknown")]
+    n, r = sum(total[c] for c in named), sum(right[c] for c in named)
+    print(f"causes named right: {r}/{n} ({100 * r / max(n, 1):.0f} %); no finding {silent}, other cause {wrong}")
+    print(f"faulty pastes with no error, no warning and no \"cause not named\": {quiet}/{n}")
+    for extra in ("healthy", "unknown"):
+        if total[extra]:
+            print(f"{extra} without an error: {right[extra]}/{total[extra]}")
+    if unclear_healthy:
+        print(f"healthy or unknown with \"cause not named\": {len(unclear_healthy)} ({', '.join(unclear_healthy)})")
+    for cause in sorted(named, key=lambda c: (-total[c], c)):
+        print(f"  {cause:26} {right[cause]}/{total[cause]}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("corpus", nargs="?", type=Path, default=Path(__file__).resolve().parents[1] / "tests/data/corpus")
@@ -43,7 +68,8 @@ def main() -> None:
     args = ap.parse_args()
     total: Counter[str] = Counter()
     right: Counter[str] = Counter()
-    silent = wrong = 0
+    silent = wrong = quiet = 0
+    unclear_healthy: list[str] = []
     misses: list[str] = []
     others: list[str] = []
     for sidecar in sorted(args.corpus.glob("*.yaml")):
@@ -58,19 +84,13 @@ def main() -> None:
             ok, causes = bool(unclear) and not errors, causes + ["unclear"] * bool(unclear)
         total[cause] += 1
         right[cause] += ok
+        quiet += _says_nothing_wrong(sidecar.stem, cause, findings, unclear, unclear_healthy)
         if not ok:
             if cause not in ("healthy", "unknown"):
                 silent += not causes
                 wrong += bool(causes)
             misses.append(f"{sidecar.stem}: expected {cause}, got {causes or 'nothing'}")
-    named = [c for c in total if c not in ("healthy", "unknown")]
-    n, r = sum(total[c] for c in named), sum(right[c] for c in named)
-    print(f"causes named right: {r}/{n} ({100 * r / max(n, 1):.0f} %); no finding {silent}, other cause {wrong}")
-    for extra in ("healthy", "unknown"):
-        if total[extra]:
-            print(f"{extra} without an error: {right[extra]}/{total[extra]}")
-    for cause in sorted(named, key=lambda c: (-total[c], c)):
-        print(f"  {cause:26} {right[cause]}/{total[cause]}")
+    _summary(total, right, silent, wrong, quiet, unclear_healthy)
     if args.misses:
         print("\n".join(misses))
     if args.others:
