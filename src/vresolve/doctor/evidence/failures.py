@@ -21,6 +21,13 @@ Input (kind of each)::
     ERROR 03-20 07:42:38 [utils.py:613] Cannot use FA version 2 ...                 tool (a logger's error level)
     2024-05-01 10:00:00,123 - root - ERROR - ... / ... | ERROR    | mod:fn:1 - ...   tool (a logger's error level)
     Traceback (most recent call last):   (cut before its exception)                traceback
+    UserWarning: ... bitsandbytes was compiled without GPU support.               gpu-unused (at any level)
+    ggml_init_cublas: no CUDA devices found, CUDA will be disabled                 gpu-unused
+    I tensorflow/...] Could not find cuda drivers on your machine, GPU will not be used.   gpu-unused
+    WARNING: Compute capability < 7.5 detected! Only slow 8-bit matmul is supported ...  gpu-feature
+    PackagesNotFoundError / ResolvePackageNotFound: / version solving failed       installer
+    CMake Error at CMakeLists.txt:12 / make: *** [all] Error 2 / ninja: build stopped  build
+    [54/54] /usr/local/cuda/bin/nvcc ...   (the paste's build ends there, no result after it)   cut
 """
 
 from __future__ import annotations
@@ -75,6 +82,46 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # debugger shows apart: "libtorch_cuda_cu.so: cannot open shared object file")
         ("library", "cannot open shared object", r"^\s*[\w.+-]+\.so(?:\.[\d.]+)?: cannot open shared object file\b"),
         ("failed", "fail", r"\bResult = FAIL\b"),
+        # a process ended by a signal or a negative exit code, in the words of Python's faulthandler ("Fatal Python
+        # error: Segmentation fault"), the signal's name (SIGSEGV ...), glibc's abort reports, Kubernetes' OOMKilled,
+        # torchrun's failure table ("exitcode  : -9") and an IDE's "Process finished with exit code -1073741819"
+        ("crash", "fatal python error", r"^\s*Fatal Python error:"),
+        ("crash", "sig", r"\bSIG(?:SEGV|ABRT|BUS|ILL|FPE)\b"),
+        ("crash", "free", r"\bdouble free or corruption\b|\bfree\(\): invalid (?:pointer|size)\b"),
+        ("crash", "corrupt", r"\*\*\* stack smashing detected \*\*\*|\bcorrupted size vs\. prev_size\b"),
+        ("killed", "kill", r"\bSIGKILL\b|\bOOMKilled\b"),
+        ("exit", "exit", r"\bexit ?code\s*:\s*-[1-9]\d*\b|\bexit (?:code|status):? -[1-9]\d*\b"),
+        # a package manager's own failure wording where no line prefix says "error" (conda's and mamba's exceptions and
+        # solver, poetry's solver): conda/exceptions.py, libmamba's "Could not solve for environment specs",
+        # poetry's mixology ("version solving failed"), and pip's and uv's words quoted inside a sentence
+        ("installer", "notfound", r"\bPackagesNotFoundError\b|\bResolvePackageNotFound\b"),
+        ("installer", "unsatisfiable", r"\bUnsatisfiableError\b"),
+        ("installer", "solv", r"\bSolving environment: failed\b|\bCould not solve for environment specs\b"
+                              r"|\bversion solving failed\b"),
+        ("installer", "no solution found", r"\bNo solution found when resolving dependencies\b"),
+        ("installer", "nothing provides", r"\bnothing provides (?:requested )?\S+"),
+        ("installer", "installation candidates", r"\bUnable to find installation candidates for\b"),
+        ("installer", "distribution found", r"\bNo matching distribution found for \S"),
+        ("installer", "satisfies the requirement", r"\b[Cc]ould not find a version that satisfies the requirement \S"),
+        ("installer", "resolutionimpossible", r"\bResolutionImpossible\b"),
+        ("installer", "supported wheel", r"\bis not a supported wheel on this platform\b"),
+        ("installer", "wheel", r"\bFailed building wheel for \S|\b[Cc]ould not build wheels for \S"),
+        ("installer", "generation-failed", r"\bmetadata-generation-failed\b"),
+        ("installer", "exited-with-error", r"\bsubprocess-exited-with-error\b"),
+        ("installer", "failed to build `", r"\bFailed to build `\S"),
+        # a build tool's own failure wording: CMake's (Source/cmMessenger.cxx "CMake Error", Source/cmake.cxx
+        # "Configuring incomplete, errors occurred!"), GNU make's ("make[2]: *** [target] Error 1"), ninja's
+        # ("ninja: build stopped: subcommand failed.", "ninja: error: ..."), the compiler driver's and the linker's
+        # ("gcc: error: ...", "collect2: error: ld returned 1 exit status", "ld: cannot find -lcuda"), MSBuild's
+        ("build", "cmake error", r"^\s*CMake Error\b"),
+        ("build", "configuring incomplete", r"\bConfiguring incomplete, errors occurred\b"),
+        ("build", "***", r"\bmake(?:\[\d+\])?: \*\*\* .*\bError -?\d+"),
+        ("build", "ninja: ", r"\bninja: (?:build stopped|error):"),
+        ("build", "error:", r"^\s*(?:[\w./-]*/)?(?:[\w-]+-)?(?:gcc|g\+\+|cc|c\+\+|clang(?:\+\+)?|nvcc|cl)(?:-\d+(?:\.\d+)*)?"
+                            r"(?:\.exe)?: (?:fatal )?error:|\bcollect2(?:\.exe)?: error:"),
+        ("build", "cannot find -l", r"\bld(?:\.\w+)?(?:\.exe)?: cannot find -l\S+"),
+        ("build", "error msb", r"\berror MSB\d{4}\b"),
+        ("build", "undefined reference to", r"\bundefined reference to `"),
         # a logger's critical level, after its own tag ("[sgl_kernel] CRITICAL: ...", Python logging's "CRITICAL:root:")
         ("tool", "critical", r"^\s*(?:\[[\w.-]+\]\s*)?CRITICAL\b(?::| -)\s*\S"),
         ("tool", "error", r"^\s*(?:#\d+ [\d.]+\s+)?(?:ERROR|[Ee]rror|fatal error|FATAL)(?: \[[^\]]*\])?:\s*\S"
@@ -96,6 +143,40 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
     )
 )
 
+#: lines a library prints at its warning's or info's level that say the GPU is not used or lacks what a feature needs:
+#: a failure whatever the level (bitsandbytes' "The installed version of bitsandbytes was compiled without GPU support.",
+#: llama.cpp's "no CUDA devices found, CUDA will be disabled" and "no usable GPU found", ollama's "no compatible GPUs
+#: were discovered", TensorFlow's "Could not find cuda drivers on your machine, GPU will not be used." and "Skipping
+#: registering GPU devices...", JAX's "No GPU/TPU found, falling back to CPU." and "a CUDA-enabled jaxlib is not
+#: installed", torch's autocast "User provided device_type of 'cuda', but CUDA is not available. Disabling",
+#: ONNX Runtime's "Failed to create CUDAExecutionProvider"; bitsandbytes' "Compute capability < 7.5 detected! Only
+#: slow 8-bit matmul is supported for your GPU!")
+_WARNED: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
+    (kind, needle, re.compile(pattern, re.IGNORECASE)) for kind, needle, pattern in (
+        ("gpu-unused", "without", r"\b(?:compiled|built) without (?:GPU|CUDA|cuBLAS)(?: support)?\b"),
+        ("gpu-unused", "will", r"\b(?:CUDA|GPUs?|cuBLAS)(?: support)? will (?:be disabled|not be used)\b"),
+        ("gpu-unused", "no ", r"\bno (?:usable |compatible |available |supported )?(?:CUDA |NVIDIA )?(?:GPUs?|CUDA)"
+                              r"(?: devices?)? (?:were |was )?(?:found|detected|discovered)\b"),
+        ("gpu-unused", "fall", r"\b(?:falling|fall(?:s|ing)?|fell) ?back to (?:the )?CPU\b"),
+        ("gpu-unused", "skipping registering gpu", r"\bSkipping registering GPU devices\b"),
+        ("gpu-unused", "jaxlib is not installed", r"\bCUDA-enabled jaxlib is not installed\b"),
+        ("gpu-unused", "cuda is not available", r"\bbut CUDA is not available\b"),
+        ("gpu-unused", "executionprovider", r"\bFailed to create (?:CUDA|TensorRT)ExecutionProvider\b"),
+        ("gpu-feature", "compute capability", r"\bcompute capability\s*(?:<=?|below|lower than|less than)\s*\d"),
+        ("gpu-feature", "gpu", r"\b(?:is|are) (?:not |only )?supported (?:on|for) (?:this|your) GPU\b"
+                               r"|\byour GPU does not support\b"),
+    )
+)
+#: a build's step (ninja's "[54/54] /usr/local/cuda/bin/nvcc ...", "[3/9] Building CUDA object ...", CMake's make
+#: output "[ 42%] Building CXX object ..."): where a paste's build ends at one with no result after it, the log was cut
+#: before the failure (or the success) it ends with
+_STEP_RE = re.compile(r"^\s*\[(?:\d+/\d+|\s*\d+%)\]\s+(?:\S*(?:nvcc|gcc|g\+\+|c\+\+|clang\+*|cc|cl|hipcc|ld)(?:-\d+)?"
+                      r"(?:\.exe)?\s|(?:Building|Linking|Compiling|Generating)\b)")
+#: a result after a build's last step: an installer's or a build tool's success, a wheel made, the install going on
+_BUILT_RE = re.compile(r"\bSuccessfully (?:built|installed)\b|\bCreated wheel for\b|\bBuilt target\b|\bdone\.?\s*$"
+                       r"|\bInstalling collected packages\b|\bFinished\b|^\s*(?:running install|copying |-- Install)",
+                       re.IGNORECASE)
+
 #: a logger's error level in the prefix a line's reading cut off (vLLM's ``ERROR 03-20 07:42:38 [utils.py:613]``,
 #: uvicorn's ``ERROR:    ``, a ``[ERROR]`` or ``[error]`` tag), whatever the message after it says
 _PREFIX_LEVEL_RE = re.compile(r"(?<![\w-])(?:ERROR|CRITICAL|FATAL)(?![\w-])|\[(?:error|Error|fatal|critical)\]"
@@ -109,7 +190,7 @@ _LOWER_LEVEL_RE = re.compile(r"(?<![\w-])(?:WARNING|WARN|INFO|DEBUG)(?![\w-])|\[
 _TRACEBACK_RE = re.compile(r"^\s*Traceback \(most recent call last\):")
 
 #: the kinds, the most telling first (the one a "cause not named" leads with)
-FAILURE_KINDS = (*dict.fromkeys(kind for kind, _, _ in _RULES), "traceback")
+FAILURE_KINDS = (*dict.fromkeys(kind for kind, _, _ in _RULES), "gpu-feature", "gpu-unused", "traceback", "cut", "said")
 
 
 def _error_level(line: Line) -> re.Match[str] | None:
@@ -124,20 +205,39 @@ def _error_level(line: Line) -> re.Match[str] | None:
 
 
 class FailureReader:
-    """The first kind of failure a line shows, if any."""
+    """The first kind of failure a line shows, if any; and, at the paste's end (:meth:`end`), a build cut short."""
+
+    def __init__(self) -> None:
+        self._step: Line | None = None  # the build's last step with no result after it yet
 
     def feed(self, line: Line, out: Collector) -> bool:
         lower = line.lower
+        if "[" in lower[:12] and _STEP_RE.match(line.body):
+            self._step = line
+            return False
+        if self._step is not None and _BUILT_RE.search(line.body):
+            self._step = None
+        for kind, needle, pattern in _WARNED:
+            if needle in lower and (m := pattern.search(line.body)):
+                out.add("failures", kind, line, MESSAGE, "failure", m.span())
+                return True
         if lower.lstrip().startswith(("warning", "[warning]", "info")) or "warning:" in lower[:40]:
             return False
         for kind, needle, pattern in _RULES:
             if needle in lower and (m := pattern.search(line.body)):
                 out.add("failures", kind, line, MESSAGE, "failure", m.span())
+                self._step = None
                 return True
         if _error_level(line) is not None:
             out.add("failures", "tool", line, MESSAGE, "failure")
+            self._step = None
             return True
         if "traceback" in lower and (m := _TRACEBACK_RE.match(line.body)):
             out.add("failures", "traceback", line, MESSAGE, "failure", m.span())
             return True
         return False
+
+    def end(self, out: Collector) -> None:
+        """The paste's build ends at a step with no result after it (no failure, no success): cut before its end."""
+        if self._step is not None:
+            out.add("failures", "cut", self._step, MESSAGE, "failure")
