@@ -23,7 +23,9 @@ _ASK = {
     "gpu-feature": ("the GPU's name and compute capability (`nvidia-smi --query-gpu=name,compute_cap --format=csv`) and "
                     "the version of the library that printed the message"),
     "installer": ("the installer's whole output from the command on (`pip install -v ...`, `uv pip install -v ...`, "
-                  "`conda install ... -v`), the requirements asked for, and " + ASK_NO_DISTRIBUTION),
+                  "`conda install ... -v`, `poetry install -vvv`), the requirements asked for, and what it matched "
+                  "them against: `python -V` and the platform (pip: `pip debug --verbose`'s tags; conda: `conda info`'s "
+                  "platform and channels) and the index or channel URLs"),
     "build": ("the build log from its first error (`... 2>&1 | tee build.log`, then `grep -n -m1 -E \"error:|Error [0-9]|"
               "FAILED:|CMake Error\" build.log` and the lines after it), the compilers' versions (`gcc --version`, "
               "`nvcc --version`), and " + _ENV),

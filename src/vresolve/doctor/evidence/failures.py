@@ -154,6 +154,10 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
 _WARNED: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
     (kind, needle, re.compile(pattern, re.IGNORECASE)) for kind, needle, pattern in (
         ("gpu-unused", "without", r"\b(?:compiled|built) without (?:GPU|CUDA|cuBLAS)(?: support)?\b"),
+        # llama.cpp's older "warning: not compiled with GPU offload support, --gpu-layers option will be ignored"
+        ("gpu-unused", "compiled with", r"\bnot compiled with (?:GPU|CUDA)\b"),
+        # Whisper's "UserWarning: FP16 is not supported on CPU; using FP32 instead": the model runs on the CPU
+        ("gpu-unused", "on cpu", r"\bis not supported on CPU; using\b"),
         ("gpu-unused", "will", r"\b(?:CUDA|GPUs?|cuBLAS)(?: support)? will (?:be disabled|not be used)\b"),
         ("gpu-unused", "no ", r"\bno (?:usable |compatible |available |supported )?(?:CUDA |NVIDIA )?(?:GPUs?|CUDA)"
                               r"(?: devices?)? (?:were |was )?(?:found|detected|discovered)\b"),
@@ -172,10 +176,11 @@ _WARNED: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
 #: before the failure (or the success) it ends with
 _STEP_RE = re.compile(r"^\s*\[(?:\d+/\d+|\s*\d+%)\]\s+(?:\S*(?:nvcc|gcc|g\+\+|c\+\+|clang\+*|cc|cl|hipcc|ld)(?:-\d+)?"
                       r"(?:\.exe)?\s|(?:Building|Linking|Compiling|Generating)\b)")
-#: a result after a build's last step: an installer's or a build tool's success, a wheel made, the install going on
-_BUILT_RE = re.compile(r"\bSuccessfully (?:built|installed)\b|\bCreated wheel for\b|\bBuilt target\b|\bdone\.?\s*$"
-                       r"|\bInstalling collected packages\b|\bFinished\b|^\s*(?:running install|copying |-- Install)",
-                       re.IGNORECASE)
+#: what a compiler prints while a build goes on (its warnings and notes, the source lines and carets it quotes, the
+#: includes it came through): after a build's last step, any other line is the build's result (a success, the program
+#: run after it, an error); these are not
+_DIAGNOSTIC_RE = re.compile(r"^\s*(?:In file included from|from \S+[:,]|\S+:\d+(?::\d+)?:\s*(?:warning|note)\b"
+                            r"|\S+\(\d+\): (?:warning|remark)\b|.*\bwarning\b|[\s|~^]*$|\d+\s*\||\^)", re.IGNORECASE)
 
 #: a logger's error level in the prefix a line's reading cut off (vLLM's ``ERROR 03-20 07:42:38 [utils.py:613]``,
 #: uvicorn's ``ERROR:    ``, a ``[ERROR]`` or ``[error]`` tag), whatever the message after it says
@@ -215,7 +220,7 @@ class FailureReader:
         if "[" in lower[:12] and _STEP_RE.match(line.body):
             self._step = line
             return False
-        if self._step is not None and _BUILT_RE.search(line.body):
+        if self._step is not None and not _DIAGNOSTIC_RE.match(line.body):
             self._step = None
         for kind, needle, pattern in _WARNED:
             if needle in lower and (m := pattern.search(line.body)):
