@@ -77,6 +77,15 @@ FAMILIES = [
     ("poetry-no-installation-candidates", "python -V",
      "  - Installing torch (1.13.1): Failed\n\n  RuntimeError\n\n"
      "  Unable to find installation candidates for torch (1.13.1)\n"),
+    # nvidia-smi finding no GPU in a container after the host rebooted (NVIDIA/nvidia-container-toolkit#32)
+    ("nvidia-smi-no-devices-were-found", "nvidia-smi",
+     "# ctr run -t --rm --gpus 0 nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda10.2 sample nvidia-smi\n"
+     "No devices were found\n"),
+    # the kernel driver failing to bring the GPU up (NVIDIA/open-gpu-kernel-modules#862)
+    ("nvrm-rm-init-adapter-failed", "collect-env",
+     "# nvidia-smi\nNo devices were found\n\n# meanwhile, output in /var/log/syslog\n"
+     "Jul 01 22:55:07 gpu kernel: NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0\n"
+     "Jul 01 22:55:07 gpu kernel: NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:884)\n"),
     # CMake's summary of a failed configure (flexflow/flexflow-train#175)
     ("cmake-configuring-incomplete", "first error", "-- Configuring incomplete, errors occurred!\n"),
 ]

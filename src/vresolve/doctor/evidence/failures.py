@@ -52,6 +52,9 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # the kernel driver's Xid report of a GPU error (NVIDIA's Xid catalog: 13 and 31 an application's fault, 43
         # a stopped channel, 48 and 94/95 uncorrectable ECC errors, 74 NVLink, 79 fallen off the bus, 119/120 GSP)
         ("xid", "xid", r"\bXid \((?:PCI:)?[0-9A-Fa-f:.]+\): \d+\b"),
+        # the kernel driver failing to bring a GPU up ("NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:884)",
+        # "rm_init_adapter failed, device minor number 0"): nvidia-smi then finds no device
+        ("xid", "init", r"\b(?:RmInitAdapter|rm_init_adapter) failed\b"),
         ("cuda", "init", r"\b[Ff]ailed to init(?:iali[sz]e)? (?:the )?(?:GPU|device)\b"
                          r"|\b(?:CUDA|GPU|device|backend|cuDNN|cuBLAS|NCCL)\b[\w ]{0,24}? failed to initiali[sz]e\b"
                          # ollama's "cuda driver library init failure: 3", "cudart init failure: 802"
@@ -60,7 +63,7 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
                          r"Error\b"),
         # (an exception quoted as inline code starts with a backtick: "`ValueError: ...`")
         ("exception", "error", r"^\s*`?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Error: \S"),
-        ("exception", "exception", r"^\s*`?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Exception: \S"),
+        ("exception", "exception", r"^\s*`?(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?Exception: \S"),
         # a debugger's report of an exception raised (VS Code's "Exception has occurred: OSError")
         ("exception", "exception has occurred", r"^\s*Exception has occurred: [A-Z]\w*"),
         # an exception whose message starts on the next line (sgl_kernel's "ImportError: " then its report)
@@ -166,6 +169,8 @@ _WARNED: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("gpu-unused", "jaxlib is not installed", r"\bCUDA-enabled jaxlib is not installed\b"),
         ("gpu-unused", "cuda is not available", r"\bbut CUDA is not available\b"),
         ("gpu-unused", "executionprovider", r"\bFailed to create (?:CUDA|TensorRT)ExecutionProvider\b"),
+        # nvidia-smi's whole answer where the driver sees no GPU (a line of its own)
+        ("gpu-unused", "no devices were found", r"^\s*No devices were found\s*$"),
         ("gpu-feature", "compute capability", r"\bcompute capability\s*(?:<=?|below|lower than|less than)\s*\d"),
         ("gpu-feature", "gpu", r"\b(?:is|are) (?:not |only )?supported (?:on|for) (?:this|your) GPU\b"
                                r"|\byour GPU does not support\b"),
