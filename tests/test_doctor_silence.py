@@ -69,6 +69,13 @@ FAMILIES = [
     # JAX through absl (kuprel/min-dalle#22)
     ("jax-falling-back-to-cpu", "nvidia-smi",
      "WARNING:absl:No GPU/TPU found, falling back to CPU. (Set TF_CPP_MIN_LOG_LEVEL=0 and rerun for more info.)\n"),
+    # TensorFlow's documented check of the GPUs it sees, zero (tensorflow/tensorflow#66750)
+    ("tensorflow-num-gpus-available-0", "nvidia-smi", "Num GPUs Available:  0\n"),
+    # PyTorch Lightning's summary: a GPU there but not used (open-edge-platform/anomalib#232)
+    ("lightning-gpu-available-not-used", "nvidia-smi",
+     "GPU available: True, used: False\nTPU available: False, using: 0 TPU cores\nIPU available: False, using: 0 IPUs\n"
+     "HPU available: False, using: 0 HPUs\n\nGPU available but not used. Set \"accelerator\" and \"devices\" using "
+     "Trainer(accelerator='gpu', devices=1).\n"),
     # conda's solver (CompVis/stable-diffusion#145)
     ("conda-resolve-package-not-found", "conda info",
      "ResolvePackageNotFound: \n  - cudatoolkit=11.3\n  - pytorch=1.11.0\n  - pip=20.3\n  - torchvision=0.12.0\n"
@@ -129,6 +136,9 @@ HEALTHY = [
      "Unable to find driver in registry given worker: \n"
      "I0808 20:59:00.963761 139857030612800 xla_bridge.py:328] Unable to initialize backend 'rocm': NOT_FOUND: Could "
      "not find registered platform with name: \"rocm\". Available platform names are: CUDA Host Interpreter\n"),
+    # PyTorch Lightning's other accelerators, none, on a GPU machine (open-edge-platform/anomalib#232)
+    ("lightning-other-accelerators-none",
+     "TPU available: False, using: 0 TPU cores\nIPU available: False, using: 0 IPUs\nHPU available: False, using: 0 HPUs\n"),
     # a deprecation warning (torch's pynvml notice)
     ("pynvml-deprecated",
      "/usr/local/lib/python3.12/dist-packages/torch/cuda/__init__.py:63: FutureWarning: The pynvml package is "

@@ -169,6 +169,12 @@ _WARNED: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("gpu-unused", "jaxlib is not installed", r"\bCUDA-enabled jaxlib is not installed\b"),
         ("gpu-unused", "cuda is not available", r"\bbut CUDA is not available\b"),
         ("gpu-unused", "executionprovider", r"\bFailed to create (?:CUDA|TensorRT)ExecutionProvider\b"),
+        # a program's own count of the GPUs it sees, zero: TensorFlow's documented check ("Num GPUs Available:  0"),
+        # PyTorch Lightning's "GPU available: False, used: False" (and "GPU available: True, used: False": there but
+        # not used), torch's device_count() printed as 0
+        ("gpu-unused", "gpu", r"\b(?:Num(?:ber of)? )?GPUs? (?:[Aa]vailable|found|detected)\s*[:=]\s*(?:0|False)\b"),
+        ("gpu-unused", "used", r"\bGPU available: True,? used: False\b|\bGPU available but not used\b"),
+        ("gpu-unused", "device_count", r"\bdevice_count\(\)\s*(?:[:=]+|returns?|->)?\s*0\b"),
         # nvidia-smi's whole answer where the driver sees no GPU (a line of its own)
         ("gpu-unused", "no devices were found", r"^\s*No devices were found\s*$"),
         ("gpu-feature", "compute capability", r"\bcompute capability\s*(?:<=?|below|lower than|less than)\s*\d"),
