@@ -182,6 +182,8 @@ _WARNED: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
                                r"|\byour GPU does not support\b"),
     )
 )
+#: words one of which every :data:`_WARNED` line holds (lower-cased): a line with none is not read for them
+_WARNED_GATE = ("gpu", "cuda", "cpu", "devic", "capability", "cublas", "executionprovider")
 #: a build's step (ninja's "[54/54] /usr/local/cuda/bin/nvcc ...", "[3/9] Building CUDA object ...", CMake's make
 #: output "[ 42%] Building CXX object ..."): where a paste's build ends at one with no result after it, the log was cut
 #: before the failure (or the success) it ends with
@@ -220,11 +222,27 @@ def _error_level(line: Line) -> re.Match[str] | None:
         or "FATAL" in line.body[:60] else None
 
 
+def _holds(text: str, needles: tuple[str, ...]) -> bool:
+    for needle in needles:  # (a loop, not any(): faster, and this runs for every line of a big log)
+        if needle in text:
+            return True
+    return False
+
+
 class FailureReader:
     """The first kind of failure a line shows, if any; and, at the paste's end (:meth:`end`), a build cut short."""
 
     def __init__(self) -> None:
         self._step: Line | None = None  # the build's last step with no result after it yet
+
+    def _warned(self, line: Line, lower: str, out: Collector) -> bool:
+        """A failure said at any level (:data:`_WARNED`)."""
+        if _holds(lower, _WARNED_GATE):
+            for kind, needle, pattern in _WARNED:
+                if needle in lower and (m := pattern.search(line.body)):
+                    out.add("failures", kind, line, MESSAGE, "failure", m.span())
+                    return True
+        return False
 
     def feed(self, line: Line, out: Collector) -> bool:
         lower = line.lower
@@ -233,10 +251,8 @@ class FailureReader:
             return False
         if self._step is not None and not _DIAGNOSTIC_RE.match(line.body):
             self._step = None
-        for kind, needle, pattern in _WARNED:
-            if needle in lower and (m := pattern.search(line.body)):
-                out.add("failures", kind, line, MESSAGE, "failure", m.span())
-                return True
+        if self._warned(line, lower, out):
+            return True
         if lower.lstrip().startswith(("warning", "[warning]", "info")) or "warning:" in lower[:40]:
             return False
         for kind, needle, pattern in _RULES:
