@@ -19,6 +19,7 @@ from packaging.specifiers import SpecifierSet
 from ..host import Host
 from ..matrix import KnownIssue, Matrix, VllmRelease
 from ..values import Capability, public_version
+from .ask_next import ASK_NO_DISTRIBUTION, ask_next, missing_for
 from .companions import torchvision_paired
 from .evidence import Evidence, Seen
 from .evidence.model import REPORT
@@ -368,8 +369,9 @@ def _unexplained(e: Evidence) -> list[Unclear]:
                         paste=ASK_FOR_COMPILER)]
     if failed:
         last = failed[-1]
+        unmatched = last.value.action == "no-matching-distribution"  # (pip matched no file: what it matched against)
         return [Unclear(error=last.text.strip(), missing="the error above the installer's summary, and the machine's facts",
-                        evidence=(_line(last),), paste=ASK_FOR_BUILD)]
+                        evidence=(_line(last),), paste=ASK_NO_DISTRIBUTION if unmatched else ASK_FOR_BUILD)]
     if e.exceptions:
         raised = e.exceptions[-1]
         return [Unclear(error=raised.value, missing="the facts that name its cause (torch, its CUDA, the GPUs, the "
@@ -422,8 +424,9 @@ def _failed_lines(e: Evidence) -> list[Unclear]:
     kind, first = seen[0]
     lines = tuple(dict.fromkeys(_line(s) for _, s in seen))[:3]
     unloaded = any(_EXTENSION_UNLOADED_RE.search(s.text) for _, s in seen)
-    return [Unclear(error=first.text.strip(), missing="the facts that name its cause (torch, its CUDA, the GPUs, "
-                    "the driver)", evidence=lines, paste=ASK_FOR_EXTENSION if unloaded else _PASTE_FOR.get(kind, ASK_FOR))]
+    missing = missing_for(kind, "the facts that name its cause (torch, its CUDA, the GPUs, the driver)")
+    return [Unclear(error=first.text.strip(), missing=missing, evidence=lines,
+                    paste=ASK_FOR_EXTENSION if unloaded else _PASTE_FOR.get(kind) or ask_next(kind, ASK_FOR))]
 
 
 def _all_causes(e: Evidence, matrix: Matrix) -> tuple[list[tuple[str, Seen[Any]]], list[Unclear]]:

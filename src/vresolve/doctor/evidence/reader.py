@@ -25,6 +25,7 @@ from .messages import MessageReader
 from .model import Evidence
 from .prose import ProseReader
 from .repl import ReplReader
+from .said import SaidReader
 from .shm import ShmReader, retype_shm
 from .signals import SignalReader
 from .smi import SmiReader
@@ -61,9 +62,11 @@ def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
     out = Collector()
     reports: tuple[_Reader, ...] = (CollectEnvReader(), SmiReader(), ListReader(), InstallerReader(), ReplReader(),
                                     DsReportReader(), EnvToolsReader(), CondaPlanReader())
+    failures = FailureReader()
     messages: tuple[_Reader, ...] = (SignalReader(), MessageReader(), BuildReader(), EnvironmentReader(),
-                                     FailureReader(), ShmReader())
+                                     failures, ShmReader())
     prose = ProseReader()
+    said = SaidReader()
     count = cut_lines = 0
     relayed = Relayed()
     for count, (text, cut) in enumerate(iter_lines(source, line_limit), start=1):
@@ -81,6 +84,8 @@ def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
             taken = reader.feed(line, out) or taken
         if not taken and not out.near("build-line", line, 0):
             prose.feed(line, out)
+            said.feed(line, out)
+    failures.end(out)
     out.keep_deferred()
     if out.has("signals") and not out.kinds:
         out.kinds.add("log")

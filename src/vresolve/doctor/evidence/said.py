@@ -1,0 +1,66 @@
+"""A failure the user says in their own words, on a line no report reader took and no program wrote (a prose line):
+that something they need cannot be installed, used or run, or that it runs on the CPU instead of the GPU.
+
+Input (kind ``said``)::
+
+    I can't run this, because i can't install vllm
+    in window10, same environment, latest YOLOv8 can't use GPU for training
+    torch.cuda.is_available() returns False on my RTX 3090
+    # 0.8.13 install vllm in cuda env, but install torch with cpu
+
+Not read: a question or a wish without a negation ("how do I use the GPU?"), a failure said of something that is not
+the GPU stack ("I can't find the docs"), a failure said to be gone ("now it works").
+"""
+
+from __future__ import annotations
+
+import re
+
+from .collect import Collector
+from .lines import Line
+from .model import MESSAGE
+
+__all__ = ["SaidReader"]
+
+#: what the failure is said of: the GPU stack, a program of it, or its install
+_OBJECT = (r"(?:GPUs?|CUDA|cuda|NVIDIA|nvidia|vllm|vLLM|torch|pytorch|PyTorch|the driver|tensorflow|TensorFlow|jax|flash[-_]attn"
+           r"|xformers|bitsandbytes|triton|sglang|onnxruntime|llama\.cpp|ollama|deepspeed)")
+_SAID_RES = (
+    # a negated ability or outcome ("can't install vllm", "doesn't detect my GPU", "unable to use CUDA", "fails to
+    # load torch"), the object within a few words
+    re.compile(r"\b(?:can(?:'|’)?t|cannot|can not|could(?:n(?:'|’)?t| not)|unable to|fail(?:s|ed)? to|does(?:n(?:'|’)?t| not)"
+               r"|did(?:n(?:'|’)?t| not)|won(?:'|’)?t|will not)\s+(?:be able to\s+)?(?:install|use|run|build|detect|find|see"
+               r"|recogni[sz]e|load|import|start|launch|access)\w*\b[^.?!]{0,30}?\b" + _OBJECT + r"(?![\w-])"),
+    # the GPU stack said not to be available or used ("CUDA is not available", "torch.cuda.is_available() returns
+    # False", "not using the GPU")
+    re.compile(r"\bis_available\(\)\s*(?:returns?|returned|gives?|is|=+)\s*:?\s*False\b"
+               r"|\b(?:CUDA|GPU)\s+(?:is\s+)?(?:not|never) (?:available|detected|found|used|recogni[sz]ed)\b"
+               r"|\bnot (?:using|utili[sz]ing) (?:the |my |any )?GPUs?\b", re.IGNORECASE),
+    # the install or the run said to have gone to the CPU ("installs torch with cpu", "runs on the CPU")
+    re.compile(r"\b(?:install(?:s|ed)?|runs?|running|ran)\b[^.?!]{0,30}?\b(?:on|with) (?:the )?CPU\b(?! (?:and|or) GPU)",
+               re.IGNORECASE),
+)
+#: words that say the failure is not (or no longer) there, or asked about, not had
+_NOT_A_FAILURE_RE = re.compile(r"\b(?:now (?:it )?works|works now|solved|fixed|resolved|how (?:do|can|to)|is it possible"
+                               r"|should I|want to|would like to|if you)\b", re.IGNORECASE)
+_NEEDLES = ("n't", "’t", "not", "unable", "fail", "false", "cpu")
+
+
+class SaidReader:
+    """The first line in which the user says a failure of the GPU stack (read on prose lines only)."""
+
+    def __init__(self) -> None:
+        self._seen = False
+
+    def feed(self, line: Line, out: Collector) -> bool:
+        if self._seen:
+            return False
+        lower = line.lower
+        if not any(needle in lower for needle in _NEEDLES) or _NOT_A_FAILURE_RE.search(line.body):
+            return False
+        for pattern in _SAID_RES:
+            if m := pattern.search(line.body):
+                out.add("failures", "said", line, MESSAGE, "failure", m.span())
+                self._seen = True
+                return True
+        return False
