@@ -21,6 +21,7 @@ from ..matrix import KnownIssue, Matrix, VllmRelease
 from ..values import Capability, public_version
 from .companions import torchvision_paired
 from .evidence import Evidence, Seen
+from .evidence.families import advice
 from .evidence.model import REPORT
 from .facts import SEVERITIES, Finding, dedupe, in_site_packages, with_version
 from .gpu_claims import ARCH_CLAIMS, CAPABILITY_CLAIMS, floor_of, unsettled
@@ -370,6 +371,11 @@ def _unexplained(e: Evidence) -> list[Unclear]:
         last = failed[-1]
         return [Unclear(error=last.text.strip(), missing="the error above the installer's summary, and the machine's facts",
                         evidence=(_line(last),), paste=ASK_FOR_BUILD)]
+    advised = next(((s, paste) for s in e.signals if s.value.code in _FAILURE_SIGNALS
+                    and (paste := advice(s.value.code, s.value.detail)) is not None), None)
+    if advised is not None:  # an error of a family whose own words say what settles it (families.advice)
+        return [Unclear(error=advised[0].text.strip(), evidence=(_line(advised[0]),), paste=advised[1],
+                        missing="the facts that name its cause (the driver, the GPUs, how the program was built)")]
     if e.exceptions:
         raised = e.exceptions[-1]
         return [Unclear(error=raised.value, missing="the facts that name its cause (torch, its CUDA, the GPUs, the "
@@ -382,7 +388,7 @@ _FAILURE_SIGNALS = frozenset({
     "container-without-gpu", "cuda-home-unset", "cuda-init-failed", "cuda-oom", "driver-combination",
     "gcc-unsupported", "no-cuda-gpus", "no-driver", "nvcc-unsupported-arch", "undefined-symbol", "vllm-c-obsolete",
     "invalid-image", "jax-cuda-plugin-failed", "nvidia-smi-missing", "cuda-not-available",
-    "hang-said", "container-no-driver"})
+    "hang-said", "container-no-driver", "cuda-error", "gpu-not-found-said", "ggml-no-device-code"})
 #: what to paste next, by the kind of failure shown
 _PASTE_FOR = {
     "cuda": "the whole log from its first error, run again with `CUDA_LAUNCH_BLOCKING=1`, and " + ASK_FOR,
