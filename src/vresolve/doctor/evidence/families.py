@@ -22,10 +22,11 @@ string of CUDA's error enums, and libraries' own statements about their builds.
    not compiled with CUDA enabled", ONNX Runtime's providers, JAX's "a CUDA-enabled jaxlib is not installed" and
    TensorFlow's native Windows build are read in :mod:`.signals`.)
 3. **Not built for this GPU** (:data:`NOT_BUILT_FOR_GPU`): ggml's host-side "ggml was not compiled with any CUDA arch
-   <= 750" (the GPU's own arch, read from the device) and its device-side "compiled without support for the current
-   GPU architecture" are ``ggml-arch-missing`` (arch-not-in-build); its "kernel X has no device code compatible with
-   CUDA arch N" names the arch of the code that ran, not the GPU's, and is ``ggml-no-device-code`` (not named without
-   the GPU). TensorFlow's "not built with CUDA kernel binaries compatible with compute capability X. CUDA kernels will
+   <= 750" names the GPU's own arch, read from the device (``ggml-arch-missing``, set against the GPUs the paste shows:
+   a ggml of late August 2025 asked it of arch 750 on every GPU), and its device-side "compiled without support for
+   the current GPU architecture" is said by the code that ran on the GPU (``ggml-bad-arch``): arch-not-in-build; its
+   "kernel X has no device code compatible with CUDA arch N" names the arch of the code that ran, not the GPU's, and
+   is ``ggml-no-device-code`` (not named: what settles it is asked). TensorFlow's "not built with CUDA kernel binaries compatible with compute capability X. CUDA kernels will
    be jit-compiled from PTX" is a warning of a program that runs: no signal. (torch's "sm_XX is not compatible",
    TensorRT's "Unsupported SM", FlashAttention's and xFormers' refusals: :mod:`.signals`.)
 4. **Driver too old**: CUDA's own 35 and 36 (above) in every library's words; NGC's banner, torch's "found version
@@ -200,7 +201,7 @@ BUILT_WITHOUT_CUDA: tuple[Statement, ...] = (
 NOT_BUILT_FOR_GPU: tuple[Statement, ...] = (
     _s("ggml-arch-missing", "ggml", "ggml was not compiled", r"\bggml was not compiled with any CUDA arch <= ?\d+",
        "ggml-org/llama.cpp: ggml/src/ggml-cuda/common.cuh (ggml_cuda_highest_compiled_arch)"),
-    _s("ggml-arch-missing", "ggml", "current gpu architecture",
+    _s("ggml-bad-arch", "ggml", "current gpu architecture",
        r"\bggml-cuda was compiled without support for the current GPU architecture",
        "ggml-org/llama.cpp: ggml-cuda.cu (bad_arch)"),
     _s("ggml-no-device-code", "ggml", "no device code", r"\bhas no device code compatible with CUDA arch \d+",
