@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from vresolve.doctor.evidence import read_evidence
-from vresolve.doctor.evidence.families import CODES, CUDA_ERRORS
+from vresolve.doctor.evidence.families import CODES, CUDA_ERRORS, MARKERS
 from vresolve.matrix import load_matrix
 
 from .conftest import doctor_text
@@ -165,5 +165,32 @@ def test_every_family_code_has_a_cause_row_or_is_a_failure_not_named() -> None:
     from vresolve.doctor.pasted import _FAILURE_SIGNALS
 
     rows = {code for k in load_matrix().known_issues for code in k.signals}
-    assert {c for c in CODES if c not in rows and c not in _FAILURE_SIGNALS} == set()
+    assert {c for c in CODES - MARKERS if c not in rows and c not in _FAILURE_SIGNALS} == set()
     assert all(e.paste for e in CUDA_ERRORS if e.code == "cuda-error"), "an unsettled error says what settles it"
+
+
+_BUILT_HERE = ("$ cmake -B build -DGGML_CUDA=ON && cmake --build build --config Release\n$ nvcc --version\n"
+               "nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2025 NVIDIA Corporation\n"
+               "Cuda compilation tools, release 13.0, V13.0.48\n$ nvidia-smi\n"
+               "| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |\n"
+               "$ ./build/bin/llama-cli -m model.gguf -ngl 99\n"
+               "warning: no usable GPU found, --gpu-layers option will be ignored\n")
+
+
+def test_no_device_found_is_named_where_the_toolkit_that_built_it_is_above_the_drivers_cuda_major(
+        tmp_path: Path, capsys: Capsys) -> None:
+    """"No usable GPU found" settles nothing alone; a build here with CUDA 13.0's nvcc on a driver serving CUDA 12.4 does
+    (held-out 984's cause, llama.cpp#6184): driver-too-old, with both versions."""
+    code, doc = doctor_text(_BUILT_HERE, tmp_path, capsys)
+    assert _causes(doc) == ["driver-too-old"] and code == 1
+    assert "CUDA 13.0" in doc["findings"][0]["title"] and "12.4" in doc["findings"][0]["title"]
+
+
+def test_no_device_found_beside_a_toolkit_of_the_drivers_major_or_without_a_build_is_not_driver_too_old(
+        tmp_path: Path, capsys: Capsys) -> None:
+    # the build's command not shown: the nvcc shown may not be what built the program
+    _, doc = doctor_text(_BUILT_HERE.replace("-DGGML_CUDA=ON", ""), tmp_path, capsys)
+    assert "driver-too-old" not in _causes(doc)
+    # one CUDA major: minor-version compatibility runs it
+    _, doc = doctor_text(_BUILT_HERE.replace("release 13.0, V13.0.48", "release 12.6, V12.6.77"), tmp_path, capsys)
+    assert "driver-too-old" not in _causes(doc)

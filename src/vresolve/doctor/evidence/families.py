@@ -43,7 +43,8 @@ from .collect import Collector
 from .lines import Line
 from .model import MESSAGE, Signal
 
-__all__ = ["BUILT_WITHOUT_CUDA", "CODES", "CUDA_ERRORS", "CudaError", "FamilyReader", "NOT_BUILT_FOR_GPU", "advice"]
+__all__ = ["BUILT_WITHOUT_CUDA", "CODES", "CUDA_ERRORS", "CudaError", "FamilyReader", "MARKERS", "NOT_BUILT_FOR_GPU",
+           "advice"]
 
 #: NVIDIA's documentation of the two enums (names, numbers, meanings)
 RUNTIME_DOC = "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"
@@ -185,6 +186,10 @@ BUILT_WITHOUT_CUDA: tuple[Statement, ...] = (
        "facebookresearch/detectron2: detectron2/layers/csrc"),
     _s("llama-cpp-without-gpu", "llama.cpp", "gpu offload", r"\bnot compiled with GPU offload support\b",
        "ggml-org/llama.cpp: common (llama_supports_gpu_offload() false)"),
+    # a CUDA build of llama.cpp shown being made (cmake's GGML_CUDA, older LLAMA_CUBLAS/LLAMA_CUDA; make's; pip's
+    # CMAKE_ARGS for llama-cpp-python): no failure, the fact that the toolkit shown built the program
+    _s("cuda-build-command", "llama.cpp", "=", r"(?:\bcmake\b|\bCMAKE_ARGS=|\bmake\b)[^\n]*?(?<![\w.])(?:-D)?(?:GGML_CUDA|GGML_CUBLAS"
+       r"|LLAMA_CUBLAS|LLAMA_CUDA)=(?:ON|on|1)\b", "https://github.com/ggml-org/llama.cpp/blob/master/docs/build.md"),
     # no device found: the build, the driver or the device's visibility may be why
     _s("gpu-not-found-said", "ggml", "cuda devices found", r"\bno CUDA devices found, CUDA will be disabled",
        "ggml-org/llama.cpp: ggml-cuda.cu (ggml_init_cublas)"),
@@ -211,6 +216,8 @@ NOT_BUILT_FOR_GPU: tuple[Statement, ...] = (
 _STATEMENTS = (*BUILT_WITHOUT_CUDA, *NOT_BUILT_FOR_GPU)
 #: every signal code these families type
 CODES = frozenset({e.code for e in CUDA_ERRORS} | {s.code for s in _STATEMENTS})
+#: the codes that show a fact, not a failure (a CUDA build command: what built the program)
+MARKERS = frozenset({"cuda-build-command"})
 _NEEDLES = ("cuda", "ptx", "driver", "device", "error", "failure", "initiali", "call to cu", "stub", "busy", "ecc")
 
 #: what settles a statement that only no device was found
