@@ -49,6 +49,10 @@ NAMED = [
     # ggml's device-side bad_arch (KoboldCpp 1.55 on Pascal)
     ("ggml-bad-arch", "ERROR: ggml-cuda was compiled without support for the current GPU architecture.\n",
      "arch-not-in-build"),
+    # OpenCV DNN's refusal of a GPU its CUDA_ARCH_BIN left out (opencv/opencv#20706, corpus 352)
+    ("opencv-arch", "cv2.error: OpenCV(4.5.3) dnn.cpp:2385: error: (-216:No CUDA support) OpenCV was not built to work "
+     "with the selected device. Please check CUDA_ARCH_PTX or CUDA_ARCH_BIN in your build configuration. in function "
+     "'initCUDABackend'\n", "arch-not-in-build"),
     # libraries' own words that their build has no CUDA
     ("ctranslate2", "ValueError: This CTranslate2 package was not compiled with CUDA support\n", "cpu-only-build"),
     ("dgl", "dgl._ffi.base.DGLError: [14:00:04] /opt/dgl/src/runtime/c_runtime_api.cc:82: Check failed: allow_missing: "
@@ -82,6 +86,9 @@ UNSETTLED = [
     ("tensorflow-stub-34", "2023-08-24 10:00:00.000000: E tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc:266]"
      " failed call to cuInit: UNKNOWN ERROR (34)\n", "library-not-found", "stubs"),
     ("invalid-ordinal", "RuntimeError: CUDA error: invalid device ordinal\n", "gpu-not-visible", "CUDA_VISIBLE_DEVICES"),
+    # the pre-CUDA 11 string of 46, in Caffe's check (NVIDIA/DIGITS#2005, corpus 351)
+    ("caffe-46-old-string", "F0326 10:00:00.000000  1234 common.cpp:142] Check failed: error == cudaSuccess (46 vs. 0)  "
+     "all CUDA-capable devices are busy or unavailable\n", "gpu-not-visible", "Compute M."),
     ("driver-mismatch-803", "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
      "before calling NumCudaDevices() that might have already set an error? Error 803: system has unsupported display "
      "driver / cuda driver combination\n", "driver-too-old", "/proc/driver/nvidia/version"),

@@ -26,7 +26,8 @@ string of CUDA's error enums, and libraries' own statements about their builds.
    a ggml of late August 2025 asked it of arch 750 on every GPU), and its device-side "compiled without support for
    the current GPU architecture" is said by the code that ran on the GPU (``ggml-bad-arch``): arch-not-in-build; its
    "kernel X has no device code compatible with CUDA arch N" names the arch of the code that ran, not the GPU's, and
-   is ``ggml-no-device-code`` (not named: what settles it is asked). TensorFlow's "not built with CUDA kernel binaries compatible with compute capability X. CUDA kernels will
+   is ``ggml-no-device-code`` (not named: what settles it is asked). OpenCV's DNN "OpenCV was not built to work with the
+   selected device. Please check CUDA_ARCH_PTX or CUDA_ARCH_BIN" is ``opencv-arch-missing`` (arch-not-in-build). TensorFlow's "not built with CUDA kernel binaries compatible with compute capability X. CUDA kernels will
    be jit-compiled from PTX" is a warning of a program that runs: no signal. (torch's "sm_XX is not compatible",
    TensorRT's "Unsupported SM", FlashAttention's and xFormers' refusals: :mod:`.signals`.)
 4. **Driver too old**: CUDA's own 35 and 36 (above) in every library's words; NGC's banner, torch's "found version
@@ -105,6 +106,10 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
               "CUDA-capable device(s) is/are busy or unavailable", "cuda-error", "any",
               "the output of `nvidia-smi` (its `Compute M.` column: a GPU in `Exclusive_Process` mode takes one "
               "process) and of `nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`"),
+    # (its string before CUDA 11's: "all CUDA-capable devices are busy or unavailable")
+    CudaError(46, None, None, "all CUDA-capable devices are busy or unavailable", "cuda-error", "",
+              "the output of `nvidia-smi` (its `Compute M.` column: a GPU in `Exclusive_Process` mode takes one "
+              "process) and of `nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`"),
     CudaError(101, "cudaErrorInvalidDevice", "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal", "cuda-error", "any",
               "the output of `nvidia-smi -L` and the value of `CUDA_VISIBLE_DEVICES` where the program ran, and the "
               "device index it asked for (`cuda:N`, `--gpu-id`, `device_map`)"),
@@ -133,7 +138,7 @@ def _pattern(e: CudaError) -> re.Pattern[str]:
     names = [re.escape(n) for n in (e.runtime, e.driver) if n]
     said = re.escape(e.message)
     said = f"{_CONTEXT}{said}" if e.message in _GENERIC else said
-    return re.compile(rf"\b(?:{'|'.join(names)})\b|(?i:{said})")
+    return re.compile(rf"\b(?:{'|'.join(names)})\b|(?i:{said})" if names else rf"(?i:{said})")
 
 
 _NAMED = tuple((e, _pattern(e)) for e in CUDA_ERRORS)
@@ -209,6 +214,10 @@ NOT_BUILT_FOR_GPU: tuple[Statement, ...] = (
     _s("ggml-bad-arch", "ggml", "current gpu architecture",
        r"\bggml-cuda was compiled without support for the current GPU architecture",
        "ggml-org/llama.cpp: ggml-cuda.cu (bad_arch)"),
+    # OpenCV's DNN module refusing a GPU its CUDA build has no code for (CUDA_ARCH_BIN/CUDA_ARCH_PTX without it)
+    _s("opencv-arch-missing", "OpenCV", "not built to work with the selected device",
+       r"OpenCV was not built to work with the selected device\. Please check CUDA_ARCH_PTX or CUDA_ARCH_BIN",
+       "opencv/opencv: modules/dnn/src (initCUDABackend)"),
     _s("ggml-no-device-code", "ggml", "no device code", r"\bhas no device code compatible with CUDA arch \d+",
        "ggml-org/llama.cpp: ggml/src/ggml-cuda/common.cuh (no_device_code)"),
 )
@@ -224,7 +233,7 @@ _NEEDLES = ("cuda", "ptx", "driver", "device", "error", "failure", "initiali", "
 _NOT_FOUND_PASTE = ("the output of `nvidia-smi` where the program ran (the driver and the CUDA it serves), `echo "
                     "$CUDA_VISIBLE_DEVICES`, how the program was built or installed (its CUDA: `nvcc --version`, or the "
                     "package's name and version), and, in a container, the flags it was started with (`--gpus`)")
-_ADVICE = {e.runtime: e.paste for e in CUDA_ERRORS if e.paste and e.runtime}
+_ADVICE = {e.runtime or e.message: e.paste for e in CUDA_ERRORS if e.paste}
 _ADVICE_BY_CODE = {
     "gpu-not-found-said": _NOT_FOUND_PASTE,
     "no-cuda-gpus": _NOT_FOUND_PASTE,
@@ -273,6 +282,6 @@ class FamilyReader:
 
     @staticmethod
     def _add(out: Collector, line: Line, e: CudaError, span: tuple[int, int]) -> bool:
-        detail = e.runtime if e.code in ("cuda-error",) else None
+        detail = (e.runtime or e.message) if e.code == "cuda-error" else None
         out.add("signals", Signal(code=e.code, detail=detail), line, MESSAGE, "message", span)
         return True
