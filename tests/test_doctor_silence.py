@@ -62,10 +62,6 @@ FAMILIES = [
      "warning: no usable GPU found, --gpu-layers option will be ignored\n"
      "warning: one possible reason is that llama.cpp was compiled without GPU support\n"
      "warning: consult docs/build.md for compilation instructions\n"),
-    # llama.cpp's older wording (ggml-org/llama.cpp#9153)
-    ("llama-cpp-not-compiled-with-gpu-offload", "nvidia-smi",
-     "warning: not compiled with GPU offload support, --gpu-layers option will be ignored\n"
-     "warning: see main README.md for information on enabling GPU BLAS support\nLog start\n"),
     # JAX through absl (kuprel/min-dalle#22)
     ("jax-falling-back-to-cpu", "nvidia-smi",
      "WARNING:absl:No GPU/TPU found, falling back to CPU. (Set TF_CPP_MIN_LOG_LEVEL=0 and rerun for more info.)\n"),
@@ -105,6 +101,15 @@ def test_failure_family_gets_cause_not_named(name: str, ask: str, text: str, tmp
     assert doc["unclear"] or any(f["severity"] == "error" for f in doc["findings"]), doc
     if doc["unclear"]:
         assert ask in doc["unclear"][0]["paste"], doc["unclear"][0]["paste"]
+
+
+def test_llama_cpp_built_without_gpu_offload_is_named(tmp_path: Path, capsys: Capsys) -> None:
+    """llama.cpp's older wording (ggml-org/llama.cpp#9153) states the build itself has no GPU backend: named
+    (cpu-only-build, the known-issues row llama-cpp-built-without-gpu), not left as a failure without a cause."""
+    _, doc = doctor_text("warning: not compiled with GPU offload support, --gpu-layers option will be ignored\n"
+                         "warning: see main README.md for information on enabling GPU BLAS support\nLog start\n",
+                         tmp_path, capsys)
+    assert [f["cause"] for f in doc["findings"] if f["severity"] != "info"] == ["cpu-only-build"], doc
 
 
 #: real healthy output that shares words with the failure families: fully silent (exit 0, no error, no unclear)

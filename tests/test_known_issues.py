@@ -82,9 +82,10 @@ def test_every_cause_code_has_an_issue_row(issues) -> None:  # type: ignore[no-u
 
 def test_signal_codes_of_the_rows_are_the_readers(issues) -> None:  # type: ignore[no-untyped-def]
     """The rows' signals are codes the evidence reader types, and each code shows one cause only."""
+    from vresolve.doctor.evidence.families import CODES
     from vresolve.doctor.evidence.signals import SIGNALS
 
-    codes = {code for code, _, _ in SIGNALS}
+    codes = {code for code, _, _ in SIGNALS} | CODES
     named = [(code, k.cause) for k in issues for code in k.signals]
     assert {code for code, _ in named} - codes == set()
     causes: dict[str, set[str]] = {}

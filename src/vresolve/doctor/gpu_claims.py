@@ -31,7 +31,7 @@ __all__ = ["ARCH_CLAIMS", "CAPABILITY_CLAIMS", "Unsettled", "unsettled", "gpu_ca
 CAPABILITY_CLAIMS = frozenset({"bf16-unsupported", "flash-attn-needs-ampere", "fp8-unsupported-arch", "gpu-too-old",
                                "capability-too-low", "capability-below-required", "fp8-capability"})
 #: the codes of a build's refusal that names the GPU's SM (arch-not-in-build's signals that say which SM)
-ARCH_CLAIMS = frozenset({"arch-not-in-build", "trt-unsupported-sm"})
+ARCH_CLAIMS = frozenset({"arch-not-in-build", "trt-unsupported-sm", "ggml-arch-missing"})
 #: what settles a GPU claim
 ASK_FOR_GPU = ("the output of `nvidia-smi --query-gpu=name,compute_cap --format=csv` run where the program failed, its "
                "`CUDA_VISIBLE_DEVICES`, and the whole error")

@@ -22,6 +22,7 @@ from ..values import Capability, public_version
 from .ask_next import ASK_NO_DISTRIBUTION, ask_next, missing_for
 from .companions import torchvision_paired
 from .evidence import Evidence, Seen
+from .evidence.families import advice
 from .evidence.model import REPORT
 from .facts import SEVERITIES, Finding, dedupe, in_site_packages, with_version
 from .gpu_claims import ARCH_CLAIMS, CAPABILITY_CLAIMS, floor_of, unsettled
@@ -64,7 +65,8 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
                      "toolkit-said-beside-torch-cuda", "resolver-companion-pins-other-torch",
                      "uv-no-wheel-for-python", "slurm-job-without-gpus", "torch-source-tree-shadows",
                      "pod-gpu-without-driver-library", "conda-cpu-pytorch-where-cuda-asked",
-                     "pypi-windows-torch-wheel", "pypi-aarch64-torch-cpu-release", "onnxruntime-providers-without-cuda")
+                     "pypi-windows-torch-wheel", "pypi-aarch64-torch-cpu-release", "onnxruntime-providers-without-cuda",
+                     "gpu-not-found-toolkit-above-driver")
 
 
 def _line(seen: Seen[Any]) -> str:
@@ -372,6 +374,11 @@ def _unexplained(e: Evidence) -> list[Unclear]:
         unmatched = last.value.action == "no-matching-distribution"  # (pip matched no file: what it matched against)
         return [Unclear(error=last.text.strip(), missing="the error above the installer's summary, and the machine's facts",
                         evidence=(_line(last),), paste=ASK_NO_DISTRIBUTION if unmatched else ASK_FOR_BUILD)]
+    advised = next(((s, paste) for s in e.signals if s.value.code in _FAILURE_SIGNALS
+                    and (paste := advice(s.value.code, s.value.detail)) is not None), None)
+    if advised is not None:  # an error of a family whose own words say what settles it (families.advice)
+        return [Unclear(error=advised[0].text.strip(), evidence=(_line(advised[0]),), paste=advised[1],
+                        missing="the facts that name its cause (the driver, the GPUs, how the program was built)")]
     if e.exceptions:
         raised = e.exceptions[-1]
         return [Unclear(error=raised.value, missing="the facts that name its cause (torch, its CUDA, the GPUs, the "
@@ -384,7 +391,7 @@ _FAILURE_SIGNALS = frozenset({
     "container-without-gpu", "cuda-home-unset", "cuda-init-failed", "cuda-oom", "driver-combination",
     "gcc-unsupported", "no-cuda-gpus", "no-driver", "nvcc-unsupported-arch", "undefined-symbol", "vllm-c-obsolete",
     "invalid-image", "jax-cuda-plugin-failed", "nvidia-smi-missing", "cuda-not-available",
-    "hang-said", "container-no-driver"})
+    "hang-said", "container-no-driver", "cuda-error", "gpu-not-found-said", "ggml-no-device-code"})
 #: what to paste next, by the kind of failure shown
 _PASTE_FOR = {
     "cuda": "the whole log from its first error, run again with `CUDA_LAUNCH_BLOCKING=1`, and " + ASK_FOR,

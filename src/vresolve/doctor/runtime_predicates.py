@@ -187,3 +187,30 @@ def _pod_gpu_without_driver_library(f: Facts) -> Iterator[Hit]:
     if asked is None or failed is None or any(g.rank == REPORT for g in e.gpus):
         return
     yield Hit(evidence=tuple(dict.fromkeys((pasted_line(failed), pasted_line(asked)))))
+
+
+@predicate("gpu-not-found-toolkit-above-driver", ("nvcc", "cuda_driver"), ("nvcc", "served"))
+def _gpu_not_found_toolkit_above_driver(f: Facts) -> Iterator[Hit]:
+    """A program built here (its CUDA build command shown) that says it found no GPU ("no CUDA devices found, CUDA will
+    be disabled", "no usable GPU found"), where the toolkit that built it (``nvcc --version``) is of a newer CUDA major
+    than the driver serves (nvidia-smi's "CUDA Version"): its CUDA runtime does not initialise on that driver (error 35,
+    which these programs report as no device). A statement of no device alone settles nothing (the families audit)."""
+    e = f.log
+    said = next((s for s in e.signals if s.value.code == "gpu-not-found-said"), None) if e is not None else None
+    built = next((s for s in e.signals if s.value.code == "cuda-build-command"), None) if e is not None else None
+    if e is None or said is None or built is None:
+        return
+    nvcc, served = e.best("nvcc"), e.best("cuda_driver")
+    have = _version_of(nvcc.value.release) if nvcc is not None and nvcc.rank == REPORT else None
+    serves = _version_of(str(served.value)) if served is not None and served.rank == REPORT else None
+    if nvcc is not None and served is not None and have is not None and serves is not None \
+            and have.major > serves.major:
+        yield Hit(evidence=(pasted_line(said), pasted_line(built), pasted_line(nvcc), pasted_line(served)),
+                  fill={"nvcc": f"{have.major}.{have.minor}", "served": f"{serves.major}.{serves.minor}"})
+
+
+def _version_of(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None

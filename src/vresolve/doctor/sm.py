@@ -58,6 +58,8 @@ _GPU_SM_RES = tuple(re.compile(p, re.IGNORECASE) for p in (
     r"\bwhich is of cuda capability " + _SM,  # torch's "too old" check
     r"\bUnsupported SM:? " + _SM,  # TensorRT's "Unsupported SM: 0x809"
     r"\bTarget GPU SM " + _SM + r" is not supported",  # TensorRT 8.6 and later
+    # ggml's check of the device's arch against its build (ggml's arch numbers are capability x 100: 750 is 7.5)
+    r"\bnot compiled with any CUDA arch <= ?(?P<sm>\d{2,3})0\b",
     r"\b(?:device|GPU) (?:with )?(?:compute )?capability (?:is )?" + _SM + r"\b(?! or (?:higher|newer|above))"
     r"(?= (?:is|are) not supported| not supported)",
 ))

@@ -17,6 +17,7 @@ from .dsreport import DsReportReader
 from .environment import EnvironmentReader
 from .envtools import EnvToolsReader
 from .failures import FailureReader
+from .families import FamilyReader
 from .installer import InstallerReader
 from .isolation import retype_isolation
 from .lines import LINE_LIMIT, Line, Relayed, Source, iter_lines
@@ -63,7 +64,7 @@ def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
     reports: tuple[_Reader, ...] = (CollectEnvReader(), SmiReader(), ListReader(), InstallerReader(), ReplReader(),
                                     DsReportReader(), EnvToolsReader(), CondaPlanReader())
     failures = FailureReader()
-    messages: tuple[_Reader, ...] = (SignalReader(), MessageReader(), BuildReader(), EnvironmentReader(),
+    messages: tuple[_Reader, ...] = (SignalReader(), FamilyReader(), MessageReader(), BuildReader(), EnvironmentReader(),
                                      failures, ShmReader())
     prose = ProseReader()
     said = SaidReader()
