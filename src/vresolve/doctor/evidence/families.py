@@ -97,7 +97,8 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
               "forward compatibility was attempted on non supported HW", "forward-compat", "any"),
     # the errors that name no cause by themselves, with what settles them
     CudaError(3, "cudaErrorInitializationError", "CUDA_ERROR_NOT_INITIALIZED", "initialization error", "cuda-error",
-              "", _DRIVER_STATE),
+              "", _DRIVER_STATE + ", and whether the program forks worker processes after CUDA started (CUDA does not "
+              "initialise again in a forked child: the `spawn` start method does)"),
     CudaError(34, "cudaErrorStubLibrary", "CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library", "cuda-error",
               "driver", "the output of `ldconfig -p | grep libcuda` and `echo $LD_LIBRARY_PATH` where the program ran (a "
               "CUDA toolkit's `lib64/stubs` found before the driver's own libcuda), and of `nvidia-smi`; in a "
