@@ -63,7 +63,8 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
                      "toolkit-said-beside-torch-cuda", "resolver-companion-pins-other-torch",
                      "uv-no-wheel-for-python", "slurm-job-without-gpus", "torch-source-tree-shadows",
                      "pod-gpu-without-driver-library", "conda-cpu-pytorch-where-cuda-asked",
-                     "pypi-windows-torch-wheel", "pypi-aarch64-torch-cpu-release", "onnxruntime-providers-without-cuda")
+                     "pypi-windows-torch-wheel", "pypi-aarch64-torch-cpu-release", "onnxruntime-providers-without-cuda",
+                     "extension-arch-list-misses-gpu", "build-cuda-above-driver")
 
 
 def _line(seen: Seen[Any]) -> str:

@@ -16,7 +16,9 @@ from .conda_plan import CondaPlanReader
 from .dsreport import DsReportReader
 from .environment import EnvironmentReader
 from .envtools import EnvToolsReader
+from .extreports import ExtReportsReader
 from .failures import FailureReader
+from .gpureports import GpuReportsReader
 from .installer import InstallerReader
 from .isolation import retype_isolation
 from .lines import LINE_LIMIT, Line, Relayed, Source, iter_lines
@@ -60,7 +62,8 @@ def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
     """
     out = Collector()
     reports: tuple[_Reader, ...] = (CollectEnvReader(), SmiReader(), ListReader(), InstallerReader(), ReplReader(),
-                                    DsReportReader(), EnvToolsReader(), CondaPlanReader())
+                                    DsReportReader(), EnvToolsReader(), CondaPlanReader(), GpuReportsReader(),
+                                    ExtReportsReader())
     messages: tuple[_Reader, ...] = (SignalReader(), MessageReader(), BuildReader(), EnvironmentReader(),
                                      FailureReader(), ShmReader())
     prose = ProseReader()
