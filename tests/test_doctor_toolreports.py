@@ -417,3 +417,87 @@ def test_xformers_info_of_a_rocm_torch_reads_no_capability() -> None:
                                               ("build.env.TORCH_CUDA_ARCH_LIST:  8.6", ("sm_86",))])
 def test_xformers_arch_list_forms(line: str, archs: tuple[str, ...]) -> None:
     assert [b.value.archs for b in read_evidence(line + "\n").ext_reports if b.value.archs] == ([archs] if archs else [])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# bitsandbytes' diagnostics (python -m bitsandbytes; its CUDA setup lines before 0.43)
+
+@pytest.mark.parametrize(("line", "cc"), [
+    ("CUDA specs: CUDASpecs(highest_compute_capability=(8, 6), cuda_version_string='124', cuda_version_tuple=(12, 4))",
+     "8.6"),
+    ("PyTorch settings found: CUDA_VERSION=128, Highest Compute Capability: (12, 0).", "12.0"),
+    ("CUDA SETUP: Highest compute capability among GPUs detected: 7.5", "7.5"),
+])
+def test_bitsandbytes_capability(line: str, cc: str) -> None:
+    e = read_evidence(line + "\n")
+    assert [str(c) for c in e.capabilities()] == [cc] and e.gpus[0].how == "bitsandbytes"
+
+
+@pytest.mark.parametrize("line", [
+    # a ROCm build: HIP's version in CUDA's place, the gfx1100's number as a capability
+    "CUDA specs: CUDASpecs(highest_compute_capability=(11, 0), cuda_version_string='60', cuda_version_tuple=(6, 0))",
+    "PyTorch settings found: CUDA_VERSION=60, Highest Compute Capability: (11, 0).",
+    "Highest Compute Capability: (8,9)",  # a user's retelling, not the program's line
+])
+def test_bitsandbytes_lines_that_give_no_capability(line: str) -> None:
+    assert not [g for g in read_evidence(line + "\n").gpus if g.how == "bitsandbytes"]
+
+
+def test_bitsandbytes_capability_is_not_given_to_a_named_gpu() -> None:
+    """The highest capability among the GPUs is not any one named GPU's."""
+    e = read_evidence("GPU 0: Tesla T4 (UUID: GPU-1)\nGPU 1: NVIDIA A100-SXM4-40GB (UUID: GPU-2)\n"
+                      "PyTorch settings found: CUDA_VERSION=121, Highest Compute Capability: (8, 0).\n")
+    assert summary(e)["gpus"] == ["Tesla T4", "NVIDIA A100-SXM4-40GB"]
+    assert {g.value.name: g.value.compute_capability for g in e.gpus if g.value.name and g.rank == 0} == {
+        "Tesla T4": None, "NVIDIA A100-SXM4-40GB": None}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# TensorFlow's tf.sysconfig.get_build_info() (its one-line OrderedDict and a tuple-a-line form, as public notes print them)
+
+TF_BUILD = ("OrderedDict([('cpu_compiler', '/opt/rh/devtoolset-9/root/usr/bin/gcc'), ('cuda_compute_capabilities', "
+            "['sm_52', 'sm_60', 'sm_61', 'sm_70', 'sm_75', 'sm_80', 'sm_86', 'compute_90']), ('cuda_version', '12.1'), "
+            "('cudnn_version', '8'), ('is_cuda_build', True), ('is_rocm_build', False), ('is_tensorrt_build', True)])\n")
+
+
+@pytest.mark.parametrize(("text", "cuda", "archs"), [
+    (TF_BUILD, "12.1", ("sm_52", "sm_60", "sm_61", "sm_70", "sm_75", "sm_80", "sm_86", "compute_90")),
+    ("      ('cuda_compute_capabilities', ['sm_35', 'sm_50', 'sm_60', 'sm_70', 'sm_75', 'compute_80']),\n"
+     "      ('cuda_version', '11.2'),\n", "11.2", ("sm_35", "sm_50", "sm_60", "sm_70", "sm_75", "compute_80")),
+    ("('cuda_version', '64_112'), ('cudnn_version', '64_8')\n", "11.2", None),  # Windows' form
+    ("('cuda_version', '12.5.1'), ('cudnn_version', '9')\n", "12.5", None),
+])
+def test_tensorflow_build_info(text: str, cuda: str, archs: tuple[str, ...] | None) -> None:
+    e = read_evidence(text)
+    assert [b.value.cuda for b in e.ext_reports if b.value.cuda] == [cuda]
+    assert [b.value.archs for b in e.ext_reports if b.value.archs] == ([archs] if archs else [])
+
+
+@pytest.mark.parametrize("text", [
+    "print(json.dumps(tf.sysconfig.get_build_info().get('cuda_compute_capabilities', [])))\n",  # code, no values
+    "torch_info={'version': '2.0', 'bf16_support': True, 'cuda_version': '11.7'}\n",  # DeepSpeed's record: a dict
+    "('cuda_compute_capabilities', ['sm_35', 'Kepler']),\n",
+])
+def test_tensorflow_lookalike_lines_give_no_build(text: str) -> None:
+    assert not read_evidence(text).ext_reports
+
+
+def test_tensorflow_built_for_a_cuda_the_driver_does_not_serve(tmp_path: Path) -> None:
+    smi = "| NVIDIA-SMI 470.57.02    Driver Version: 470.57.02    CUDA Version: 11.4     |\n"
+    assert "driver-too-old" in _errors(_doctor(tmp_path, smi + TF_BUILD))
+
+
+def test_tensorflow_build_healthy_is_silent(tmp_path: Path) -> None:
+    smi = ("| NVIDIA-SMI 535.104.05   Driver Version: 535.104.05   CUDA Version: 12.2     |\n"
+           "|   0  NVIDIA GeForce RTX 3060        Off | 00000000:01:00.0 Off |                  N/A |\n")
+    answer = _doctor(tmp_path, smi + TF_BUILD)
+    assert _errors(answer) == [] and not answer.get("unclear") and "arch-not-in-build" not in _causes(answer)
+
+
+def test_tensorflow_build_without_the_gpu(tmp_path: Path) -> None:
+    """A K80 (3.7) under a build whose oldest code is sm_52: said as a warning (no failure shown)."""
+    smi = ("| NVIDIA-SMI 470.57.02    Driver Version: 470.57.02    CUDA Version: 11.4     |\n"
+           "|   0  Tesla K80                      Off | 00000000:01:00.0 Off |                    0 |\n")
+    found = [f for f in _doctor(tmp_path, smi + TF_BUILD.replace("12.1", "11.2"))["findings"]
+             if f["cause"] == "arch-not-in-build"]
+    assert found and found[0]["severity"] == "warning"

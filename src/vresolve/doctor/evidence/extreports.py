@@ -28,6 +28,11 @@ Input::
     build.torch_version:              2.0.1+cu118
     build.env.TORCH_CUDA_ARCH_LIST:   5.0+PTX 6.0 6.1 7.0 7.5 8.0+PTX 9.0
 
+    OrderedDict([('cpu_compiler', '/opt/rh/devtoolset-9/root/usr/bin/gcc'), ('cuda_compute_capabilities', ['sm_52',
+    'sm_60', 'sm_86', 'compute_90']), ('cuda_version', '12.1'), ('cudnn_version', '8'), ('is_cuda_build', True), ...])
+                                                               TensorFlow's tf.sysconfig.get_build_info() (one line, or
+                                                               a tuple a line; Windows' CUDA: '64_112' is 11.2)
+
 detectron2's rows are read once one of its own keys (``sys.platform``, ``detectron2``...) was seen. Its arch flags
 list the SASS the library carries (``cuobjdump --list-elf``), not its PTX; a value that is not such a list (a path,
 "...; cannot find cuobjdump") gives no fact. "CUDA compiler" is the CUDA the library was built with where _C
@@ -60,6 +65,8 @@ _GPU_VALUE_RE = re.compile(r"^(?P<name>[^()]*?\S)(?:\s+\(arch=(?P<cc>\d{1,2}\.\d
 _ARCH_RE = re.compile(r"^(?:sm_\d{2,3}[af]?|\d{1,2}\.\d)$")
 _CUDA_RE = re.compile(r"^(?:CUDA\s+)?(?P<v>\d{1,2}\.\d{1,2})(?:\.\d+)?$")
 _NVCC_BUILD_RE = re.compile(r"^Build cuda_(?P<v>\d{1,2}\.\d{1,2})\.")
+_TF_ARCHS_RE = re.compile(r"\('cuda_compute_capabilities', \[(?P<archs>[^\]]*)\]")
+_TF_CUDA_RE = re.compile(r"\('cuda_version', '(?:(?P<v>\d{1,2}\.\d{1,2})(?:\.\d+)?|64_(?P<major>\d{2})(?P<minor>\d))'\)")
 _XF_CUDA_RE = re.compile(r"^(?P<major>\d{1,2})(?P<minor>\d{2})$")  # 1108: 11.8, 1201: 12.1
 _XF_ARCH_RE = re.compile(r"^(?P<cc>\d{1,2}\.\d)(?P<ptx>\+PTX)?$")
 
@@ -106,6 +113,8 @@ class ExtReportsReader:
             return self._mmcv(body, line, out)
         if body.startswith(("pytorch.", "gpu.", "build.", "xFormers ")):
             return self._xformers(body, line, out)
+        if "('cuda_" in body:
+            return self._tensorflow(body, line, out)
         if _RULE_RE.match(body):
             return self._d2
         m = _ROW_RE.match(body)
@@ -227,3 +236,18 @@ class ExtReportsReader:
                 out.add("gpus", Gpu(compute_capability=self._xf_cc), line, REPORT, XF)
         elif value and value.lower() not in NOT_SHOWN:
             out.add("gpus", Gpu(name=value, compute_capability=self._xf_cc), line, REPORT, XF)
+
+    @staticmethod
+    def _tensorflow(body: str, line: Line, out: Collector) -> bool:
+        how = "tf.sysconfig.get_build_info()"
+        found = False
+        if m := _TF_ARCHS_RE.search(body):
+            archs = [a.strip().strip("'\"") for a in m["archs"].split(",") if a.strip()]
+            if archs and all(re.fullmatch(r"(?:sm|compute)_\d{2,3}[af]?", a) for a in archs):
+                out.add("ext_reports", ExtBuild(package="tensorflow", archs=tuple(archs)), line, REPORT, how, m.span())
+                found = True
+        if m := _TF_CUDA_RE.search(body):
+            cuda = m["v"] or f"{int(m['major'])}.{m['minor']}"
+            out.add("ext_reports", ExtBuild(package="tensorflow", cuda=cuda), line, REPORT, how, m.span())
+            found = True
+        return found

@@ -22,7 +22,13 @@ Input (as each program prints it; the sources are the programs' own printf/forma
     Device 0 Name                : NVIDIA GeForce RTX 3090
     Device 0 Compute Capability  : 86
 
-A line that does not parse gives no fact. ggml's device lines are read only under its "found N CUDA devices" line
+    CUDA specs: CUDASpecs(highest_compute_capability=(8, 6), cuda_version_string='124', cuda_version_tuple=(12, 4))
+    PyTorch settings found: CUDA_VERSION=124, Highest Compute Capability: (8, 6).        python -m bitsandbytes
+    CUDA SETUP: Highest compute capability among GPUs detected: 7.5                      (bitsandbytes before 0.43)
+
+A line that does not parse gives no fact. bitsandbytes' capability is the highest among the GPUs (a GPU of its own,
+unnamed); where its CUDA version is not CUDA's (a ROCm build prints HIP's: "CUDA_VERSION=60", and a gfx number as
+the capability) it is not read, nor is that version (torch's CUDA in some releases, the runtime's in others). ggml's device lines are read only under its "found N CUDA devices" line
 (its ROCm build prints the same words with "ROCm", and an AMD GPU's gfx number is no compute capability); CuPy's
 rows only after its "CuPy Version" row, and not from a ROCm build ("CuPy Platform : AMD ROCm"). Ultralytics'
 "CPU" says which device was chosen, not that no GPU exists: it gives no fact of its own.
@@ -52,6 +58,9 @@ _GGML_DEVICE_RE = re.compile(r"^\s*Device (?P<idx>\d{1,2}): (?P<name>[^,]+), com
 _ULTRA_RE = re.compile(r"\b(?:Ultralytics\b|YOLOv5\b)[^\n]*?\bPython-(?P<py>3\.\d{1,2}\.\d{1,2}) "
                        r"torch-(?P<torch>\S+)(?: (?P<device>CUDA:\d+ \((?P<name>[^,()]+), \d+MiB\)|CPU|MPS))?")
 _ULTRA_MORE_RE = re.compile(r"^\s+CUDA:(?P<idx>\d+) \((?P<name>[^,()]+), \d+MiB\)\s*$")
+_BNB_RE = re.compile(r"(?:\bhighest_compute_capability=\((?P<a>\d{1,2}), (?P<b>\d)\), cuda_version_string='(?P<v>\d+)'"
+                     r"|\bCUDA_VERSION=(?P<v2>\d+), Highest Compute Capability: \((?P<a2>\d{1,2}), ?(?P<b2>\d)\)"
+                     r"|^CUDA SETUP: Highest compute capability among GPUs detected: (?P<cc>\d{1,2}\.\d)\s*$)")
 _CUPY_INT_RE = re.compile(r"^(?P<n>\d{4,5})(?:\s|$)")
 _CUPY_DEVICE_RE = re.compile(r"^device (?P<idx>\d{1,2}) (?P<what>name|compute capability)$")
 
@@ -83,6 +92,8 @@ class GpuReportsReader:
         if "torch-" in body or (self._ultra_at >= 0 and line.no - self._ultra_at <= 8 and "CUDA:" in body):
             if self._ultralytics(body, line, out):
                 return True
+        if "ighest" in body and (m := _BNB_RE.search(body)):
+            return self._bitsandbytes(m, line, out)
         if "CuPy" in body or self._cupy:
             return self._cupy_row(body, line, out)
         return False
@@ -135,6 +146,15 @@ class GpuReportsReader:
         if m["name"]:  # torch saw this GPU (select_device prints it from torch.cuda.get_device_properties)
             out.add("gpus", Gpu(name=m["name"].strip(), index=int(m["device"][5:].split(" ")[0])), line, REPORT, how)
             out.add("cuda_available", True, line, REPORT, how)
+        return True
+
+    @staticmethod
+    def _bitsandbytes(m: re.Match[str], line: Line, out: Collector) -> bool:
+        cuda = m["v"] or m["v2"]
+        if cuda is not None and not re.fullmatch(r"1\d{2}", cuda):  # ROCm's HIP version ("60"): no CUDA capability
+            return True
+        cc = m["cc"] or f"{m['a'] or m['a2']}.{m['b'] or m['b2']}"
+        out.add("gpus", Gpu(compute_capability=Capability.parse(cc)), line, REPORT, "bitsandbytes", m.span())
         return True
 
     def _cupy_row(self, body: str, line: Line, out: Collector) -> bool:
