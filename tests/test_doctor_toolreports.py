@@ -135,9 +135,16 @@ def test_ggml_old_form_and_its_failure(tmp_path: Path) -> None:
     "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 3090, compute capability 8\n",
 ])
 def test_ggml_lines_that_are_not_cuda_devices(text: str) -> None:
-    """Not read as ggml's report (messages.py's older rule reads any "Device N: NAME, compute capability X.Y" line as a
-    program's message, a lower rank; left as it is here)."""
+    """Not read as ggml's report (a "Device N: NAME, compute capability X.Y" line alone is still read as a program's
+    message, a lower rank, by messages.py)."""
     assert not [g for g in read_evidence(text).gpus if g.how == "ggml"]
+
+
+def test_ggml_rocm_devices_give_no_capability_at_all() -> None:
+    e = read_evidence("ggml_cuda_init: found 2 ROCm devices:\n"
+                      "  Device 0: AMD Radeon RX 7900 XTX, compute capability 11.0, VMM: no\n"
+                      "  Device 1: AMD Radeon RX 7900 XTX, compute capability 11.0, VMM: no\n")
+    assert not e.capabilities()
 
 
 def test_ggml_healthy_is_silent(tmp_path: Path) -> None:

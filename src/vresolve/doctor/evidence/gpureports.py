@@ -52,7 +52,7 @@ _DQ_VERSIONS_RE = re.compile(r"^\s*CUDA Driver Version / Runtime Version\s+(?P<d
 _DQ_CC_RE = re.compile(r"^\s*CUDA Capability Major/Minor version number:\s+(?P<cc>\d{1,2}\.\d)\s*$")
 _DQ_SUMMARY_RE = re.compile(r"deviceQuery, CUDA Driver = CUDART, CUDA Driver Version = (?P<d>\d{1,2}\.\d{1,2}), "
                             r"CUDA Runtime Version = (?P<r>\d{1,2}\.\d{1,2})")
-_GGML_FOUND_RE = re.compile(r"\bggml_(?:cuda_init|init_cublas): found (?P<n>\d+) CUDA devices:")
+_GGML_FOUND_RE = re.compile(r"\bggml_(?:cuda_init|init_cublas): found (?P<n>\d+) (?P<kind>CUDA|ROCm|MUSA) devices:")
 _GGML_DEVICE_RE = re.compile(r"^\s*Device (?P<idx>\d{1,2}): (?P<name>[^,]+), compute capability (?P<cc>\d{1,2}\.\d)"
                              r"(?:,|\s*$)")
 _ULTRA_RE = re.compile(r"\b(?:Ultralytics\b|YOLOv5\b)[^\n]*?\bPython-(?P<py>3\.\d{1,2}\.\d{1,2}) "
@@ -118,7 +118,9 @@ class GpuReportsReader:
 
     def _ggml(self, body: str, line: Line, out: Collector) -> bool:
         if m := _GGML_FOUND_RE.search(body):
-            self._ggml_left = min(int(m["n"]), 64)
+            if m["kind"] != "CUDA":  # its devices' "compute capability" is an AMD gfx (or MUSA) number: no fact
+                out.mark("ggml-not-cuda", line)
+            self._ggml_left = min(int(m["n"]), 64) if m["kind"] == "CUDA" else 0
             return True
         if not self._ggml_left:
             return False
