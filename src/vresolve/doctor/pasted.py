@@ -66,7 +66,7 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
                      "uv-no-wheel-for-python", "slurm-job-without-gpus", "torch-source-tree-shadows",
                      "pod-gpu-without-driver-library", "conda-cpu-pytorch-where-cuda-asked",
                      "pypi-windows-torch-wheel", "pypi-aarch64-torch-cpu-release", "onnxruntime-providers-without-cuda",
-                     "gpu-not-found-toolkit-above-driver")
+                     "gpu-not-found-toolkit-above-driver", "extension-arch-list-misses-gpu", "build-cuda-above-driver")
 
 
 def _line(seen: Seen[Any]) -> str:

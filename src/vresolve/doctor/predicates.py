@@ -250,15 +250,14 @@ def driver_below_torch(f: Facts) -> DriverGap | None:
     major, or older at all where CUDA had no minor-version compatibility; None otherwise."""
     torch = _torch_judged(f)
     tc = public_version(torch.cuda) if torch is not None else None
-    driver = f.host.driver.version
-    if torch is None or tc is None or driver is None:
+    driver, served = f.host.driver.version, f.host.driver.cuda
+    if torch is None or tc is None or (driver is None and served is None):  # (deviceQuery shows the served CUDA only)
         return None
     floor, own = driver_floors(f.host, f.matrix, Version(f"{tc.major}.{tc.minor}"))
-    served = f.host.driver.cuda
     major = f.matrix.cuda_major(tc.major)
     no_compat = major is None or major.minor_compat_driver.linux is None
     works = "torch.available" not in f.unknown and torch.available
-    if floor is not None and driver < floor:
+    if floor is not None and driver is not None and driver < floor:
         why = (f"CUDA {tc.major}.x minor-version compatibility starts at driver {floor}" if own is None or floor < own
                else f"the CUDA {tc.major}.{tc.minor} toolkit needs driver {floor}")
         return DriverGap(f"NVIDIA driver >= {floor}", why, works)
@@ -278,7 +277,8 @@ _DRIVER_FILLS = ("driver", "torch", "torch_cuda", "why", "need")
 def _driver_hit(f: Facts, gap: DriverGap) -> Hit:
     torch = f.torch
     assert torch is not None
-    driver = str(f.host.driver.version)
+    served = f.host.driver.cuda
+    driver = str(f.host.driver.version) if f.host.driver.version is not None else f"serving CUDA {served}"
     return Hit(evidence=(f"torch {torch.version}, torch.version.cuda = {torch.cuda}", f"driver {driver}"),
                fill={"driver": driver, "torch": f"{torch.version}", "torch_cuda": f"{torch.cuda}", "why": gap.why,
                      "need": gap.need})
@@ -518,5 +518,5 @@ def _shadows_no_torch_cuda(f: Facts) -> Iterator[Hit]:
 
 # registered with the rest: what only a pasted text or log shows
 # (pip's "from versions" judgement; PTX, kernel images and builds without CUDA)
-from . import cpu_install, pip_versions, runtime_predicates, toolchain_predicates  # noqa: E402, F401
+from . import cpu_install, ext_predicates, pip_versions, runtime_predicates, toolchain_predicates  # noqa: E402, F401
 from .paste_predicates import pasted_release  # noqa: E402

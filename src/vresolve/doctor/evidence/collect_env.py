@@ -66,7 +66,7 @@ def _torch_cuda(value: str, line: Line, out: Collector) -> None:
 def _plain(field: str) -> Handler:
     def handler(value: str, line: Line, out: Collector) -> None:
         version = version_token(value)
-        if version:
+        if version and "." in version:  # (CuPy's show_config prints the API's integer under the same key: 12090)
             out.add(field, version, line, REPORT, HOW)
     return handler
 

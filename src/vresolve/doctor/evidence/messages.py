@@ -80,7 +80,8 @@ def _if_you_want(m: re.Match[str], line: Line, out: Collector) -> None:
 
 
 def _device_capability(m: re.Match[str], line: Line, out: Collector) -> None:
-    _gpu(out, line, m["name"], Capability.parse(m["cc"]), m.span())
+    if not out.near("ggml-not-cuda", line, 16):  # (under ggml's "found N ROCm devices" the number is a gfx's)
+        _gpu(out, line, m["name"], Capability.parse(m["cc"]), m.span())
 
 
 def _arch_list(m: re.Match[str], line: Line, out: Collector) -> None:

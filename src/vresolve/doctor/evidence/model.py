@@ -16,7 +16,8 @@ from ...values import Capability, DriverVersion
 from .tokens import cuda_of_local
 
 __all__ = ["REPORT", "MESSAGE", "DERIVED", "PROSE", "DOWNLOAD", "Seen", "Gpu", "Dist", "Nvcc", "Library", "Symbol",
-           "Killed", "InstallerEvent", "ImportFailure", "BuiltFor", "Signal", "Evidence", "KINDS", "DIST_ALIASES"]
+           "Killed", "InstallerEvent", "ImportFailure", "BuiltFor", "ExtBuild", "Signal", "Evidence", "KINDS",
+           "DIST_ALIASES"]
 
 T = TypeVar("T")
 
@@ -145,6 +146,15 @@ class BuiltFor(msgspec.Struct, frozen=True, kw_only=True):
     python: str | None = None
 
 
+class ExtBuild(msgspec.Struct, frozen=True, kw_only=True):
+    """A compiled package's own report of its build (detectron2's and torchvision's "arch flags", MMCV's "MMCV CUDA
+    Compiler", CuPy's "CUDA Build Version"): the CUDA it was compiled with, and the GPU code its library carries."""
+
+    package: str  # "detectron2", "torchvision", "mmcv", "cupy"
+    cuda: str | None = None  # "11.3"
+    archs: tuple[str, ...] = ()  # as torch.cuda.get_arch_list() names them: "sm_37", "compute_80"
+
+
 class Signal(msgspec.Struct, frozen=True, kw_only=True):
     """A key error line, typed: ``no-kernel-image``, ``driver-too-old``, ``nvml-mismatch``, ``ptx-toolchain``,
     ``vllm-c-missing``, ``no-cuda-gpus``, ... (:data:`vresolve.doctor.evidence.signals.SIGNALS` lists them)."""
@@ -192,6 +202,7 @@ class Evidence(msgspec.Struct, frozen=True, kw_only=True):
     installer: tuple[Seen[InstallerEvent], ...] = ()
     import_failures: tuple[Seen[ImportFailure], ...] = ()
     built_for: tuple[Seen[BuiltFor], ...] = ()
+    ext_reports: tuple[Seen[ExtBuild], ...] = ()  # compiled packages' reports of their own builds
     build_env: tuple[Seen[Dist], ...] = ()  # what pip put in an isolated build environment (torch 2.3.0)
     memory: tuple[Seen[tuple[float, float]], ...] = ()  # top's or free's (total, free + buff/cache), in MiB
     oom_words: tuple[Seen[str], ...] = ()  # "OOM", "out of memory" said of the host (not of a GPU)

@@ -16,8 +16,10 @@ from .conda_plan import CondaPlanReader
 from .dsreport import DsReportReader
 from .environment import EnvironmentReader
 from .envtools import EnvToolsReader
+from .extreports import ExtReportsReader
 from .failures import FailureReader
 from .families import FamilyReader
+from .gpureports import GpuReportsReader
 from .installer import InstallerReader
 from .isolation import retype_isolation
 from .lines import LINE_LIMIT, Line, Relayed, Source, iter_lines
@@ -62,7 +64,8 @@ def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
     """
     out = Collector()
     reports: tuple[_Reader, ...] = (CollectEnvReader(), SmiReader(), ListReader(), InstallerReader(), ReplReader(),
-                                    DsReportReader(), EnvToolsReader(), CondaPlanReader())
+                                    DsReportReader(), EnvToolsReader(), CondaPlanReader(), GpuReportsReader(),
+                                    ExtReportsReader())
     failures = FailureReader()
     messages: tuple[_Reader, ...] = (SignalReader(), FamilyReader(), MessageReader(), BuildReader(), EnvironmentReader(),
                                      failures, ShmReader())
