@@ -190,3 +190,18 @@ def test_build_cut_after_a_failure_leads_with_the_failure(tmp_path: Path, capsys
     code, doc = doctor_text(text, tmp_path, capsys)
     assert code == 1
     assert doc["unclear"][0]["error"].startswith("ninja: build stopped")
+
+
+@pytest.mark.parametrize("text,said", [
+    # the reader's own cases (sentences written for this test, in the shapes of the real ones above)
+    ("It doesn't detect my GPU", True),
+    ("I can't see the GPU in nvidia-smi", True),
+    ("CUDA is not detected on my laptop", True),
+    ("I couldn't find the docs for vllm", False),  # a failure said of something that is not the GPU stack
+    ("How do I run vllm on the CPU?", False),  # a question, not a failure
+    ("It works now, vllm runs on the GPU", False),
+])
+def test_said_reader(text: str, said: bool) -> None:
+    from vresolve.doctor.evidence import read_evidence
+
+    assert any(f.value == "said" for f in read_evidence(text + "\n").failures) is said
