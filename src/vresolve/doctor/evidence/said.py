@@ -25,12 +25,17 @@ __all__ = ["SaidReader"]
 #: what the failure is said of: the GPU stack, a program of it, or its install
 _OBJECT = (r"(?:GPUs?|CUDA|cuda|NVIDIA|nvidia|vllm|vLLM|torch|pytorch|PyTorch|the driver|tensorflow|TensorFlow|jax|flash[-_]attn"
            r"|xformers|bitsandbytes|triton|sglang|onnxruntime|llama\.cpp|ollama|deepspeed)")
+#: the GPU itself (what a program is said not to see or use)
+_GPU = r"(?:GPUs?|CUDA|cuda|NVIDIA|nvidia|the driver|graphics card)"
+_NEGATION = (r"\b(?:can(?:'|’)?t|cannot|can not|could(?:n(?:'|’)?t| not)|unable to|fail(?:s|ed)? to|does(?:n(?:'|’)?t| not)"
+             r"|did(?:n(?:'|’)?t| not)|won(?:'|’)?t|will not)\s+(?:be able to\s+)?")
 _SAID_RES = (
-    # a negated ability or outcome ("can't install vllm", "doesn't detect my GPU", "unable to use CUDA", "fails to
-    # load torch"), the object within a few words
-    re.compile(r"\b(?:can(?:'|’)?t|cannot|can not|could(?:n(?:'|’)?t| not)|unable to|fail(?:s|ed)? to|does(?:n(?:'|’)?t| not)"
-               r"|did(?:n(?:'|’)?t| not)|won(?:'|’)?t|will not)\s+(?:be able to\s+)?(?:install|use|run|build|detect|find|see"
-               r"|recogni[sz]e|load|import|start|launch|access)\w*\b[^.?!]{0,30}?\b" + _OBJECT + r"(?![\w-])"),
+    # a negated install, build or run of the stack ("can't install vllm", "fails to load torch"), the object within a
+    # few words
+    re.compile(_NEGATION + r"(?:install|run|build|load|import|start|launch)\w*\b[^.?!]{0,30}?\b" + _OBJECT + r"(?![\w-])"),
+    # the GPU said not to be seen or used ("doesn't detect my GPU", "unable to use CUDA", "can't find the GPU"; not
+    # "couldn't find the docs for vllm")
+    re.compile(_NEGATION + r"(?:use|detect|find|see|recogni[sz]e|access|work)\w*\b[^.?!]{0,30}?\b" + _GPU + r"(?![\w-])"),
     # the GPU stack said not to be available or used ("CUDA is not available", "torch.cuda.is_available() returns
     # False", "not using the GPU")
     re.compile(r"\bis_available\(\)\s*(?:returns?|returned|gives?|is|=+)\s*:?\s*False\b"
