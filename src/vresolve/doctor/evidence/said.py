@@ -46,8 +46,9 @@ _SAID_RES = (
                re.IGNORECASE),
 )
 #: words that say the failure is not (or no longer) there, or asked about, not had
-_NOT_A_FAILURE_RE = re.compile(r"\b(?:now (?:it )?works|works now|solved|fixed|resolved|how (?:do|can|to)|is it possible"
+_NOT_A_FAILURE_RE = re.compile(r"\b(?:now (?:it )?works|works now|solved|fixed|resolved|no longer|how (?:do|can|to)|is it possible"
                                r"|should I|want to|would like to|if you)\b", re.IGNORECASE)
+_QUOTED_RE = re.compile(r"`[^`\n]*`")
 _NEEDLES = ("n't", "’t", "not", "unable", "fail", "false", "cpu")
 
 
@@ -63,8 +64,9 @@ class SaidReader:
         lower = line.lower
         if not any(needle in lower for needle in _NEEDLES) or _NOT_A_FAILURE_RE.search(line.body):
             return False
+        words = _QUOTED_RE.sub(lambda q: " " * len(q[0]), line.body)  # (a message quoted in backticks: not their words)
         for pattern in _SAID_RES:
-            if m := pattern.search(line.body):
+            if m := pattern.search(words):
                 out.add("failures", "said", line, MESSAGE, "failure", m.span())
                 self._seen = True
                 return True
