@@ -66,7 +66,9 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
                      "uv-no-wheel-for-python", "slurm-job-without-gpus", "torch-source-tree-shadows",
                      "pod-gpu-without-driver-library", "conda-cpu-pytorch-where-cuda-asked",
                      "pypi-windows-torch-wheel", "pypi-aarch64-torch-cpu-release", "onnxruntime-providers-without-cuda",
-                     "gpu-not-found-toolkit-above-driver", "extension-arch-list-misses-gpu", "build-cuda-above-driver")
+                     "gpu-not-found-toolkit-above-driver", "extension-arch-list-misses-gpu", "build-cuda-above-driver",
+                     "nvml-library-missing-gpu-expected", "torch-replaced-across-install",
+                     "dataloader-worker-died-small-shm")
 
 
 def _line(seen: Seen[Any]) -> str:
@@ -391,7 +393,8 @@ _FAILURE_SIGNALS = frozenset({
     "container-without-gpu", "cuda-home-unset", "cuda-init-failed", "cuda-oom", "driver-combination",
     "gcc-unsupported", "no-cuda-gpus", "no-driver", "nvcc-unsupported-arch", "undefined-symbol", "vllm-c-obsolete",
     "invalid-image", "jax-cuda-plugin-failed", "nvidia-smi-missing", "cuda-not-available",
-    "hang-said", "container-no-driver", "cuda-error", "gpu-not-found-said", "ggml-no-device-code"})
+    "hang-said", "container-no-driver", "cuda-error", "gpu-not-found-said", "ggml-no-device-code",
+    "nvml-library-missing", "dataloader-worker-died", "vllm-no-platform"})
 #: what to paste next, by the kind of failure shown
 _PASTE_FOR = {
     "cuda": "the whole log from its first error, run again with `CUDA_LAUNCH_BLOCKING=1`, and " + ASK_FOR,

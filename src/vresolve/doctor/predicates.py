@@ -518,5 +518,12 @@ def _shadows_no_torch_cuda(f: Facts) -> Iterator[Hit]:
 
 # registered with the rest: what only a pasted text or log shows
 # (pip's "from versions" judgement; PTX, kernel images and builds without CUDA)
-from . import cpu_install, ext_predicates, pip_versions, runtime_predicates, toolchain_predicates  # noqa: E402, F401
+from . import (  # noqa: E402, F401
+    cpu_install,
+    ext_predicates,
+    family_predicates,
+    pip_versions,
+    runtime_predicates,
+    toolchain_predicates,
+)
 from .paste_predicates import pasted_release  # noqa: E402

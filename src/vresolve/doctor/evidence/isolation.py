@@ -27,6 +27,8 @@ FAILED = "build-requirements-failed"
 IMPORTS_TORCH = "sdist-imports-torch"
 #: a traceback's frame in the setup.py of a source package an installer unpacked to build it
 FRAME = "installer-build-frame"
+#: signals that say what was run or what is there, not a failure (the install command, a small /dev/shm)
+CONTEXT_SIGNALS = ("install-command", "shm-small")
 #: source packages whose setup.py imports torch without declaring it as a build requirement
 SDISTS_IMPORTING_TORCH = ("flash-attn", "xformers")
 
@@ -47,7 +49,7 @@ def retype_isolation(e: Evidence) -> Evidence:
     no_torch = any(f.value.module == "torch" for f in e.import_failures)
     failed = [s for s in e.signals if s.value.code == FAILED or (
         s.value.code == FRAME and no_torch and canonicalize_name(s.value.detail or "") in SDISTS_IMPORTING_TORCH)]
-    if not failed or any(s.value.code not in (FAILED, IMPORTS_TORCH, FRAME) for s in e.signals):
+    if not failed or any(s.value.code not in (FAILED, IMPORTS_TORCH, FRAME, *CONTEXT_SIGNALS) for s in e.signals):
         return e
     if any(f.value.module != "torch" for f in e.import_failures):
         return e

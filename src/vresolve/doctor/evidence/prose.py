@@ -26,14 +26,14 @@ HOW = "prose"
 #: H100, Tesla V100S, L40S, RTX A6000, RTX 6000 Ada Generation, MI300X
 GPU_PATTERN = (r"(?:(?:NVIDIA|Nvidia|nvidia)\s+)?(?:(?:GeForce|Tesla|Quadro|TITAN|Titan)\s+)?"
                r"(?:[Rr][Tt][Xx]\s?(?:PRO\s+)?(?:A\d{4}|\d{4})|[Gg][Tt][Xx]\s?\d{3,4}|A\d{2,4}[GX]?|H\d{3}|H20|B\d{3}"
-               r"|GB\d{3}|GH\d{3}|L4|L20|L40S?|T4|V100S?|P100|P40|K80|M60|MI\d{3}X?)"
+               r"|GB\d{3}|GH\d{3}|L4|L20|L40S?|T4|T400|T600|T1000|T1200|V100S?|P100|P40|K10|K20X?|K40|K80|M10|M40|M60|MI\d{3}X?)"
                r"(?:[ -](?:Ti|SUPER|Super|Laptop GPU|laptop GPU|PCIe|PCIE|SXM\d?|NVL|\d+GB|HBM\d?e?|Ada Generation"
                r"|Max-Q))*")
 _GPU_RE = re.compile(rf"(?:(?<![\w/.-])|(?<=\d[x×]))(?P<name>{GPU_PATTERN})(?![\w-])"
                      r"(?:\s*\((?:[Cc]ompute(?: [Cc]apability)?|cc|sm_?)\s*(?P<cc>\d+\.?\d*)\))?")
 #: what a line naming a GPU model holds (lower-cased), checked before the pattern
 _GPU_NEEDLES = ("gpu", "nvidia", "tesla", "rtx", "gtx", "quadro", "titan", "a100", "h100", "h200", "v100", "a40",
-                "a10", "l40", "t4", "l4", "a6000", "a800", "h800", "h20", "b200", "b100", "p100", "p40", "k80", "m60",
+                "a10", "l40", "t4", "l4", "t400", "t600", "t1000", "t1200", "k20", "k40", "m40", "a6000", "a800", "h800", "h20", "b200", "b100", "p100", "p40", "k80", "m60",
                 "mi2", "mi3", "gb200", "gh200", "a30", "l20")
 _MENTION_NEEDLES = ("torch", "vllm", "python", "cud", "flash", "xformers", "triton", "sgl", "transformers", "nvcc",
                     "tensorrt")
@@ -50,6 +50,9 @@ _EXAMPLE_RE = re.compile(r"(?:\be\.g\.?|\bfor example|\bsuch as|\blike|\bsupport
 #: newer", "requires an Ampere GPU": :data:`_EXAMPLE_RE`)
 _FAMILY_RE = re.compile(r"\b(?P<family>Kepler|Maxwell|Pascal|Volta|Turing|Ampere|Ada(?: Lovelace)?|Hopper|Blackwell)"
                         r"(?: architecture)? (?:GPUs?|cards?|graphics cards?)\b(?! (?:or|and) (?:newer|later|above|higher))")
+#: the user's own sentence naming their GPU or its architecture ("GPU is NVIDIA T1000.", "while architecture is Turing")
+_GPU_IS_RE = re.compile(r"^(?:(?:my|the|our)\s+)?GPUs?\s+(?:is|are)\s+(?:an?\s+)?(?P<rest>.{2,60}?)\s*[.。]?$", re.IGNORECASE)
+_ARCH_IS_RE = re.compile(r"\barchitecture is (?:an? )?(?P<family>Kepler|Maxwell|Pascal|Volta|Turing|Ampere|Ada|Hopper|Blackwell)\b")
 _BARE_GPU_RE = re.compile(r"^(?:NVIDIA|Nvidia|Tesla|Quadro|GeForce|AMD Instinct)\b[\w .()-]{0,60}$")
 _MENTION_RE = re.compile(
     r"(?<![\w./-])(?P<name>torch|pytorch|torchvision|torchaudio|vllm|xformers|flash[-_]attn|vllm[-_]flash[-_]attn"
@@ -180,8 +183,9 @@ _SPECIAL = {"python": "python", "cuda": "cuda", "cudnn": "cudnn"}
 
 
 def _families(body: str, line: Line, out: Collector) -> None:
-    """The GPU architectures a user says they have ("an Ampere GPU"), not one a requirement names."""
-    for m in _FAMILY_RE.finditer(body):
+    """The GPU architectures a user says they have ("an Ampere GPU", "architecture is Turing"), not one a requirement
+    names."""
+    for m in (*_FAMILY_RE.finditer(body), *_ARCH_IS_RE.finditer(body)):
         if not _EXAMPLE_RE.search(body, max(0, m.start() - 40), m.start()):
             out.add("gpu_families", m["family"].split()[0].lower(), line, PROSE, HOW, m.span())
 
@@ -197,6 +201,10 @@ class ProseReader:
             return True
         if _BARE_GPU_RE.match(body) and _GPU_RE.search(body):
             out.add("gpus", Gpu(name=body.rstrip(" .。")), line, PROSE, HOW)
+            return True
+        said = _GPU_IS_RE.match(body)
+        if said is not None and _BARE_GPU_RE.match(said["rest"]) and _GPU_RE.search(said["rest"]):
+            out.add("gpus", Gpu(name=said["rest"].rstrip(" .。")), line, PROSE, HOW)  # "GPU is NVIDIA T1000."
             return True
         self._mentions(body, line, out)
         return False
@@ -250,7 +258,7 @@ class ProseReader:
                 if not _EXAMPLE_RE.search(body, max(0, m.start() - 40), m.start()):
                     out.add("gpus", Gpu(name=m["name"], compute_capability=_cc(m["cc"])), line, PROSE, HOW,
                             m.span())
-        if ("gpu" in lower or "card" in lower) and not _PROGRAM_MESSAGE_RE.match(body):
+        if ("gpu" in lower or "card" in lower or "architecture is" in lower) and not _PROGRAM_MESSAGE_RE.match(body):
             _families(body, line, out)
         if "river" in body and (d := _DRIVER_RE.search(body)):
             out.add("driver", DriverVersion.parse(d["v"]), line, PROSE, HOW, d.span())

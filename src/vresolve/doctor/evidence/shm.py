@@ -23,7 +23,7 @@ from msgspec.structs import replace
 
 from .collect import Collector
 from .lines import Line
-from .model import MESSAGE, Evidence, Seen
+from .model import MESSAGE, Evidence, Seen, Signal
 
 __all__ = ["ShmReader", "retype_shm", "AMPLE_GB"]
 
@@ -41,6 +41,9 @@ _SIZE_RES = (
 _ADVICE_RE = re.compile(r"\b(?:fix\w*|solv\w*|tr(?:y|ied|ying)|add(?:ed|ing)?|should|suggest\w*|recommend\w*|without|"
                         r"instead|increas\w*|workaround|resolv\w*|help\w*)\b", re.IGNORECASE)
 _SHM = "shm-exhausted"
+#: a /dev/shm below this is Docker's default (64 MB) or near it: small for DataLoader workers passing batches
+SMALL_SHM_MB = 512.0
+_SMALL_RE = re.compile(r"/dev/shm\b[^\n]{0,40}?\b(?P<n>\d+(?:\.\d+)?)\s*(?P<u>[MK])(?:i?B)?\b")
 
 
 def _gigabytes(m: re.Match[str]) -> float:
@@ -53,6 +56,10 @@ class ShmReader:
 
     def feed(self, line: Line, out: Collector) -> bool:
         lower = line.lower
+        if "/dev/shm" in lower and (small := _SMALL_RE.search(line.body)) is not None:
+            mb = float(small["n"]) / (1024.0 if small["u"].upper() == "K" else 1.0)
+            if mb < SMALL_SHM_MB:  # "/dev/shm is at only 64M" (a fact, whatever advice the line gives beside it)
+                out.add("signals", Signal(code="shm-small", detail=f"{mb:g} MB"), line, MESSAGE, "shm", small.span())
         if ("ipc" not in lower and "shm" not in lower) or _ADVICE_RE.search(line.body):
             return False
         found = False

@@ -30,6 +30,16 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("driver-too-old", "too old", r"driver on your system is too old(?: \(found version (?P<detail>\d+)\))?"),
         ("driver-insufficient", "insufficient", r"driver version is insufficient for CUDA runtime version"),
         ("nvml-mismatch", "mismatch", r"(?P<detail>Driver/library version mismatch|NVML/RM version mismatch)"),
+        # the kernel module's own account of the same mismatch in dmesg/journal (older and newer wordings: "the client
+        # has the version X, but this kernel module has the version Y", "the client 'kwin' (pid 1005) has the version")
+        ("nvml-mismatch", "api mismatch", r"NVRM: (?P<detail>API mismatch): the client\b"),
+        # NVML's own error string for a missing libnvidia-ml (pynvml's NVML_ERROR_LIBRARY_NOT_FOUND), and the library
+        # itself not found by the container runtime's hook or a loader: the driver's user-space part is not there
+        ("nvml-library-missing", "nvml shared library", r"NVML Shared Library Not Found|NVMLError_LibraryNotFound"),
+        ("nvml-library-missing", "libnvidia-ml", r"(?:load library failed: )?libnvidia-ml\.so(?:\.1)?: cannot open "
+                                                 r"shared object file"),
+        # torch._inductor's InvalidCxxCompiler: no C++ compiler for the code torch.compile generates
+        ("no-cxx-compiler", "no working c++ compiler", r"No working C\+\+ compiler found|\bInvalidCxxCompiler\b"),
         ("ptx-toolchain", "ptx", r"PTX was compiled with an unsupported toolchain|CUDA_ERROR_UNSUPPORTED_PTX_VERSION"),
         ("vllm-c-missing", "vllm._c", r"No module named ['\"](?P<detail>vllm\._C(?:_stable_libtorch)?)['\"]"),
         ("no-cuda-gpus", "no cuda", r"No CUDA GPUs are available|no CUDA-capable device is detected"),
@@ -310,6 +320,17 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # torch's shared-memory tensors are files /torch_<pid>_<n> in /dev/shm (libshm, MapAllocator): writing one
         # fails when /dev/shm has no room left
         ("shm-exhausted", "unable to write to file", r"unable to write to file </torch_\w*>"),
+        # a DataLoader worker killed by SIGBUS: torch's own handler for that signal in a worker says "This might be caused
+        # by insufficient shared memory (shm)" (torch/csrc/DataLoader.cpp); older releases print only the signal
+        ("shm-exhausted", "bus error", r"DataLoader worker \(pid[^)]*\) is killed by signal: Bus error"),
+        # a DataLoader worker that died without saying why (judged with what the paste shows of /dev/shm:
+        # family_predicates)
+        ("dataloader-worker-died", "dataloader worker", r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\)? exited unexpectedly"),
+        # vLLM finding no platform to run on (its CUDA build, where neither NVML nor CUDA answered): a failure
+        ("vllm-no-platform", "unspecifiedplatform", r"No platform detected, vLLM is running on UnspecifiedPlatform"),
+        # an installer asked to install something (what it was asked for: the detail), for the torch it replaced
+        ("install-command", "install", r"(?:^|[\s>$#\\/])(?:python(?:3(?:\.\d+)?|\.exe)?\s+-m\s+)?(?:pip3?|uv pip|conda|mamba)"
+                                       r"(?:\.exe)?\s+install\s+(?P<detail>[^\n]{1,200})"),
         # vLLM's FlashAttention backend refusing to start (its assertion, a failure): FlashAttention 2 and 3 need compute
         # capability 8.0 (vllm-flash-attn's is_fa_version_supported); its ERROR line alone is a fallback, not this
         ("fa-version-unsupported", "is_fa_version_supported", r"\bassert is_fa_version_supported\("),

@@ -1,0 +1,87 @@
+"""Predicates over families of facts that several tools say alike (issue 25, stop 34): the driver's NVML library
+missing where a GPU is expected, a torch that an install replaced (two torch builds shown, an install between), and a
+DataLoader worker that died where the paste shows a small /dev/shm."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from .evidence import Evidence, Seen
+from .paste_predicates import pasted_line
+from .predicate_base import Facts, Hit, predicate
+
+#: the torch asked for by name on an install command (then it was replaced on purpose)
+_TORCH_ASKED_RE = re.compile(r"(?<![\w-])torch(?![\w-])")
+
+
+def _signals(e: Evidence, code: str) -> list[Seen[Any]]:
+    return [s for s in e.signals if s.value.code == code]
+
+
+def _gpu_expected(e: Evidence, line: Seen[Any]) -> bool:
+    """Whether the paste shows a GPU is meant to be used: a GPU or a CUDA torch shown, the container runtime's own
+    hook (asked for GPUs), or vLLM finding no platform at all (its CUDA build with nothing to run on)."""
+    if "nvidia-container-cli" in line.text or e.gpus:
+        return True
+    if any(cuda is not None for cuda in (t.value for t in e.torch_cuda)):
+        return True
+    return any("UnspecifiedPlatform" in f.text for f in e.failures) or any(
+        s.value.code == "vllm-no-platform" for s in e.signals)
+
+
+@predicate("nvml-library-missing-gpu-expected", ())
+def _nvml_library_missing(f: Facts) -> Iterator[Hit]:
+    """NVML's "NVML Shared Library Not Found" or the container hook's "libnvidia-ml.so.1: cannot open shared object
+    file" where a GPU is meant to be used (on a machine without a GPU the first is only a monitor's note)."""
+    e = f.log
+    if e is None:
+        return
+    hits = [s for s in _signals(e, "nvml-library-missing") if _gpu_expected(e, s)]
+    if hits:
+        yield Hit(evidence=tuple(pasted_line(s) for s in hits[:2]), seen=tuple(hits))
+
+
+def _torch_builds(e: Evidence) -> list[Seen[Any]]:
+    """Every torch the paste shows with a version, in line order, one per change."""
+    seen = sorted((d for d in e.dists if d.value.name == "torch" and d.value.version), key=lambda d: d.line)
+    changes: list[Seen[Any]] = []
+    for d in seen:
+        if not changes or changes[-1].value.version != d.value.version:
+            changes.append(d)
+    return changes
+
+
+@predicate("torch-replaced-across-install", ("torch",), ("before", "after"))
+def _torch_replaced(f: Facts) -> Iterator[Hit]:
+    """Two torch builds shown one after the other (a REPL's ``torch.__version__``, an installer's "Successfully
+    installed torch-1.1.0", a list), with an install command in the paste that did not ask for torch itself: the
+    installer replaced the torch that was there. A paste that asks for torch by name replaced it on purpose."""
+    e = f.log
+    if e is None:
+        return
+    commands = _signals(e, "install-command")
+    if not commands or any(_TORCH_ASKED_RE.search(c.value.detail or "") for c in commands):
+        return
+    builds = _torch_builds(e)
+    if len(builds) < 2:
+        return
+    before, after = builds[0], builds[-1]
+    if before.value.version == after.value.version:
+        return
+    yield Hit(evidence=(pasted_line(before), pasted_line(commands[0]), pasted_line(after)),
+              fill={"before": before.value.version, "after": after.value.version}, seen=(after,))
+
+
+@predicate("dataloader-worker-died-small-shm", ())
+def _worker_died_small_shm(f: Facts) -> Iterator[Hit]:
+    """A DataLoader worker that "exited unexpectedly" where the paste shows the container's /dev/shm is small (64 MB
+    is Docker's default): the worker died passing a batch through shared memory."""
+    e = f.log
+    if e is None or e.shm_ample:
+        return
+    died = _signals(e, "dataloader-worker-died")
+    small = _signals(e, "shm-small")
+    if died and small:
+        yield Hit(evidence=(pasted_line(died[0]), pasted_line(small[0])), seen=(died[0],))
