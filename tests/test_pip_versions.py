@@ -142,6 +142,23 @@ def test_a_package_the_matrix_does_not_know(tmp_path: Path, capsys: pytest.Captu
     assert code == 1 and not answer["findings"] and answer["unclear"]
 
 
+@pytest.mark.parametrize(("pin", "offered", "named"), [
+    ("onnxruntime-gpu==1.16.3", "1.17.0, 1.17.1, 1.18.0, 1.20.1", True),  # heldout 775: older than every one offered
+    ("onnxruntime-gpu==1.17.5", "1.17.0, 1.17.1, 1.18.0, 1.20.1", False),  # inside the range: a typo, not the Python
+    ("onnxruntime-gpu>=1.16", "1.17.0, 1.18.0", False),  # not an exact release
+    ("onnxruntime-gpu==1.16.3", "none", False),  # nothing offered: the index or the platform, not settled here
+])
+def test_a_pin_older_than_every_release_offered(pin: str, offered: str, named: bool, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Any package: an exact release older than every release pip offers this interpreter predates it (the
+    ``pip-pin-older-than-every-offered`` row); a pin inside the range, a range, or nothing offered is not that."""
+    log = tmp_path / "pin.txt"
+    log.write_text(f"ERROR: Could not find a version that satisfies the requirement {pin} (from versions: {offered})\n"
+                   f"ERROR: No matching distribution found for {pin}\n")
+    code, answer = doctor_paste(log, capsys)
+    assert ("python-unsupported" in _causes(answer)) is named and code == 1
+
+
 def test_a_healthy_install_log_is_silent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log = tmp_path / "ok.txt"
     log.write_text("Python 3.12.3\nLooking in indexes: https://<index>/whl/cu124\nCollecting torch==2.5.1\n"

@@ -18,6 +18,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from ..values import public_version
+from .evidence.signals import CONTEXT_SIGNALS
 from .paste_predicates import pasted_line
 from .predicate_base import Facts, Hit, predicate
 
@@ -198,7 +199,8 @@ def _cpu_torch_gpu_not_shown(f: Facts) -> Iterator[Hit]:
     shows, said as a warning, for a report that shows no failure (a failure is judged by what it shows); not on macOS
     nor for ROCm/XPU builds, where no CUDA build is the right one."""
     e = f.log
-    if e is None or e.gpus or f.host.gpus or e.best("accelerator") is not None or e.failures or e.signals:
+    if e is None or e.gpus or f.host.gpus or e.best("accelerator") is not None or e.failures \
+            or any(s.value.code not in CONTEXT_SIGNALS for s in e.signals):
         return  # (a paste that shows a failure is judged by it: vLLM's kernels missing beside a CPU torch, ...)
     if cpu_asked(e) is not None:
         return  # the CPU build was asked for (conda's cpuonly, PyTorch's cpu index): a CPU-only machine on purpose

@@ -432,3 +432,29 @@ def _pip_offers_no_wheel(f: Facts) -> Iterator[Hit]:
         if hit is not None:
             yield hit
             return
+
+
+@predicate("pip-pin-older-than-every-offered", ("python",), ("package", "asked", "first", "python"))
+def _pip_pin_older_than_offered(f: Facts) -> Iterator[Hit]:
+    """An exact release pip does not offer though it offers later ones only (``==1.13.1`` "from versions: 2.0.0,
+    ..."), for any package: pip lists the releases it could install for this interpreter and platform (those with a
+    matching wheel, or whose Requires-Python admits it), so a release older than every one offered predates this
+    Python (or platform) for that package. Packages the matrix knows are judged by ``pip-offers-no-wheel-for-interpreter``
+    first; an index that did not answer settles nothing."""
+    e = f.log
+    if e is None or _index_unreachable(e) is not None:
+        return
+    for ask in _asks(e):
+        judged = _judge(f.matrix, e, ask) if package_pythons(f.matrix, ask.name) is not None or ask.name == "torch" \
+            else None
+        if judged is not None and judged.missing is None:
+            continue  # (named from the matrix's own Python lists)
+        pins = [s.version for s in ask.spec if s.operator in ("==", "===") and "*" not in s.version]
+        pinned = _version(pins[0]) if len(pins) == 1 and len(ask.spec) == 1 else None
+        if pinned is None or not ask.offered or pinned >= min(ask.offered):
+            continue
+        python = e.best("python")
+        yield Hit(evidence=(pasted_line(ask.seen),), seen=(ask.seen,), fill={
+            "package": ask.name, "asked": f"{ask.name}=={pinned}", "first": str(min(ask.offered)),
+            "python": f"Python {python.value}" if python is not None else "this Python"})
+        return

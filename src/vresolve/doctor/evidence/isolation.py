@@ -20,6 +20,7 @@ from msgspec.structs import replace
 from packaging.utils import canonicalize_name
 
 from .model import Evidence, Seen, Signal
+from .signals import CONTEXT_SIGNALS
 
 __all__ = ["FAILED", "FRAME", "IMPORTS_TORCH", "SDISTS_IMPORTING_TORCH", "retype_isolation"]
 
@@ -27,8 +28,6 @@ FAILED = "build-requirements-failed"
 IMPORTS_TORCH = "sdist-imports-torch"
 #: a traceback's frame in the setup.py of a source package an installer unpacked to build it
 FRAME = "installer-build-frame"
-#: signals that say what was run or what is there, not a failure (the install command, a small /dev/shm)
-CONTEXT_SIGNALS = ("install-command", "shm-small")
 #: source packages whose setup.py imports torch without declaring it as a build requirement
 SDISTS_IMPORTING_TORCH = ("flash-attn", "xformers")
 

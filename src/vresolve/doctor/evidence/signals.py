@@ -18,7 +18,7 @@ from .collect import Collector
 from .lines import Line
 from .model import MESSAGE, Signal
 
-__all__ = ["SIGNALS", "SignalReader"]
+__all__ = ["CONTEXT_SIGNALS", "SIGNALS", "SignalReader"]
 
 #: (code, a literal the lower-cased line must hold, the pattern; group "detail", when present, is kept); a code may
 #: have several patterns
@@ -373,6 +373,9 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
     )
 )
 
+
+#: signals that say what was run or what is there, not a failure (an install command, a small /dev/shm)
+CONTEXT_SIGNALS = ("install-command", "shm-small")
 
 _RULES = tuple((needle, code, pattern) for code, needle, pattern in SIGNALS)
 
