@@ -48,6 +48,18 @@ NAMED = [
     ("worker-died-shm-64m", "shared-memory-too-small",
      "RuntimeError: DataLoader worker (pid(s) 76) exited unexpectedly\n"
      "This is because /dev/shm is at only 64M by default.\n"),
+    # the user's finding that NCCL runs once P2P is off (NVIDIA/nccl: two RTX 5880 Ada behind a PCIe host bridge)
+    ("nccl-p2p-off-resolves", "nccl-misconfigured",
+     "`ncclAllReduce` enters an infinite spin-wait deadlock on two NVIDIA RTX 5880 Ada Generation GPUs\n"
+     "Setting `NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1` (forcing socket transport) resolves the deadlock completely.\n"),
+    ("nccl-succeeds-p2p-disabled", "nccl-misconfigured",
+     "execution hangs on the first collective operation.\n"
+     "The same smoke test succeeds immediately when direct GPU P2P is disabled with:\nNCCL_P2P_DISABLE=1\n"),
+    # NCCL bound to the loopback interface in a two-node job (torch.distributed.launch, NCCL_DEBUG=INFO)
+    ("nccl-loopback-two-nodes", "nccl-misconfigured",
+     "python3 -m torch.distributed.launch --nnode=2 --node_rank=1 --nproc_per_node=1 train.py\n"
+     "GPU9:10330:10330 [0] NCCL INFO NCCL_SOCKET_IFNAME set to lo\n"
+     "GPU9:10330:10330 [0] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0>\n"),
     # a requirements file replacing a CUDA torch with the index's default build
     ("requirements-replace-torch", "installer-replaced-torch",
      "python.exe -m pip install -r requirements.txt\n>>> import torch\n>>> print(torch.__version__)\n2.2.0+cu121\n"
@@ -75,6 +87,13 @@ NOT = [
     ("torch-asked-for", "installer-replaced-torch",
      ">>> torch.__version__\n'2.1.0+cu118'\npip install torch==2.3.0 --index-url <index>\n>>> torch.__version__\n"
      "'2.3.0+cu121'\n"),
+    # P2P turned off without effect, or asked about: not the P2P path
+    ("nccl-p2p-off-still-hangs", "nccl-misconfigured",
+     "NCCL hangs on 2 GPUs\nI tried NCCL_P2P_DISABLE=1 but it still hangs\n"),
+    ("nccl-p2p-off-asked", "nccl-misconfigured", "does it work when P2P is disabled?\n"),
+    # the loopback interface on one node (a single-node job may use it)
+    ("nccl-loopback-one-node", "nccl-misconfigured",
+     "torchrun --nproc_per_node=2 train.py\nhost:1:1 [0] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0>\n"),
     # one torch shown, an install beside it
     ("one-torch", "installer-replaced-torch",
      "pip install -r requirements.txt\n>>> torch.__version__\n'2.3.0+cu121'\n"),

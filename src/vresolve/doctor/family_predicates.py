@@ -85,3 +85,15 @@ def _worker_died_small_shm(f: Facts) -> Iterator[Hit]:
     small = _signals(e, "shm-small")
     if died and small:
         yield Hit(evidence=(pasted_line(died[0]), pasted_line(small[0])), seen=(died[0],))
+
+
+@predicate("nccl-loopback-across-nodes", ())
+def _nccl_loopback_across_nodes(f: Facts) -> Iterator[Hit]:
+    """NCCL's bootstrap bound to the loopback interface (``Bootstrap : Using [0]lo:127.0.0.1``, NCCL_SOCKET_IFNAME=lo)
+    in a job the paste shows spans several nodes: the other nodes cannot reach 127.0.0.1."""
+    e = f.log
+    if e is None:
+        return
+    loop, nodes = _signals(e, "nccl-bootstrap-loopback"), _signals(e, "multi-node")
+    if loop and nodes:
+        yield Hit(evidence=(pasted_line(loop[0]), pasted_line(nodes[0])), seen=(loop[0],))

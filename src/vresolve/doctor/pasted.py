@@ -68,7 +68,8 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
                      "pypi-windows-torch-wheel", "pypi-aarch64-torch-cpu-release", "onnxruntime-providers-without-cuda",
                      "gpu-not-found-toolkit-above-driver", "extension-arch-list-misses-gpu", "build-cuda-above-driver",
                      "nvml-library-missing-gpu-expected", "torch-replaced-across-install",
-                     "dataloader-worker-died-small-shm", "pip-pin-older-than-every-offered")
+                     "dataloader-worker-died-small-shm", "pip-pin-older-than-every-offered",
+                     "nccl-loopback-across-nodes")
 
 
 def _line(seen: Seen[Any]) -> str:

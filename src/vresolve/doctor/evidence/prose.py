@@ -25,7 +25,7 @@ HOW = "prose"
 #: a GPU model as people write it (vendor and family words optional): RTX 4090, RTX3090, GTX 1080 Ti, A100,
 #: H100, Tesla V100S, L40S, RTX A6000, RTX 6000 Ada Generation, MI300X
 GPU_PATTERN = (r"(?:(?:NVIDIA|Nvidia|nvidia)\s+)?(?:(?:GeForce|Tesla|Quadro|TITAN|Titan)\s+)?"
-               r"(?:[Rr][Tt][Xx]\s?(?:PRO\s+)?(?:A\d{4}|\d{4})|[Gg][Tt][Xx]\s?\d{3,4}|A\d{2,4}[GX]?|H\d{3}|H20|B\d{3}"
+               r"(?:[Rr][Tt][Xx]\s?(?:PRO\s+)?(?:A\d{4}|\d{4})|[Gg][Tt][Xx]\s?\d{3,4}|(?:10|20|30|40|50)[5-9]0\s?Ti|A\d{2,4}[GX]?|H\d{3}|H20|B\d{3}"
                r"|GB\d{3}|GH\d{3}|L4|L20|L40S?|T4|T400|T600|T1000|T1200|V100S?|P100|P40|K10|K20X?|K40|K80|M10|M40|M60|MI\d{3}X?)"
                r"(?:[ -](?:Ti|SUPER|Super|Laptop GPU|laptop GPU|PCIe|PCIE|SXM\d?|NVL|\d+GB|HBM\d?e?|Ada Generation"
                r"|Max-Q))*")

@@ -260,6 +260,15 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("peer-access-unsupported", "peeraccessunsupported", r"\bcudaErrorPeerAccessUnsupported\b"),
         ("peer-access-unsupported", "peer_access_unsupported", r"\bCUDA_ERROR_PEER_ACCESS_UNSUPPORTED\b"),
         ("nccl-no-socket-interface", "no socket interface", r"Bootstrap ?: no socket interface found"),
+        # the user's own finding that taking NCCL off its P2P transport makes the job run ("NCCL_P2P_DISABLE=1 ...
+        # resolves the deadlock", "succeeds when direct GPU P2P is disabled"): the P2P path between these GPUs is broken
+        ("nccl-p2p-off-works", "p2p", r"^(?!.*(?:\bnot\b|n't\b|\bnever\b|\bstill\b|\bno longer\b|\?))(?:.*?"
+                                     r"NCCL_P2P_DISABLE=1.{0,80}?\b(?:resolv|fix|solv|work|succeed|run)\w*"
+                                     r"|.*?\b(?:resolv|fix|solv|work|succeed|run)\w*\b.{0,80}?\bP2P (?:is |was )?disabled\b)"),
+        # NCCL's bootstrap on the loopback interface (NCCL_SOCKET_IFNAME=lo): the other nodes cannot reach 127.0.0.1
+        ("nccl-bootstrap-loopback", "bootstrap", r"Bootstrap ?: Using \[\d+\]lo:127\."),
+        # a job of several nodes (torchrun/launch's --nnodes N>1 or a node rank above 0)
+        ("multi-node", "node", r"--nnodes?[= ](?:[2-9]|\d{2,})\b|--node_rank[= ][1-9]"),
         # NCCL at work: its own log lines (NCCL_DEBUG=INFO), its tests, its settings (not a failure by itself)
         ("nccl-in-use", "nccl", r"\bNCCL (?:INFO|WARN|CALL|version)\b|\b(?:all_reduce|all_gather|sendrecv)_perf\b"
                                 r"|\bNCCL_[A-Z0-9_]+=|\bncclCommInitRank\b"),
@@ -375,7 +384,7 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
 
 
 #: signals that say what was run or what is there, not a failure (an install command, a small /dev/shm)
-CONTEXT_SIGNALS = ("install-command", "shm-small")
+CONTEXT_SIGNALS = ("install-command", "shm-small", "multi-node")
 
 _RULES = tuple((needle, code, pattern) for code, needle, pattern in SIGNALS)
 
