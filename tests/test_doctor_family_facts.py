@@ -60,6 +60,24 @@ NAMED = [
      "python3 -m torch.distributed.launch --nnode=2 --node_rank=1 --nproc_per_node=1 train.py\n"
      "GPU9:10330:10330 [0] NCCL INFO NCCL_SOCKET_IFNAME set to lo\n"
      "GPU9:10330:10330 [0] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0>\n"),
+    # looser forms of known families (the fifteenth set's misses): NVML's mismatch with spaces, TensorRT's library,
+    # TensorRT's CUDA error number, Apex's toolkit check, text-embeddings-inference's compute-capability check
+    ("nvml-mismatch-spaced", "nvml-driver-mismatch", "Failed to initialize NVML: Driver / library version mismatch.\n"),
+    ("tensorrt-library", "library-not-found",
+     "ImportError: libnvinfer.so.8: cannot open shared object file: No such file or directory\n"),
+    ("tensorrt-error-804", "driver-too-old",
+     "[TensorRT] INTERNAL ERROR: [runtime.cpp::isCudaInstalledCorrectly::41] Error Code 6: Internal Error (CUDA "
+     "initialization failure with error 804. Please check your CUDA installation)\n"),
+    ("apex-cuda-check", "toolkit-mismatch",
+     "RuntimeError: Cuda extensions are being compiled with a version of Cuda that does not match the version used to "
+     "compile Pytorch binaries.  Pytorch binaries were compiled with Cuda 10.2.\n"),
+    ("tei-compute-cap", "arch-not-in-build",
+     "Error: Could not create backend\nCaused by:\n    Could not start backend: Runtime compute cap 75 is not "
+     "compatible with compile time compute cap 80\n"),
+    # a cluster job's report: torch built without CUDA, nvidia-smi answering on the node (mila-iqia/mila-docs)
+    ("built-with-cuda-false-beside-driver", "cpu-only-build",
+     "PyTorch built with CUDA:         False\nPyTorch detects CUDA available:  False\n"
+     "Driver Version                            : 535.86.10\nCUDA Version                              : 12.2\n"),
     # a requirements file replacing a CUDA torch with the index's default build
     ("requirements-replace-torch", "installer-replaced-torch",
      "python.exe -m pip install -r requirements.txt\n>>> import torch\n>>> print(torch.__version__)\n2.2.0+cu121\n"
@@ -94,6 +112,10 @@ NOT = [
     # the loopback interface on one node (a single-node job may use it)
     ("nccl-loopback-one-node", "nccl-misconfigured",
      "torchrun --nproc_per_node=2 train.py\nhost:1:1 [0] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0>\n"),
+    # a CUDA build beside the driver, and a CPU build asked for
+    ("built-with-cuda-true-beside-driver", "cpu-only-build",
+     "PyTorch built with CUDA:         True\nDriver Version                            : 535.86.10\n"),
+    ("error-804-in-a-version", "driver-too-old", "CUDA error 804.1 is not a code\n"),
     # one torch shown, an install beside it
     ("one-torch", "installer-replaced-torch",
      "pip install -r requirements.txt\n>>> torch.__version__\n'2.3.0+cu121'\n"),

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from .cpu_install import cpu_asked
 from .evidence import Evidence, Seen
 from .paste_predicates import pasted_line
 from .predicate_base import Facts, Hit, predicate
@@ -97,3 +98,18 @@ def _nccl_loopback_across_nodes(f: Facts) -> Iterator[Hit]:
     loop, nodes = _signals(e, "nccl-bootstrap-loopback"), _signals(e, "multi-node")
     if loop and nodes:
         yield Hit(evidence=(pasted_line(loop[0]), pasted_line(nodes[0])), seen=(loop[0],))
+
+
+@predicate("torch-cpu-build-beside-driver", ("torch_cuda", "driver"), ("driver",))
+def _cpu_torch_beside_driver(f: Facts) -> Iterator[Hit]:
+    """torch shown to be a CPU build ("PyTorch built with CUDA: False", ``torch.version.cuda`` None, ``+cpu``) where
+    the paste shows nvidia-smi answering with an NVIDIA driver (so a GPU and its driver are there), and no GPU named
+    (``torch-cpu-build-beside-gpus`` speaks where one is); not where the CPU build was asked for."""
+    e = f.log
+    if e is None or e.gpus or f.host.gpus or cpu_asked(e) is not None:
+        return
+    cuda = e.torch_cuda_seen()
+    driver = next((d for d in e.driver if d.how == "nvidia-smi"), None)
+    if cuda is None or cuda.value is not None or driver is None:
+        return
+    yield Hit(evidence=(pasted_line(cuda), pasted_line(driver)), seen=(cuda,), fill={"driver": str(driver.value)})

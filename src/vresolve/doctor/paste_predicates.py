@@ -516,7 +516,8 @@ def _nvcc_older_than_arch(f: Facts) -> Iterator[Hit]:
 
 #: the CUDA libraries whose absence is a missing library, not another CUDA major's runtime (cudart, nvrtc):
 #: cuDNN's and NCCL's, cuBLAS's family (``libcudnn_ops_infer.so.8`` is cuDNN's); ``libcuda`` is the driver's
-MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cusparse", "cufft", "curand", "cusolver")
+MISSING_LIBRARIES = ("cudnn", "nccl", "cublas", "cusparse", "cufft", "curand", "cusolver", "cupti", "nvToolsExt",
+                     "nvinfer", "nvonnxparser", "nvparsers", "cufile", "nvshmem")  # (TensorRT's: nvinfer...)
 #: CUDA's own libraries whose soname carries the CUDA major (cuDNN's and NCCL's carry their own versions)
 #: the CUDA runtime's own libraries (not in :data:`MISSING_LIBRARIES`: checks.py sets them against torch's CUDA)
 _RUNTIME_LIBRARIES = ("cudart", "nvrtc", "nvJitLink")

@@ -69,7 +69,7 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
                      "gpu-not-found-toolkit-above-driver", "extension-arch-list-misses-gpu", "build-cuda-above-driver",
                      "nvml-library-missing-gpu-expected", "torch-replaced-across-install",
                      "dataloader-worker-died-small-shm", "pip-pin-older-than-every-offered",
-                     "nccl-loopback-across-nodes")
+                     "nccl-loopback-across-nodes", "torch-cpu-build-beside-driver")
 
 
 def _line(seen: Seen[Any]) -> str:

@@ -147,7 +147,7 @@ _BY_NUMBER = {e.number: e for e in CUDA_ERRORS if e.by_number}
 #: a number where a CUDA call or library says it: "CUDA error 804", "cudaSetDevice err: 802", "cudaGetDeviceCount
 #: returned 35", "code=209" (any of :data:`CUDA_ERRORS` whose number means one error everywhere)
 _ANY_NUMBER_RE = re.compile(r"\b(?:CUDA|[Cc]uda\w*|cu[A-Z]\w*)\b[^\n]{0,80}?\b(?:[Ee]rror|ERROR|[Ee]rr|[Ff]ailure"
-                            r"|returned|code)\b\s*[:=(]?\s*(?P<n>\d{2,3})\b(?![.\d])")
+                            r"|returned|code)\b\s*[:=(]?\s*(?P<n>\d{2,3})\b(?!\d|\.\d)")  # ("error 804." ends a sentence)
 #: a ``CUresult`` by number: TensorFlow's "failed call to cuInit: UNKNOWN ERROR (34)", numba's "[100] Call to cuInit
 #: results in ...", ollama's "cuda driver library init failure: 34"
 _DRIVER_NUMBER_RE = re.compile(r"\bfailed call to cu\w+: UNKNOWN ERROR \((?P<n>\d+)\)|\[(?P<m>\d+)\] Call to cu\w+ results in"

@@ -157,6 +157,13 @@ def _available(value: str, line: Line, out: Collector) -> None:
         out.add("cuda_available", word in ("true", "yes"), line, PROSE, HOW)
 
 
+def _built_with_cuda(value: str, line: Line, out: Collector) -> None:
+    """A script's "PyTorch built with CUDA: False" (``torch.backends.cuda.is_built()``): False is a CPU build."""
+    word = value.split()[0].lower() if value else ""
+    if word in ("false", "no"):
+        out.add("torch_cuda", None, line, PROSE, HOW)
+
+
 def _pip(value: str, line: Line, out: Collector) -> None:
     version = version_token(value)
     if version:
@@ -176,6 +183,7 @@ KEYS: dict[str, Handler] = {
     **dict.fromkeys(("compute capability", "cuda capability", "compute cap"), _capability),
     **dict.fromkeys(("nvcc", "nvcc version"), _nvcc),
     **dict.fromkeys(("cuda available", "cuda is available", "gpu available"), _available),
+    **dict.fromkeys(("pytorch built with cuda", "torch built with cuda", "built with cuda"), _built_with_cuda),
     **dict.fromkeys(("docker image", "image", "container", "container image"), _container),
     "pip version": _pip,
 }

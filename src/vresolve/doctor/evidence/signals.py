@@ -29,7 +29,7 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("invalid-device-function", "invalid device function", r"invalid device function"),
         ("driver-too-old", "too old", r"driver on your system is too old(?: \(found version (?P<detail>\d+)\))?"),
         ("driver-insufficient", "insufficient", r"driver version is insufficient for CUDA runtime version"),
-        ("nvml-mismatch", "mismatch", r"(?P<detail>Driver/library version mismatch|NVML/RM version mismatch)"),
+        ("nvml-mismatch", "mismatch", r"(?P<detail>Driver\s*/\s*library version mismatch|NVML\s*/\s*RM version mismatch)"),
         # the kernel module's own account of the same mismatch in dmesg/journal (older and newer wordings: "the client
         # has the version X, but this kernel module has the version Y", "the client 'kwin' (pid 1005) has the version")
         ("nvml-mismatch", "api mismatch", r"NVRM: (?P<detail>API mismatch): the client\b"),
@@ -94,6 +94,14 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("capability-too-low", "minimum capability", r"Minimum capability: (?P<detail>\d+)"),
         ("arch-not-in-build", "cuda capability sm_", r"with CUDA capability sm_\d+ is not compatible"),
         ("toolkit-mismatch", "mismatches", r"detected CUDA version \(\d+\.\d+\) mismatches the version"),
+        # NVIDIA Apex's own check of nvcc against torch's CUDA (apex setup.py, check_cuda_torch_binary_vs_bare_metal)
+        ("toolkit-mismatch", "does not match the version used to compile",
+         r"Cuda extensions are being compiled with a version of Cuda that does not match the version used to compile "
+         r"Pytorch binaries"),
+        # a build's own check that the GPU's compute capability is not the one it was compiled for (Hugging Face text-
+        # embeddings-inference's candle backend, backends/candle/src/compute_cap.rs)
+        ("build-cap-mismatch", "compile time compute cap",
+         r"Runtime compute cap \d+ is not compatible with compile time compute cap \d+"),
         # DeepSpeed's op builder refusing to build its ops (op_builder/builder.py, assert_no_cuda_mismatch: raised, not
         # printed, where CUDA_HOME's nvcc and torch's CUDA are not of one major or not minors it accepts)
         ("toolkit-mismatch", "torch was compiled with",
