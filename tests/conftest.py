@@ -54,6 +54,24 @@ def doctor_paste(path: Path, capsys: pytest.CaptureFixture[str], *extra: str) ->
     return code, json.loads(capsys.readouterr().out)
 
 
+def doctor_answer(tmp_path: Path, text: str) -> dict[str, Any]:
+    """``vresolve doctor --no-env --log PASTE --json``'s answer for ``text`` written to a file in ``tmp_path``, its
+    output captured here (no capsys needed)."""
+    import io
+    import json
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from vresolve.cli import main
+
+    log = tmp_path / "paste.txt"
+    log.write_text(text)
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        main(["doctor", "--no-env", "--log", str(log), "--json"])
+    answer: dict[str, Any] = json.loads(out.getvalue())
+    return answer
+
+
 def doctor_text(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
     """:func:`doctor_paste` of a text written to a file in ``tmp_path``."""
     log = tmp_path / "paste.txt"

@@ -7,33 +7,20 @@ look-alikes: the same words, another fact."""
 
 from __future__ import annotations
 
-import io
-import json
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 
-from vresolve.cli import main
 from vresolve.doctor.evidence import read_evidence, summary
 from vresolve.doctor.evidence.tokens import nvidia_of_windows_driver
 
-from .conftest import DATA
+from .conftest import DATA, doctor_answer, error_causes
 
 CORPUS = DATA / "corpus"
 
 
-def _doctor(tmp_path: Path, text: str) -> dict:
-    log = tmp_path / "paste.txt"
-    log.write_text(text)
-    out = io.StringIO()
-    with redirect_stdout(out), redirect_stderr(io.StringIO()):
-        main(["doctor", "--no-env", "--log", str(log), "--json"])
-    return json.loads(out.getvalue())
-
-
-def _errors(answer: dict) -> list[str]:
-    return [f["cause"] for f in answer["findings"] if f["severity"] == "error"]
+_doctor = doctor_answer
+_errors = error_causes
 
 
 # ---------------------------------------------------------------------------------------------------------------

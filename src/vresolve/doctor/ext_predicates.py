@@ -14,7 +14,7 @@ from ..values import ArchList, Capability, DriverVersion
 if TYPE_CHECKING:
     from .evidence import Seen
 
-from .paste_predicates import pasted_line
+from .paste_predicates import gpu_capabilities, pasted_line
 from .predicate_base import Facts, Hit, predicate
 
 __all__: list[str] = []
@@ -28,15 +28,7 @@ def _gpus(f: Facts) -> list[tuple[Seen[Any], Capability]]:
     """The GPUs the paste shows, each with its compute capability (as shown, else the matrix's for its name)."""
     from .evidence import listed_gpus
 
-    out = []
-    for g in listed_gpus(f.log) if f.log is not None else ():
-        cc = g.value.compute_capability
-        if cc is None and g.value.name:
-            row = f.matrix.find_gpu(g.value.name)
-            cc = row.compute_capability if row is not None else None
-        if cc is not None:
-            out.append((g, cc))
-    return out
+    return gpu_capabilities(f, listed_gpus(f.log)) if f.log is not None else []
 
 
 @predicate("extension-arch-list-misses-gpu", ("gpus",), ("package", "archs", "gpus", "sms"))

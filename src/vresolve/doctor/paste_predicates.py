@@ -4,7 +4,7 @@ by the same rows as the rest (:mod:`.predicates` imports this module, so every p
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -655,11 +655,11 @@ def _torch_library_not_found_by_extension(f: Facts) -> Iterator[Hit]:
 _FA_MIN_CAPABILITY = "8.0"
 
 
-def _gpu_capabilities(f: Facts, e: Evidence) -> list[tuple[Seen[Any], Any]]:
-    """(the line, the compute capability) of each GPU the paste shows: its own capability, else the matrix's for its
-    name."""
+def gpu_capabilities(f: Facts, gpus: Iterable[Seen[Any]]) -> list[tuple[Seen[Any], Any]]:
+    """(the line, the compute capability) of each of ``gpus`` (the GPUs a paste shows): its own capability, else the
+    matrix's for its name; a GPU of neither is left out."""
     out = []
-    for g in e.gpus:
+    for g in gpus:
         cc = g.value.compute_capability
         if cc is None and g.value.name:
             row = f.matrix.find_gpu(g.value.name)
@@ -680,7 +680,7 @@ def _vllm_flash_attention_below_capability(f: Facts) -> Iterator[Hit]:
     refused = next((s for s in e.signals if s.value.code == "fa-version-unsupported"), None) if e is not None else None
     if e is None or refused is None:
         return
-    gpus = _gpu_capabilities(f, e)
+    gpus = gpu_capabilities(f, e.gpus)
     if not gpus:
         yield Hit(evidence=(pasted_line(refused),), missing=Missing(
             error=refused.text.strip(), missing="the GPU (vLLM's FlashAttention needs compute capability 8.0)",
