@@ -222,6 +222,15 @@ def test_yaml_merge_key_bomb_is_one_short_problem(tiny_copy: Callable[..., Path]
                               "a matrix file needs at most a few thousand values; write them out"]
 
 
+def test_yaml_duplicate_key_is_a_problem(tiny_copy: Callable[..., Path]) -> None:
+    """A key given twice in one mapping (a merge's leftover ``verified:``): YAML would keep the last one silently."""
+    gpus = ("architectures: []\ngpus:\n  - name: NVIDIA H200\n    compute_capability: \"9.0\"\n"
+            "    compute_capability: \"8.0\"\n")
+    root = tiny_copy({"gpus.yaml": gpus})
+    assert problems(root) == ["gpus.yaml: line 5: the key 'compute_capability' is given twice in one mapping (YAML "
+                              "would keep the last silently)"]
+
+
 def test_yaml_alias_cycle_is_one_short_problem(tiny_copy: Callable[..., Path]) -> None:
     root = tiny_copy({"gpus.yaml": "architectures: &a [*a]\ngpus: []\n"})
     assert problems(root) == ["gpus.yaml: an alias names a value that contains it (a cycle): a matrix file "

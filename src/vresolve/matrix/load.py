@@ -57,7 +57,7 @@ def _parse_yaml(name: str, tables: tuple[str, ...], data: bytes | str | None, pr
         return None
     try:
         doc = _load_yaml(data)
-    except _AliasBomb as e:
+    except (_AliasBomb, _DuplicateKey) as e:
         problems.append(problem(name, "", "", str(e)))
         return None
     except yaml.YAMLError as e:
@@ -90,6 +90,7 @@ def _load_yaml(data: bytes) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
+        _no_duplicate_keys(node)
         if b"*" in data:
             limit = max(100_000, 4 * len(data))
             if _expanded_size(node, limit) > limit:
@@ -98,6 +99,34 @@ def _load_yaml(data: bytes) -> Any:
         return loader.construct_document(node)
     finally:
         loader.dispose()
+
+
+class _DuplicateKey(ValueError):
+    """A mapping that names one key twice (YAML keeps the last silently: a fact overwritten unseen)."""
+
+
+def _no_duplicate_keys(root: Any) -> None:
+    """Raise _DuplicateKey where a mapping of the document names a key twice (``verified:`` written twice in one row,
+    a merge leftover, would otherwise keep only the second)."""
+    import yaml
+
+    stack, seen = [root], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: set[str] = set()
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.value != "<<":
+                    if key.value in keys:
+                        raise _DuplicateKey(f"line {key.start_mark.line + 1}: the key {key.value!r} is given twice in "
+                                            "one mapping (YAML would keep the last silently)")
+                    keys.add(key.value)
+                stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
 
 
 def _expanded_size(root: Any, limit: int) -> int:
