@@ -67,7 +67,8 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # a debugger's report of an exception raised (VS Code's "Exception has occurred: OSError")
         ("exception", "exception has occurred", r"^\s*Exception has occurred: [A-Z]\w*"),
         # an exception whose message starts on the next line (sgl_kernel's "ImportError: " then its report)
-        ("exception", "error:", r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception):\s*$"),
+        ("exception", "error:", r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Error:\s*$"),
+        ("exception", "exception:", r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Exception:\s*$"),
         # Go's and Rust's panics
         ("crash", "panic", r"^\s*panic: \S|^\s*thread '[^']*' panicked at\b"),
         ("crash", "", r"\bSegmentation fault\b|\(core dumped\)|^\s*terminate called after throwing"
