@@ -28,8 +28,7 @@ def _gpu_expected(e: Evidence, line: Seen[Any]) -> bool:
         return True
     if any(cuda is not None for cuda in (t.value for t in e.torch_cuda)):
         return True
-    return any("UnspecifiedPlatform" in f.text for f in e.failures) or any(
-        s.value.code == "vllm-no-platform" for s in e.signals)
+    return bool(_signals(e, "vllm-no-platform"))
 
 
 @predicate("nvml-library-missing-gpu-expected", ())

@@ -69,6 +69,15 @@ def _version(text: str) -> Version | None:
         return None
 
 
+def exact_pin(spec: SpecifierSet) -> Version | None:
+    """The one release an exact pin names (``==2.0.0``); None otherwise."""
+    pins = [s.version for s in spec if s.operator in ("==", "===") and "*" not in s.version]
+    try:
+        return Version(pins[0]) if len(pins) == 1 and len(spec) == 1 else None
+    except InvalidVersion:
+        return None
+
+
 def _minor(v: Version) -> Version:
     return Version(f"{v.major}.{v.minor}")
 
@@ -449,8 +458,7 @@ def _pip_pin_older_than_offered(f: Facts) -> Iterator[Hit]:
             else None
         if judged is not None and judged.missing is None:
             continue  # (named from the matrix's own Python lists)
-        pins = [s.version for s in ask.spec if s.operator in ("==", "===") and "*" not in s.version]
-        pinned = _version(pins[0]) if len(pins) == 1 and len(ask.spec) == 1 else None
+        pinned = exact_pin(ask.spec)
         if pinned is None or not ask.offered or pinned >= min(ask.offered):
             continue
         python = e.best("python")

@@ -15,7 +15,7 @@ from ..matrix.pythons import wheel_pythons
 from .evidence import REPORT, Evidence, Seen
 from .facts import in_site_packages
 from .paste_predicates import pasted_line
-from .pip_versions import _platforms, _span
+from .pip_versions import _platforms, _span, exact_pin
 from .predicate_base import Facts, Hit, predicate
 
 #: the packages built against one torch release, which pin it exactly (their wheels' METADATA)
@@ -31,18 +31,9 @@ def _spec(req: str, name: str) -> SpecifierSet | None:
         return None
 
 
-def _pinned(spec: SpecifierSet) -> Version | None:
-    """The one release an exact pin names (``==2.0.0``); None otherwise."""
-    pins = [s.version for s in spec if s.operator in ("==", "===") and "*" not in s.version]
-    try:
-        return Version(pins[0]) if len(pins) == 1 and len(spec) == 1 else None
-    except InvalidVersion:
-        return None
-
-
 def _disjoint(a: SpecifierSet, b: SpecifierSet) -> bool:
     """Whether no release can satisfy both, where one of them is an exact pin (the only case settled here)."""
-    for pin, other in ((_pinned(a), b), (_pinned(b), a)):
+    for pin, other in ((exact_pin(a), b), (exact_pin(b), a)):
         if pin is not None:
             return not other.contains(pin, prereleases=True)
     return False
