@@ -9,6 +9,8 @@ import venv
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from packaging.version import Version
 
 from vresolve.cli import main
@@ -392,3 +394,24 @@ def test_an_empty_or_unreadable_paste_says_so(text: str, said: str, tmp_path: Pa
     code = main(["doctor", "--no-env", "--log", str(log)])
     err = capsys.readouterr().err
     assert code == 2 and said in err and "collect-env" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_version_that_is_not_one_is_trimmed_or_dropped_where_it_is_read(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # held-out 024 (lm-sys/FastChat#399): prose's "torch2.0.0+ transformers4.28.0.dev0" once raised InvalidVersion
+    # out of doctor (a traceback): the version is read as 2.0.0
+    log = tmp_path / "paste.txt"
+    log.write_text("My GPU is 8*TeslsV100 32G, the software environment is python3.10+cuda11.6+torch2.0.0+ "
+                   "transformers4.28.0.dev0, I run the training script\n")
+    code = main(["doctor", "--no-env", "--log", str(log), "--json"])
+    answer = json.loads(capsys.readouterr().out)
+    assert code in (0, 1)
+    assert "torch 2.0.0 (CUDA not shown) (whether it sees a GPU: not shown)" in answer["observations"]
+
+
+@given(st.text(alphabet="0123456789.+-_abcrvpostdevcu", max_size=14))
+def test_every_dist_version_kept_parses(version: str) -> None:
+    from vresolve.doctor.evidence.model import Dist
+
+    kept = Dist(name="torch", version=version).version
+    assert kept is None or Version(kept) is not None

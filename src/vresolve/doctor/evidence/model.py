@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from ...values import Capability, DriverVersion
 from .tokens import cuda_of_local
@@ -71,6 +72,13 @@ class Dist(msgspec.Struct, frozen=True, kw_only=True):
     version: str | None = None  # None: listed without one (``torch @ file:///src/pytorch``)
     build: str | None = None  # conda's build string ("py3.11_cuda12.4_cudnn9.1.0_0")
     location: str | None = None  # an editable project's directory, a direct reference's URL
+
+    def __post_init__(self) -> None:
+        """A version that is not one (prose's ``torch2.0.0+ transformers``) is kept without its trailing separator
+        when that makes it one (``2.0.0``), else dropped: every reader of a Dist may compare its version."""
+        if self.version is not None and _parsed(self.version) is None:
+            trimmed = self.version.rstrip("+.-_")
+            msgspec.structs.force_setattr(self, "version", trimmed if _parsed(trimmed) is not None else None)
 
 
 class Nvcc(msgspec.Struct, frozen=True, kw_only=True):
@@ -303,3 +311,9 @@ def _plain(value: Any) -> Any:
         return {name: _plain(getattr(value, name)) for name in value.__struct_fields__}
     return value
 
+
+def _parsed(version: str) -> Version | None:
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return None
