@@ -148,7 +148,7 @@ BROKEN = [
                   "toolkit-mismatch, build-isolation, build-oom, installer-replaced-torch, library-not-found, "
                   "nvml-driver-mismatch, gpu-too-old-for-feature, python-unsupported, glibc-too-old, "
                   "companion-mismatch, gpu-not-visible, incomplete-install, shared-memory-too-small, "
-                  "nccl-misconfigured, fabric-manager-not-running, gpu-fallen-off-bus, c-compiler-missing)",
+                  "nccl-misconfigured, fabric-manager-not-running, gpu-fallen-off-bus, c-compiler-missing, program-limit)",
                   # the row is dropped, so its cause has none left: doctor explains each cause from this table
                   "known_issues.yaml: issues: cause: no row for cause 'glibc-too-old' (doctor explains every "
                   "cause from this table)"], id="unknown-cause"),

@@ -192,22 +192,54 @@ def _pypi_aarch64_cpu(f: Facts) -> Iterator[Hit]:
                   fill={"torch": "(its version not shown)"})
 
 
-@predicate("torch-cpu-build-gpu-not-shown", ("torch_cuda", "torch", "gpus"), ("torch",))
-def _cpu_torch_gpu_not_shown(f: Facts) -> Iterator[Hit]:
-    """A pasted report's torch built without CUDA (``+cpu``, "CUDA used to build PyTorch: None/Could not collect"
-    beside its version, conda's ``cpu`` build) where neither the paste nor the machine shows a GPU: a fact the paste
-    shows, said as a warning, for a report that shows no failure (a failure is judged by what it shows); not on macOS
-    nor for ROCm/XPU builds, where no CUDA build is the right one."""
-    e = f.log
-    if e is None or e.gpus or f.host.gpus or e.best("accelerator") is not None or e.failures \
-            or any(s.value.code not in CONTEXT_SIGNALS for s in e.signals):
-        return  # (a paste that shows a failure is judged by it: vLLM's kernels missing beside a CPU torch, ...)
-    if cpu_asked(e) is not None:
-        return  # the CPU build was asked for (conda's cpuonly, PyTorch's cpu index): a CPU-only machine on purpose
+#: signals that say only that torch does not use a GPU (what a CPU-only build makes happen, whatever else is shown)
+_GPU_UNUSED_SIGNALS = frozenset({"cuda-not-available", "no-cuda-gpus"})
+
+
+def _cpu_torch(e: Evidence) -> Hit | None:
+    """The pasted torch built without CUDA (``+cpu``, "CUDA used to build PyTorch: None/Could not collect" beside its
+    version, conda's ``cpu`` build), not asked for (conda's cpuonly, PyTorch's cpu index), not on macOS, not a
+    ROCm/XPU build; where neither the paste nor a report shows a GPU accelerator of another kind."""
+    if e.gpus or e.best("accelerator") is not None or cpu_asked(e) is not None:
+        return None
     cuda, torch = e.torch_cuda_seen(), e.dist("torch")
     system = e.best("system")
     version = torch.value.version or "" if torch is not None else ""
     if cuda is None or cuda.value is not None or torch is None or (system is not None and system.value == "darwin") \
             or any(tag in version.lower() for tag in ("+rocm", "+xpu")):
+        return None
+    return Hit(evidence=tuple(dict.fromkeys((pasted_line(torch), pasted_line(cuda)))), fill={"torch": version})
+
+
+@predicate("torch-cpu-build-gpu-not-shown", ("torch_cuda", "torch", "gpus"), ("torch",))
+def _cpu_torch_gpu_not_shown(f: Facts) -> Iterator[Hit]:
+    """A pasted report's torch built without CUDA where neither the paste nor the machine shows a GPU: a fact the
+    paste shows, said as a warning, for a report that shows no failure (a failure is judged by what it shows:
+    :func:`_cpu_torch_gpu_unused`)."""
+    e = f.log
+    if e is None or f.host.gpus or e.failures or any(s.value.code not in CONTEXT_SIGNALS for s in e.signals):
+        return  # (a paste that shows a failure is judged by it: vLLM's kernels missing beside a CPU torch, ...)
+    hit = _cpu_torch(e)
+    if hit is not None:
+        yield hit
+
+
+@predicate("torch-cpu-build-gpu-unused", ("torch_cuda", "torch", "gpus"), ("torch",))
+def _cpu_torch_gpu_unused(f: Facts) -> Iterator[Hit]:
+    """A torch built without CUDA where every failure the paste shows is that no GPU is used ("CUDA is not
+    available", "device_count(): 0", "No CUDA GPUs are available", a library's "no GPU found"): the build is the
+    whole cause of that failure, whether or not the paste shows the machine's GPU."""
+    e = f.log
+    if e is None or f.host.gpus:
         return
-    yield Hit(evidence=tuple(dict.fromkeys((pasted_line(torch), pasted_line(cuda)))), fill={"torch": version})
+    hit = _cpu_torch(e)
+    if hit is None:
+        return
+    # (the line that shows the CPU build is no failure of its own, whatever level a logger gave it)
+    shown = {s.line for s in (e.dist("torch"), e.torch_cuda_seen()) if s is not None}
+    failures = [s for s in e.failures if s.line not in shown]
+    signals = [s for s in e.signals if s.value.code not in CONTEXT_SIGNALS]
+    unused: list[Seen[Any]] = [*(s for s in failures if s.value == "gpu-unused"),
+                               *(s for s in signals if s.value.code in _GPU_UNUSED_SIGNALS)]
+    if unused and len(unused) == len(failures) + len(signals):
+        yield Hit(evidence=(*hit.evidence, pasted_line(unused[0])), fill=hit.fill)

@@ -112,3 +112,26 @@ def _cpu_torch_beside_driver(f: Facts) -> Iterator[Hit]:
     if cuda is None or cuda.value is not None or driver is None:
         return
     yield Hit(evidence=(pasted_line(cuda), pasted_line(driver)), seen=(cuda,), fill={"driver": str(driver.value)})
+
+
+#: what shows shared memory in use or at stake around a SIGBUS: a container, NCCL, torch's workers, /dev/shm itself
+_SHM_CONTEXT = ("shm-small", "nccl-in-use", "dataloader-worker-died")
+
+
+@predicate("process-killed-by-sigbus", ())
+def _killed_by_sigbus(f: Facts) -> Iterator[Hit]:
+    """A process killed by SIGBUS ("Bus error", "signal 7", "SIGBUS") where the paste does not show /dev/shm ample
+    (``--ipc=host``, 16 GB or more): most often a full /dev/shm under NCCL, torch's workers or a server's shards. An
+    error where the paste shows a container, /dev/shm, NCCL or worker processes; alone, one step softer (a truncated
+    memory-mapped file, failing memory also raise SIGBUS)."""
+    e = f.log
+    if e is None or e.shm_ample:
+        return
+    sigbus = _signals(e, "sigbus")
+    if not sigbus or _signals(e, "shm-exhausted"):
+        return  # (a DataLoader's own SIGBUS message is the shared-memory row's)
+    context = [s for s in e.signals if s.value.code in _SHM_CONTEXT] + list(e.container)
+    context += [s for s in sigbus if "/dev/shm" in s.text or "shm" in s.text.lower()]
+    yield Hit(evidence=tuple(dict.fromkeys((pasted_line(sigbus[0]), *(pasted_line(c) for c in context[:1])))),
+              seen=(sigbus[0],), softer=not context)
+

@@ -466,3 +466,63 @@ def _pip_pin_older_than_offered(f: Facts) -> Iterator[Hit]:
             "package": ask.name, "asked": f"{ask.name}=={pinned}", "first": str(min(ask.offered)),
             "python": f"Python {python.value}" if python is not None else "this Python"})
         return
+
+
+#: what a program says of the Pythons it runs on (the lines signals.py types "python-range-said"), its numbers named
+_SAID_TOO_OLD_OR_NEW = re.compile(r"\b(?:incompatible|unsupported) python version\b|\bis not (?:supported|compatible)\b"
+                                  r"|\bbut you have\b", re.IGNORECASE)
+_SAID_HAVE = re.compile(r"\bpython (?:version )?(?P<have>3\.\d+(?:\.\d+)?) is not\b|\bbut you have (?P<had>3\.\d+(?:\.\d+)?)",
+                        re.IGNORECASE)
+_SAID_FLOOR = re.compile(r"\bpython (?P<lo>3\.\d+(?:\.\d+)?) or (?:higher|newer|later|above)\b"
+                         r"(?:\s*\((?:maximum|max\.?|up to) (?P<hi>3\.\d+(?:\.\d+)?)\))?", re.IGNORECASE)
+_SAID_RANGE = re.compile(r"\bpython (?P<lo>3\.\d+) ?(?:-|to|through) ?(?P<hi>3\.\d+)\b", re.IGNORECASE)
+
+
+def _within(have: Version, lo: str | None, hi: str | None) -> bool:
+    """Whether ``have`` is within a range said as versions (``hi`` of two parts covers its whole minor series)."""
+    top = Version(hi) if hi is not None else None
+    if top is not None and len(top.release) == 2:
+        have = Version(".".join(map(str, have.release[:2])))
+    return (lo is None or have >= Version(lo)) and (top is None or have <= top)
+
+
+def _said_refusal(text: str, python: Version | None) -> str | None:
+    """The Python a program's statement refuses (its words or the Python shown), or None: the statement names none,
+    or the Python shown is within what it says it runs on."""
+    have = _SAID_HAVE.search(text)
+    if have is not None:
+        return have["have"] or have["had"]
+    bounds = _SAID_FLOOR.search(text) or _SAID_RANGE.search(text)
+    if bounds is not None:
+        if python is None or _within(python, bounds["lo"], bounds["hi"]):
+            return None
+        return str(python)
+    if _SAID_TOO_OLD_OR_NEW.search(text) and python is not None:
+        return str(python)
+    return None
+
+
+@predicate("program-refuses-python", ("python",), ("python", "said"))
+def _program_refuses_python(f: Facts) -> Iterator[Hit]:
+    """A program's own statement that it does not run on this Python: "Python 3.13 is not supported", "tested with
+    3.10.6 Python, but you have 3.11.2", or the range it says it needs ("Python 3.10.0 or higher (maximum 3.11.100)",
+    "supports Python 3.9-3.12") with the Python the paste shows outside it. A range said beside a Python within it,
+    or with no Python shown, settles nothing."""
+    e = f.log
+    if e is None:
+        return
+    statements = [s for s in e.signals if s.value.code == "python-range-said"]
+    # (the Python a statement names is what it asks for, not the interpreter: "requires Python 3.6 or higher")
+    seen = min((p for p in e.python if p.line not in {s.line for s in statements}), key=lambda p: (p.rank, p.line),
+               default=None)
+    try:
+        python = Version(str(seen.value)) if seen is not None else None
+    except InvalidVersion:
+        python = None
+    for said in statements:
+        refused = _said_refusal(said.text, python)
+        if refused is not None:
+            lines = (pasted_line(said), *((pasted_line(seen),) if seen is not None and seen.line != said.line else ()))
+            yield Hit(evidence=lines, seen=(said,), fill={"python": f"Python {refused}", "said": said.text.strip()[:160]})
+            return
+

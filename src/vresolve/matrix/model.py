@@ -49,6 +49,7 @@ CAUSE_CODES = (
     "fabric-manager-not-running",
     "gpu-fallen-off-bus",
     "c-compiler-missing",
+    "program-limit",
 )
 
 
@@ -535,13 +536,19 @@ class Matrix(msgspec.Struct, frozen=True):
                 for n in (g.name, *g.names, *g.aliases):
                     index.setdefault(gpu_key(n), g)
             _INDEXES[("gpus", self.revision)] = index
-        return index.get(gpu_key(text))
+        key = gpu_key(text)
+        # typed without the spaces of its name ("rtx4090", "3060ti", "A100-80GB" is no such case): letters and digits
+        # spaced apart as the matrix names them
+        return index.get(key) or index.get(_LETTER_DIGIT_RE.sub(" ", key))
 
 
 _NOT_COMPARED = ("path", "revision")
 
 
 _INDEXES: dict[tuple[str, str], Any] = {}  # lookup tables per matrix revision, built on first use
+
+
+_LETTER_DIGIT_RE = re.compile(r"(?<=[a-z])(?=\d)|(?<=\d)(?=[a-z])")
 
 
 def gpu_key(text: str) -> str:

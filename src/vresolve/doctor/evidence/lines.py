@@ -2,7 +2,7 @@
 
 Each line is cut at :data:`LINE_LIMIT` characters (its start is kept; the rest is skipped without being held),
 NUL bytes are dropped, invalid UTF-8 becomes U+FFFD, ANSI escape sequences are removed and other control
-characters become spaces, so that nothing a reader keeps can drive a terminal. A line that is mostly binary
+characters become spaces, full-width forms of ASCII (CJK input) become ASCII, so that nothing a reader keeps can drive a terminal. A line that is mostly binary
 garbage is read as empty (its number still counts).
 """
 
@@ -41,8 +41,16 @@ class Line(msgspec.Struct, frozen=True):
     prefixes: tuple[str, ...] = ()  # the log prefixes cut off: "ci", "compose", "vllm", "tag", "quote"
 
 
+#: the full-width forms of ASCII (U+FF01-FF5E) and the ideographic space, as CJK input methods type them in pastes
+#: ("CUDA Version：11.3", "显卡：RTX 4090（24G）"): read as their ASCII letters, so that every reader sees one form
+_FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
+
+
 def clean(line: str) -> str:
-    """A line without ANSI escapes, NUL bytes or other controls (TAB kept); garbage lines become ``""``."""
+    """A line without ANSI escapes, NUL bytes or other controls (TAB kept), full-width ASCII forms read as ASCII;
+    garbage lines become ``""``."""
+    if not line.isascii():
+        line = line.translate(_FULL_WIDTH)
     if line.isprintable() and "\ufffd" not in line:
         return line  # the usual case, at C speed
     if "\x00" in line:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+import msgspec
+
 from .collect import Collector
 from .lines import Line
 from .model import MESSAGE, Signal
@@ -38,8 +40,10 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("nvml-library-missing", "nvml shared library", r"NVML Shared Library Not Found|NVMLError_LibraryNotFound"),
         ("nvml-library-missing", "libnvidia-ml", r"(?:load library failed: )?libnvidia-ml\.so(?:\.1)?: cannot open "
                                                  r"shared object file"),
-        # torch._inductor's InvalidCxxCompiler: no C++ compiler for the code torch.compile generates
+        # torch._inductor's InvalidCxxCompiler: no C++ compiler for the code torch.compile generates; on Windows its
+        # cpp_builder checks MSVC's cl (or $CXX) first: "RuntimeError: Compiler: cl is not found."
         ("no-cxx-compiler", "no working c++ compiler", r"No working C\+\+ compiler found|\bInvalidCxxCompiler\b"),
+        ("no-cxx-compiler", "compiler: ", r"\bCompiler: (?P<detail>[\w.+-]+) is not found\."),
         ("ptx-toolchain", "ptx", r"PTX was compiled with an unsupported toolchain|CUDA_ERROR_UNSUPPORTED_PTX_VERSION"),
         ("vllm-c-missing", "vllm._c", r"No module named ['\"](?P<detail>vllm\._C(?:_stable_libtorch)?)['\"]"),
         ("no-cuda-gpus", "no cuda", r"No CUDA GPUs are available|no CUDA-capable device is detected"),
@@ -270,9 +274,11 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("nccl-no-socket-interface", "no socket interface", r"Bootstrap ?: no socket interface found"),
         # the user's own finding that taking NCCL off its P2P transport makes the job run ("NCCL_P2P_DISABLE=1 ...
         # resolves the deadlock", "succeeds when direct GPU P2P is disabled"): the P2P path between these GPUs is broken
-        ("nccl-p2p-off-works", "p2p", r"^(?!.*(?:\bnot\b|n't\b|\bnever\b|\bstill\b|\bno longer\b|\?))(?:.*?"
-                                     r"NCCL_P2P_DISABLE=1.{0,80}?\b(?:resolv|fix|solv|work|succeed|run)\w*"
-                                     r"|.*?\b(?:resolv|fix|solv|work|succeed|run)\w*\b.{0,80}?\bP2P (?:is |was )?disabled\b)"),
+        ("nccl-p2p-off-works", "p2p", r"(?:^|(?<=[.!;])\s)(?![^.!?;]*(?:\bnot\b|n't\b|\bnever\b|\bstill\b|\bno longer\b))"
+                                     r"(?![^.!?;]*\?)[^.!?;]*?"
+                                     r"(?:NCCL_P2P_DISABLE ?= ?1[^.!?;]{0,80}?\b(?:resolv|fix|solv|work|succeed|run)\w*"
+                                     r"|\b(?:resolv|fix|solv|work|succeed|run)\w*\b[^.!?;]{0,80}?"
+                                     r"(?:\bP2P (?:is |was )?disabled\b|\bNCCL_P2P_DISABLE ?= ?1\b))"),
         # NCCL's bootstrap on the loopback interface (NCCL_SOCKET_IFNAME=lo): the other nodes cannot reach 127.0.0.1
         ("nccl-bootstrap-loopback", "bootstrap", r"Bootstrap ?: Using \[\d+\]lo:127\."),
         # a job of several nodes (torchrun/launch's --nnodes N>1 or a node rank above 0)
@@ -340,6 +346,13 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # a DataLoader worker killed by SIGBUS: torch's own handler for that signal in a worker says "This might be caused
         # by insufficient shared memory (shm)" (torch/csrc/DataLoader.cpp); older releases print only the signal
         ("shm-exhausted", "bus error", r"DataLoader worker \(pid[^)]*\) is killed by signal: Bus error"),
+        # a process killed by SIGBUS elsewhere than in torch's own DataLoader messages ("Bus error (core dumped)",
+        # "signaled to shutdown with signal 7", "received signal SIGBUS"): touching a page of a mapping with nothing
+        # behind it, most often a full /dev/shm (judged with what the paste shows of /dev/shm and containers:
+        # family_predicates)
+        ("sigbus", "bus error", r"(?<!PCIe )(?<!AER: )(?<!signal: )\bBus error\b(?!:? severity| encountered in worker)"),
+        ("sigbus", "signal 7", r"\bsignal 7\b(?![\d.])"),
+        ("sigbus", "sigbus", r"\bSIGBUS\b"),
         # a DataLoader worker that died without saying why (judged with what the paste shows of /dev/shm:
         # family_predicates)
         ("dataloader-worker-died", "dataloader worker", r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\)? exited unexpectedly"),
@@ -387,12 +400,22 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
          r"|uv[/\\](?:cache[/\\])?(?:sdists|git|built-wheels)-v\d+[/\\][^\"\n]*?)[/\\]setup\.py\"?, line \d+"),
         ("sdist-imports-torch", "no module named 'torch'",
          r"(?P<detail>flash[-_]attn|xformers)\b[^\n]{0,200}?No module named 'torch'"),
+        # a program's own statement of the Pythons it runs on, or that this one is not among them ("requires Python
+        # 3.6 or higher", "Please install Python 3.10.0 or higher (maximum 3.11.100)", "Incompatible Python version!
+        # Required >= 3.4", "This program is tested with 3.10.6 Python, but you have 3.11.2", "Python 3.13 is not
+        # supported"): judged against the Python the paste shows (pip_versions.program-refuses-python)
+        ("python-range-said", "python", r"\b(?:incompatible|unsupported) python version\b"
+                                        r"|\bpython (?:version )?3\.\d+(?:\.\d+)? is not (?:supported|compatible)\b"
+                                        r"|\bpython 3\.\d+(?:\.\d+)? or (?:higher|newer|later|above)\b"
+                                        r"|\btested with 3\.\d+(?:\.\d+)? python, but you have\b"
+                                        r"|\b(?:only )?supports? (?:only )?python 3\.\d+ ?(?:-|to|through) ?3\.\d+\b"),
     )
 )
 
 
-#: signals that say what was run or what is there, not a failure (an install command, a small /dev/shm)
-CONTEXT_SIGNALS = ("install-command", "shm-small", "multi-node")
+#: signals that say what was run or what is there, not a failure (an install command, a small /dev/shm, the Pythons a
+#: program says it runs on)
+CONTEXT_SIGNALS = ("install-command", "shm-small", "multi-node", "python-range-said")
 
 _RULES = tuple((needle, code, pattern) for code, needle, pattern in SIGNALS)
 
@@ -406,8 +429,31 @@ def _moot(code: str, line: Line, out: Collector) -> bool:
     return code == "capability-below-required" and "(too old)" in line.lower and out.near("xformers-unbuilt", line, 3)
 
 
+def _split_pairs() -> frozenset[tuple[str, str]]:
+    """(a word, the next word) of every needle of several words: where a pasted message was wrapped between them
+    ("... is killed by signal: Bus" / "error. It is possible that ..."), the two lines are read together."""
+    pairs: set[tuple[str, str]] = set()
+    for needle, _, _ in _RULES:
+        words = needle.split()
+        pairs.update((a.strip(_PUNCTUATION), b.strip(_PUNCTUATION)) for a, b in zip(words, words[1:], strict=False))
+    return frozenset(pairs)
+
+
+_PUNCTUATION = "\"'`.,:;!?()[]<>"
+_SPLIT_PAIRS = _split_pairs()
+
+
+def _edge_words(prev: Line, line: Line) -> tuple[str, str] | None:
+    last, first = prev.lower.rsplit(None, 1)[-1:], line.lower.split(None, 1)[:1]
+    return (last[0].strip(_PUNCTUATION), first[0].strip(_PUNCTUATION)) if last and first else None
+
+
 class SignalReader:
-    """Every signal a line holds (one line may hold several)."""
+    """Every signal a line holds (one line may hold several), and those a message wrapped onto the next line holds
+    across the two (read on the first line's number)."""
+
+    def __init__(self) -> None:
+        self._prev: Line | None = None
 
     def feed(self, line: Line, out: Collector) -> bool:
         lower = line.lower
@@ -419,4 +465,19 @@ class SignalReader:
                 detail = m.groupdict().get("detail")
                 out.add("signals", Signal(code=code, detail=detail), line, MESSAGE, "message", m.span())
                 found = True
+        prev, self._prev = self._prev, line
+        if prev is not None and prev.no + 1 == line.no and _edge_words(prev, line) in _SPLIT_PAIRS:
+            self._wrapped(prev, line, out)
         return found
+
+    @staticmethod
+    def _wrapped(prev: Line, line: Line, out: Collector) -> None:
+        """The signals a message wrapped from ``prev`` onto ``line`` holds across the break (not those of either)."""
+        cut = len(prev.body)
+        joined = msgspec.structs.replace(prev, text=f"{prev.text} {line.body}", body=f"{prev.body} {line.body}",
+                                         lower=f"{prev.lower} {line.lower}")
+        for needle, code, pattern in _RULES:
+            if needle in joined.lower and needle not in prev.lower and needle not in line.lower \
+                    and not _moot(code, joined, out) and (m := pattern.search(joined.body)) and m.start() < cut < m.end():
+                out.add("signals", Signal(code=code, detail=m.groupdict().get("detail")), joined, MESSAGE, "message",
+                        m.span())
