@@ -105,6 +105,10 @@ def test_full_width_forms_read_as_ascii() -> None:
     assert clean("CUDA Version：11.3") == "CUDA Version:11.3"
     assert clean("显卡：RTX 4090（24G），python：3.9") == "显卡:RTX 4090(24G),python:3.9"
     assert clean("plain ascii: unchanged") == "plain ascii: unchanged"
+    # typographic quotes as programs print them; a CJK character touching a Latin word is spaced from it
+    assert clean("interface version 550.90.07 don’t match with driver version") == \
+        "interface version 550.90.07 don't match with driver version"
+    assert clean("提示bus error，insufficient shared memory") == "提示 bus error,insufficient shared memory"
 
 
 def test_a_chinese_environment_list_is_read(capsys: pytest.CaptureFixture[str]) -> None:
@@ -200,3 +204,45 @@ def test_a_message_wrapped_between_its_words_is_read_once_across_the_break() -> 
     assert ("shm-exhausted", 1) in signals
     # a break between words no needle holds together: nothing joined
     assert not read_evidence("the kernel\nimage was fine\n").signals
+
+
+
+@pytest.mark.parametrize(("number", "cause"), [
+    ("032", "gpu-not-visible"),  # nvidia-docker: NVML's Unknown Error inside a running container after daemon-reload
+    ("433", "gpu-not-visible"),  # Kubernetes: the same inside a container ("在容器中"), /dev/nvidiactl EPERM
+    ("543", "fabric-manager-not-running"),  # Fabric Manager's "don’t match with driver version" (a typographic quote)
+    ("347", "shared-memory-too-small"),  # "提示bus error，insufficient shared memery (shm)"
+])
+def test_forms_that_were_quiet(number: str, cause: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = doctor_paste(next(HELDOUT.glob(f"{number}-*.txt")), capsys)
+    assert code == 1 and _causes(doc).get(cause) == "error"
+
+
+@pytest.mark.parametrize("number", ["374", "385", "440", "332", "353"])
+def test_failures_said_in_other_forms_are_not_no_problems(number: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # 374: TensorFlow's "UnknownError (...): ncclCommInitRank failed: unhandled cuda error"; 385, 440, 332: an
+    # exception quoted inside the user's sentence; 353: "load models entirely onto CPU"
+    code, doc = doctor_paste(next(HELDOUT.glob(f"{number}-*.txt")), capsys)
+    assert code == 1 and (doc["unclear"] or [f for f in doc["findings"] if f["severity"] == "error"])
+
+
+@pytest.mark.parametrize(("text", "failure"), [
+    ("I got the error 'ImportError: cannot import name '_C' from 'detectron2'' first", True),
+    ("The full error information is as follows:RuntimeError: Couldn't load custom C++ ops. This can happen", True),
+    # a model's own error quoted in a question: not of the stack
+    ("it will show me that:ValueError: Processor was not found, please check and update your model file.", False),
+    # said to be gone
+    ("After pinning the version the ImportError: libcudart.so.12 went away", False),
+    ("ncclCommInitRank failed: unhandled cuda error", True),
+    ("NAME    ID    SIZE    PROCESSOR    UNTIL\nllama3:8b    365c0bd3c000    6.7 GB    100% CPU    4 minutes from now", True),
+    ("llama3:8b    365c0bd3c000    6.7 GB    100% GPU    4 minutes from now", False),
+])
+def test_failure_forms(text: str, failure: bool) -> None:
+    from vresolve.doctor.evidence import read_evidence
+
+    assert bool(read_evidence(text + "\n").failures) is failure
+
+
+def test_nvml_unknown_error_outside_a_container_is_not_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = doctor_text("$ nvidia-smi\nFailed to initialize NVML: Unknown Error\n", tmp_path, capsys)
+    assert code == 1 and "gpu-not-visible" not in _causes(doc) and doc["unclear"]

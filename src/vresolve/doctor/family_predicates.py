@@ -135,3 +135,17 @@ def _killed_by_sigbus(f: Facts) -> Iterator[Hit]:
     yield Hit(evidence=tuple(dict.fromkeys((pasted_line(sigbus[0]), *(pasted_line(c) for c in context[:1])))),
               seen=(sigbus[0],), softer=not context)
 
+
+@predicate("container-lost-gpu-devices", ())
+def _container_lost_gpu_devices(f: Facts) -> Iterator[Hit]:
+    """nvidia-smi's "Failed to initialize NVML: Unknown Error" where the paste shows it runs in a container: the
+    container cannot open the GPU's device nodes (NVIDIA's notice: systemd re-applying the container's cgroups on a
+    daemon-reload, a pod's device permissions), though the host's driver works."""
+    e = f.log
+    if e is None:
+        return
+    unknown = _signals(e, "nvml-unknown-error")
+    inside = [*_signals(e, "container-said"), *e.container]
+    if unknown and inside:
+        yield Hit(evidence=tuple(dict.fromkeys((pasted_line(unknown[0]), pasted_line(inside[0])))), seen=(unknown[0],))
+

@@ -62,7 +62,7 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
                      "torch-library-not-found-by-extension", "nvcc-newer-than-driver",
                      "vllm-flash-attention-below-capability", "nccl-on-gpus-without-p2p",
                      "cuda-visible-devices-names-no-gpu", "torch-cpu-build-gpu-not-shown", "torch-cpu-build-gpu-unused", "program-own-limit",
-                     "program-refuses-python", "process-killed-by-sigbus",
+                     "program-refuses-python", "process-killed-by-sigbus", "container-lost-gpu-devices",
                      "toolkit-said-beside-torch-cuda", "resolver-companion-pins-other-torch",
                      "uv-no-wheel-for-python", "slurm-job-without-gpus", "torch-source-tree-shadows",
                      "pod-gpu-without-driver-library", "conda-cpu-pytorch-where-cuda-asked",
@@ -396,7 +396,7 @@ _FAILURE_SIGNALS = frozenset({
     "gcc-unsupported", "no-cuda-gpus", "no-driver", "nvcc-unsupported-arch", "undefined-symbol", "vllm-c-obsolete",
     "invalid-image", "jax-cuda-plugin-failed", "nvidia-smi-missing", "cuda-not-available",
     "hang-said", "container-no-driver", "cuda-error", "gpu-not-found-said", "ggml-no-device-code",
-    "nvml-library-missing", "dataloader-worker-died", "vllm-no-platform"})
+    "nvml-library-missing", "dataloader-worker-died", "vllm-no-platform", "nvml-unknown-error", "sigbus"})
 #: what to paste next, by the kind of failure shown
 _PASTE_FOR = {
     "cuda": "the whole log from its first error, run again with `CUDA_LAUNCH_BLOCKING=1`, and " + ASK_FOR,

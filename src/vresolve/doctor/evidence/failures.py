@@ -40,6 +40,10 @@ from .model import MESSAGE
 
 __all__ = ["FAILURE_KINDS", "FailureReader"]
 
+#: a message that speaks of the GPU stack: its libraries, devices, builds and compiled modules
+_OF_THE_STACK = (r"(?=[^\n]{0,300}?(?i:cuda|gpu|nccl|torch|driver|nvidia|nvml|cudnn|cublas|kernel|device|\b_C\b|\.so\b"
+                 r"|\.dll\b|c\+\+|symbol|compil|triton|xformers|flash|vllm|glibc|libc))\S")
+
 #: (kind, a literal the lower-cased line must hold, the pattern), the most telling kind first
 _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
     (kind, needle, re.compile(pattern)) for kind, needle, pattern in (
@@ -60,10 +64,22 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
                          # ollama's "cuda driver library init failure: 3", "cudart init failure: 802"
                          r"|\b(?:CUDA|cuda|cudart|driver)\b[\w ]{0,32}? init failure\b"),
         ("nccl", "nccl", r"\bNCCL error\b|\bnccl(?:UnhandledCuda|System|Internal|InvalidUsage|InvalidArgument|Remote)"
-                         r"Error\b"),
+                         r"Error\b"
+                         # NCCL's own strings for its results (ncclGetErrorString) after a call said to fail
+                         r"|\bnccl\w* failed: (?:unhandled (?:cuda|system) error|internal error|invalid (?:usage|argument)"
+                         r"|remote process exited or there was a network error)"),
         # (an exception quoted as inline code starts with a backtick: "`ValueError: ...`")
         ("exception", "error", r"^\s*`?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*Error: \S"),
         ("exception", "exception", r"^\s*`?(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?Exception: \S"),
+        # an exception the user quotes inside their own sentence ("I got the error 'ImportError: cannot import name
+        # '_C'", "The full error information is as follows:RuntimeError: Couldn't load custom C++ ops", TensorFlow's
+        # "UnknownError (see above for traceback): ..."), whose message speaks of the stack (a model's own ValueError
+        # quoted in a question is not); not where the sentence says it is gone
+        ("exception", "error", r"^(?!.*\b(?:fixed|solved|resolved|works now|now works|no longer|went away)\b)"
+                               r".*?(?:^|[\s\"'`(:])(?:[A-Za-z_][\w.]*\.)?[A-Z][a-z]\w*Error(?: \([^)]{0,40}\))?: "
+                               + _OF_THE_STACK),
+        ("exception", "exception", r"^(?!.*\b(?:fixed|solved|resolved|works now|now works|no longer|went away)\b)"
+                                   r".*?(?:^|[\s\"'`(:])(?:[A-Za-z_][\w.]*\.)?[A-Z][a-z]\w*Exception: " + _OF_THE_STACK),
         # a debugger's report of an exception raised (VS Code's "Exception has occurred: OSError")
         ("exception", "exception has occurred", r"^\s*Exception has occurred: [A-Z]\w*"),
         # an exception whose message starts on the next line (sgl_kernel's "ImportError: " then its report)
@@ -183,6 +199,8 @@ _WARNED: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("gpu-unused", "no ", r"\bno (?:usable |compatible |available |supported )?(?:CUDA |NVIDIA )?(?:GPUs?|CUDA)"
                               r"(?: devices?)? (?:were |was )?(?:found|detected|discovered)\b"),
         ("gpu-unused", "fall", r"\b(?:falling|fall(?:s|ing)?|fell) ?back to (?:the )?CPU\b"),
+        # `ollama ps`' PROCESSOR column: a model loaded wholly on the CPU
+        ("gpu-unused", "100% cpu", r"(?<![\d/])100% CPU\b"),
         ("gpu-unused", "skipping registering gpu", r"\bSkipping registering GPU devices\b"),
         ("gpu-unused", "jaxlib is not installed", r"\bCUDA-enabled jaxlib is not installed\b"),
         ("gpu-unused", "cuda is not available", r"\bbut CUDA is not available\b"),

@@ -44,13 +44,20 @@ class Line(msgspec.Struct, frozen=True):
 #: the full-width forms of ASCII (U+FF01-FF5E) and the ideographic space, as CJK input methods type them in pastes
 #: ("CUDA Version：11.3", "显卡：RTX 4090（24G）"): read as their ASCII letters, so that every reader sees one form
 _FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
+#: typographic quotes (a web page's or a word processor's "don’t", “...”) read as ASCII ones, as programs print them
+_QUOTES = {0x2018: "'", 0x2019: "'", 0x201C: '"', 0x201D: '"'}
+_ASCII_FORMS = str.maketrans({**{chr(k): chr(v) for k, v in _FULL_WIDTH.items()}, **{chr(k): v for k, v in _QUOTES.items()}})
+#: a CJK character touching a Latin letter or digit ("提示bus error", "显卡RTX4090"): a space between them, so that a word
+#: boundary is read where the writer saw one
+_CJK_LATIN_RE = re.compile(r"(?<=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])(?=[A-Za-z0-9])"
+                           r"|(?<=[A-Za-z0-9])(?=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])")
 
 
 def clean(line: str) -> str:
-    """A line without ANSI escapes, NUL bytes or other controls (TAB kept), full-width ASCII forms read as ASCII;
-    garbage lines become ``""``."""
+    """A line without ANSI escapes, NUL bytes or other controls (TAB kept), full-width ASCII forms and typographic
+    quotes read as ASCII, a CJK character and a Latin one spaced apart; garbage lines become ``""``."""
     if not line.isascii():
-        line = line.translate(_FULL_WIDTH)
+        line = _CJK_LATIN_RE.sub(" ", line.translate(_ASCII_FORMS))
     if line.isprintable() and "\ufffd" not in line:
         return line  # the usual case, at C speed
     if "\x00" in line:

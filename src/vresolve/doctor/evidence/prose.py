@@ -223,7 +223,7 @@ class ProseReader:
         if kv is None:
             return False
         key, value = kv
-        key = key.replace("版本", " version").strip()  # "Python版本：3.10.11"
+        key = " ".join(key.replace("版本", " version").split())  # "Python版本：3.10.11" (read "Python 版本:3.10.11")
         handler = KEYS.get(key)
         if handler is not None:
             handler(value, line, out)

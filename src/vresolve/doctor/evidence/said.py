@@ -41,9 +41,10 @@ _SAID_RES = (
     re.compile(r"\bis_available\(\)\s*(?:returns?|returned|gives?|is|=+)\s*:?\s*False\b"
                r"|\b(?:CUDA|GPU)\s+(?:is\s+)?(?:not|never) (?:available|detected|found|used|recogni[sz]ed)\b"
                r"|\bnot (?:using|utili[sz]ing) (?:the |my |any )?GPUs?\b", re.IGNORECASE),
-    # the install or the run said to have gone to the CPU ("installs torch with cpu", "runs on the CPU")
-    re.compile(r"\b(?:install(?:s|ed)?|runs?|running|ran)\b[^.?!]{0,30}?\b(?:on|with) (?:the )?CPU\b(?! (?:and|or) GPU)",
-               re.IGNORECASE),
+    # the install, the run or the model said to have gone to the CPU ("installs torch with cpu", "runs on the CPU",
+    # "loads models entirely onto CPU")
+    re.compile(r"\b(?:install(?:s|ed)?|runs?|running|ran|load(?:s|ed|ing)?)\b[^.?!]{0,30}?\b(?:on|onto|with) (?:the )?CPU\b"
+               r"(?! (?:and|or) GPU)", re.IGNORECASE),
 )
 #: words that say the failure is not (or no longer) there, or asked about, not had
 _NOT_A_FAILURE_RE = re.compile(r"\b(?:now (?:it )?works|works now|solved|fixed|resolved|no longer|how (?:do|can|to)|is it possible"

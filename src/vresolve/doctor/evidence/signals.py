@@ -38,6 +38,14 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # NVML's own error string for a missing libnvidia-ml (pynvml's NVML_ERROR_LIBRARY_NOT_FOUND), and the library
         # itself not found by the container runtime's hook or a loader: the driver's user-space part is not there
         ("nvml-library-missing", "nvml shared library", r"NVML Shared Library Not Found|NVMLError_LibraryNotFound"),
+        # NVML_ERROR_UNKNOWN as nvidia-smi prints it; inside a container, NVIDIA's notice (nvidia-docker#1730): the
+        # container lost its device access (systemd's cgroups re-applied by a daemon-reload, no /dev/char links)
+        ("nvml-unknown-error", "unknown error", r"Failed to initialize NVML: Unknown Error"),
+        # the paste says the program runs in a container (context, not a failure)
+        ("container-said", "container", r"\b(?:in|inside|within|into) (?:the |a |my |our |this |same |running )*"
+                                        r"(?:docker |running )?containers?\b|\bcontainer'?s? nvidia-smi\b"),
+        ("container-said", "容器", r"容器"),
+        ("container-said", "docker", r"\bdocker (?:run|exec|compose|start)\b"),
         ("nvml-library-missing", "libnvidia-ml", r"(?:load library failed: )?libnvidia-ml\.so(?:\.1)?: cannot open "
                                                  r"shared object file"),
         # torch._inductor's InvalidCxxCompiler: no C++ compiler for the code torch.compile generates; on Windows its
@@ -415,7 +423,7 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
 
 #: signals that say what was run or what is there, not a failure (an install command, a small /dev/shm, the Pythons a
 #: program says it runs on)
-CONTEXT_SIGNALS = ("install-command", "shm-small", "multi-node", "python-range-said")
+CONTEXT_SIGNALS = ("install-command", "shm-small", "multi-node", "python-range-said", "container-said")
 
 _RULES = tuple((needle, code, pattern) for code, needle, pattern in SIGNALS)
 
