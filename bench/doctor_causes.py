@@ -5,6 +5,8 @@
 DIR holds ``NNN-slug.txt`` excerpts with ``NNN-slug.yaml`` sidecars (default: tests/data/corpus). An excerpt
 labelled with a cause is right when that cause is among the findings; one labelled ``healthy`` is right when
 no finding is an error. Excerpts labelled ``unknown`` are counted apart: they must give no false error either.
+Where sidecars say ``cause_in_paste`` (the blind sets from stop 35 on), the faulty excerpts are also counted by it:
+those whose own lines show the cause, and those whose cause only the thread's answer names.
 """
 
 from __future__ import annotations
@@ -72,8 +74,10 @@ def main() -> None:
     unclear_healthy: list[str] = []
     misses: list[str] = []
     others: list[str] = []
+    shown: Counter[tuple[str, bool]] = Counter()  # (cause_in_paste, named right) of the faulty excerpts that say it
     for sidecar in sorted(args.corpus.glob("*.yaml")):
-        cause = (yaml.safe_load(sidecar.read_text()) or {}).get("expected_cause", "unknown")
+        label = yaml.safe_load(sidecar.read_text()) or {}
+        cause = label.get("expected_cause", "unknown")
         findings, unclear = judge(sidecar.with_suffix(".txt"))
         others += [f"{sidecar.stem}: labelled {cause}, {f['severity']} {f['cause']}: {f['title']}" for f in findings
                    if f["cause"] != cause and f["severity"] != "info"]
@@ -84,6 +88,8 @@ def main() -> None:
             ok, causes = bool(unclear) and not errors, causes + ["unclear"] * bool(unclear)
         total[cause] += 1
         right[cause] += ok
+        if "cause_in_paste" in label and cause not in ("healthy", "unknown"):
+            shown[(str(label["cause_in_paste"]).lower() in ("yes", "true"), ok)] += 1
         quiet += _says_nothing_wrong(sidecar.stem, cause, findings, unclear, unclear_healthy)
         if not ok:
             if cause not in ("healthy", "unknown"):
@@ -91,6 +97,9 @@ def main() -> None:
                 wrong += bool(causes)
             misses.append(f"{sidecar.stem}: expected {cause}, got {causes or 'nothing'}")
     _summary(total, right, silent, wrong, quiet, unclear_healthy)
+    for in_paste, words in ((True, "the paste shows its cause"), (False, "only the thread's answer names it")):
+        if n := shown[(in_paste, True)] + shown[(in_paste, False)]:
+            print(f"where {words} (cause_in_paste): {shown[(in_paste, True)]}/{n} ({100 * shown[(in_paste, True)] / n:.0f} %)")
     if args.misses:
         print("\n".join(misses))
     if args.others:
