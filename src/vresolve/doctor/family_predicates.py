@@ -11,7 +11,7 @@ from typing import Any
 from .cpu_install import cpu_asked
 from .evidence import Evidence, Seen
 from .paste_predicates import pasted_line
-from .predicate_base import Facts, Hit, predicate
+from .predicate_base import Facts, Hit, Missing, predicate
 
 #: the torch asked for by name on an install command (then it was replaced on purpose)
 _TORCH_ASKED_RE = re.compile(r"(?<![\w-])torch(?![\w-])")
@@ -118,22 +118,33 @@ def _cpu_torch_beside_driver(f: Facts) -> Iterator[Hit]:
 _SHM_CONTEXT = ("shm-small", "nccl-in-use", "dataloader-worker-died")
 
 
+def _containers_shown(e: Evidence) -> list[Seen[Any]]:
+    """The containers the paste itself shows (an image, a prompt, the user's words), not a relay's log prefix (a
+    paste's findings do not depend on how it was relayed)."""
+    return [*_signals(e, "container-said"), *(c for c in e.container if c.how != "log prefix")]
+
+
 @predicate("process-killed-by-sigbus", ())
 def _killed_by_sigbus(f: Facts) -> Iterator[Hit]:
     """A process killed by SIGBUS ("Bus error", "signal 7", "SIGBUS") where the paste does not show /dev/shm ample
-    (``--ipc=host``, 16 GB or more): most often a full /dev/shm under NCCL, torch's workers or a server's shards. An
-    error where the paste shows a container, /dev/shm, NCCL or worker processes; alone, one step softer (a truncated
-    memory-mapped file, failing memory also raise SIGBUS)."""
+    (``--ipc=host``, 16 GB or more): most often a full /dev/shm under NCCL, torch's workers or a server's shards, where
+    the paste shows a container, /dev/shm, NCCL or worker processes. Alone it is not settled (a truncated
+    memory-mapped file, failing memory also raise SIGBUS): "cause not named", with what settles it."""
     e = f.log
     if e is None or e.shm_ample:
         return
     sigbus = _signals(e, "sigbus")
     if not sigbus or _signals(e, "shm-exhausted"):
         return  # (a DataLoader's own SIGBUS message is the shared-memory row's)
-    context = [s for s in e.signals if s.value.code in _SHM_CONTEXT] + list(e.container)
+    context = [s for s in e.signals if s.value.code in _SHM_CONTEXT] + _containers_shown(e)
     context += [s for s in sigbus if "/dev/shm" in s.text or "shm" in s.text.lower()]
-    yield Hit(evidence=tuple(dict.fromkeys((pasted_line(sigbus[0]), *(pasted_line(c) for c in context[:1])))),
-              seen=(sigbus[0],), softer=not context)
+    if not context:
+        yield Hit(evidence=(pasted_line(sigbus[0]),), seen=(sigbus[0],), missing=Missing(
+            error=sigbus[0].text.strip(), missing="where the process ran and how much /dev/shm it had",
+            paste="the output of `df -h /dev/shm` where the program runs, how it was started (`docker run ...` with "
+                  "its `--ipc`/`--shm-size`, the pod's volumes) and `dmesg | tail` after the crash"))
+        return
+    yield Hit(evidence=tuple(dict.fromkeys((pasted_line(sigbus[0]), pasted_line(context[0])))), seen=(sigbus[0],))
 
 
 @predicate("container-lost-gpu-devices", ())
@@ -145,7 +156,7 @@ def _container_lost_gpu_devices(f: Facts) -> Iterator[Hit]:
     if e is None:
         return
     unknown = _signals(e, "nvml-unknown-error")
-    inside = [*_signals(e, "container-said"), *e.container]
+    inside = _containers_shown(e)
     if unknown and inside:
         yield Hit(evidence=tuple(dict.fromkeys((pasted_line(unknown[0]), pasted_line(inside[0])))), seen=(unknown[0],))
 

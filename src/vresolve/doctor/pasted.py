@@ -396,7 +396,8 @@ _FAILURE_SIGNALS = frozenset({
     "gcc-unsupported", "no-cuda-gpus", "no-driver", "nvcc-unsupported-arch", "undefined-symbol", "vllm-c-obsolete",
     "invalid-image", "jax-cuda-plugin-failed", "nvidia-smi-missing", "cuda-not-available",
     "hang-said", "container-no-driver", "cuda-error", "gpu-not-found-said", "ggml-no-device-code",
-    "nvml-library-missing", "dataloader-worker-died", "vllm-no-platform", "nvml-unknown-error", "sigbus"})
+    "nvml-library-missing", "dataloader-worker-died", "vllm-no-platform", "nvml-unknown-error", "sigbus",
+    "python-refused-said"})
 #: what to paste next, by the kind of failure shown
 _PASTE_FOR = {
     "cuda": "the whole log from its first error, run again with `CUDA_LAUNCH_BLOCKING=1`, and " + ASK_FOR,

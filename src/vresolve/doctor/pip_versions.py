@@ -468,11 +468,12 @@ def _pip_pin_older_than_offered(f: Facts) -> Iterator[Hit]:
         return
 
 
-#: what a program says of the Pythons it runs on (the lines signals.py types "python-range-said"), its numbers named
+#: what a program says of the Pythons it runs on (the lines signals.py types "python-refused-said" and
+#: "python-range-said"), its numbers named
 _SAID_TOO_OLD_OR_NEW = re.compile(r"\b(?:incompatible|unsupported) python version\b|\bis not (?:supported|compatible)\b"
                                   r"|\bbut you have\b", re.IGNORECASE)
-_SAID_HAVE = re.compile(r"\bpython (?:version )?(?P<have>3\.\d+(?:\.\d+)?) is not\b|\bbut you have (?P<had>3\.\d+(?:\.\d+)?)",
-                        re.IGNORECASE)
+_SAID_HAVE = re.compile(r"\bpython (?:version )?(?P<have>3\.\d+(?:\.\d+)?) is not (?:supported|compatible)\b"
+                        r"|\bbut you have (?P<had>3\.\d+(?:\.\d+)?)", re.IGNORECASE)
 _SAID_FLOOR = re.compile(r"\bpython (?P<lo>3\.\d+(?:\.\d+)?) or (?:higher|newer|later|above)\b"
                          r"(?:\s*\((?:maximum|max\.?|up to) (?P<hi>3\.\d+(?:\.\d+)?)\))?", re.IGNORECASE)
 _SAID_RANGE = re.compile(r"\bpython (?P<lo>3\.\d+) ?(?:-|to|through) ?(?P<hi>3\.\d+)\b", re.IGNORECASE)
@@ -511,7 +512,7 @@ def _program_refuses_python(f: Facts) -> Iterator[Hit]:
     e = f.log
     if e is None:
         return
-    statements = [s for s in e.signals if s.value.code == "python-range-said"]
+    statements = [s for s in e.signals if s.value.code in ("python-refused-said", "python-range-said")]
     # (the Python a statement names is what it asks for, not the interpreter: "requires Python 3.6 or higher")
     seen = min((p for p in e.python if p.line not in {s.line for s in statements}), key=lambda p: (p.rank, p.line),
                default=None)

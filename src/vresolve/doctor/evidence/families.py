@@ -242,6 +242,9 @@ _ADVICE_BY_CODE = {
     "ggml-no-device-code": ("the GPU's compute capability (`nvidia-smi --query-gpu=name,compute_cap --format=csv`) "
                             "beside the arch the message names (the code that ran was built for that arch: a GPU above "
                             "it lacks a build for its own), and how llama.cpp was built (`CMAKE_CUDA_ARCHITECTURES`)"),
+    # a program's own refusal of the Python (signals.py): which interpreter ran it settles it
+    "python-refused-said": ("the output of `python -VV` (and `python -m pip --version`) with the interpreter that ran "
+                            "the program, and the Python versions the program's install instructions name"),
 }
 
 

@@ -412,10 +412,12 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # 3.6 or higher", "Please install Python 3.10.0 or higher (maximum 3.11.100)", "Incompatible Python version!
         # Required >= 3.4", "This program is tested with 3.10.6 Python, but you have 3.11.2", "Python 3.13 is not
         # supported"): judged against the Python the paste shows (pip_versions.program-refuses-python)
-        ("python-range-said", "python", r"\b(?:incompatible|unsupported) python version\b"
-                                        r"|\bpython (?:version )?3\.\d+(?:\.\d+)? is not (?:supported|compatible)\b"
-                                        r"|\bpython 3\.\d+(?:\.\d+)? or (?:higher|newer|later|above)\b"
-                                        r"|\btested with 3\.\d+(?:\.\d+)? python, but you have\b"
+        # (a refusal is a failure: with no Python shown it is "cause not named"; a range is context until set against
+        # the Python shown)
+        ("python-refused-said", "python", r"\b(?:incompatible|unsupported) python version\b"
+                                          r"|\bpython (?:version )?3\.\d+(?:\.\d+)? is not (?:supported|compatible)\b"
+                                          r"|\btested with 3\.\d+(?:\.\d+)? python, but you have\b"),
+        ("python-range-said", "python", r"\bpython 3\.\d+(?:\.\d+)? or (?:higher|newer|later|above)\b"
                                         r"|\b(?:only )?supports? (?:only )?python 3\.\d+ ?(?:-|to|through) ?3\.\d+\b"),
     )
 )
