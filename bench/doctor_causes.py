@@ -6,7 +6,8 @@ DIR holds ``NNN-slug.txt`` excerpts with ``NNN-slug.yaml`` sidecars (default: te
 labelled with a cause is right when that cause is among the findings; one labelled ``healthy`` is right when
 no finding is an error. Excerpts labelled ``unknown`` are counted apart: they must give no false error either.
 Where sidecars say ``cause_in_paste`` (the blind sets from stop 35 on), the faulty excerpts are also counted by it:
-those whose own lines show the cause, and those whose cause only the thread's answer names.
+those whose own lines show the cause, and those whose cause only the thread's answer names. Misses whose "cause not
+named" entry leads with the label's cause (``likely``: a base rate) are counted apart: they are not named.
 """
 
 from __future__ import annotations
@@ -45,6 +46,13 @@ def _says_nothing_wrong(stem: str, cause: str, findings: list[dict], unclear: li
     return not unclear and all(f["severity"] == "info" for f in findings)
 
 
+def _leads(cause: str, unclear: list[dict]) -> Counter[bool]:
+    """Of a faulty paste judged wrong: whether its "cause not named" leads with the label's cause (True) or another."""
+    if cause in ("healthy", "unknown", "unclear"):
+        return Counter()
+    return Counter((u.get("likely") or {}).get("cause") == cause for u in unclear if u.get("likely"))
+
+
 def _summary(total: Counter[str], right: Counter[str], silent: int, wrong: int, quiet: int,
              unclear_healthy: list[str]) -> None:
     named = [c for c in total if c not in ("healthy", "unknown")]
@@ -70,7 +78,7 @@ def main() -> None:
     args = ap.parse_args()
     total: Counter[str] = Counter()
     right: Counter[str] = Counter()
-    silent = wrong = quiet = 0
+    silent = wrong = quiet = led = led_wrong = 0
     unclear_healthy: list[str] = []
     misses: list[str] = []
     others: list[str] = []
@@ -88,6 +96,8 @@ def main() -> None:
             ok, causes = bool(unclear) and not errors, causes + ["unclear"] * bool(unclear)
         total[cause] += 1
         right[cause] += ok
+        leads = _leads(cause, unclear) if not ok else Counter()
+        led, led_wrong = led + leads[True], led_wrong + leads[False]
         if "cause_in_paste" in label and cause not in ("healthy", "unknown"):
             shown[(str(label["cause_in_paste"]).lower() in ("yes", "true"), ok)] += 1
         quiet += _says_nothing_wrong(sidecar.stem, cause, findings, unclear, unclear_healthy)
@@ -97,6 +107,8 @@ def main() -> None:
                 wrong += bool(causes)
             misses.append(f"{sidecar.stem}: expected {cause}, got {causes or 'nothing'}")
     _summary(total, right, silent, wrong, quiet, unclear_healthy)
+    print(f"misses whose \"cause not named\" leads with the label's cause (a base rate, not named): {led}; "
+          f"with another: {led_wrong}")
     for in_paste, words in ((True, "the paste shows its cause"), (False, "only the thread's answer names it")):
         if n := shown[(in_paste, True)] + shown[(in_paste, False)]:
             print(f"where {words} (cause_in_paste): {shown[(in_paste, True)]}/{n} ({100 * shown[(in_paste, True)] / n:.0f} %)")

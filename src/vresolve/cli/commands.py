@@ -314,8 +314,9 @@ def cmd_matrix_validate(args: argparse.Namespace) -> int:
     m = load_matrix(_opt(args, "matrix"), cache=False)  # always the YAML itself: never answered from the cache
     from ..doctor.judge import row_problems
     from ..errors import MatrixError
+    from ..matrix.likely import likely_problems
 
-    problems = row_problems(m)  # rows and doctor's predicates name each other
+    problems = row_problems(m) + likely_problems(m.path)  # rows and doctor's predicates name each other; base rates
     if problems:
         raise MatrixError(problems)
 

@@ -57,6 +57,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             from ..doctor.beside import live_torch_covers
 
             findings = live_torch_covers(findings, host, env)
+        if unclear:  # not settled: the cause such lines most often had, as a lead (a base rate, not a finding)
+            import msgspec
+
+            from ..doctor.likely import likely_lead
+
+            unclear[0] = msgspec.structs.replace(unclear[0], likely=likely_lead(evidence, m))
         if args.no_env and not findings and not unclear and _holds_nothing(evidence):
             raise UsageError(f"--log: {args.log!r} holds nothing doctor can read (no error line, version, GPU or "
                              "driver): paste the error and the output of `vllm collect-env`")

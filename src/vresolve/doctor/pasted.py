@@ -27,6 +27,7 @@ from .evidence.model import REPORT
 from .facts import SEVERITIES, Finding, dedupe, in_site_packages, with_version
 from .gpu_claims import ARCH_CLAIMS, CAPABILITY_CLAIMS, floor_of, unsettled
 from .judge import Facts, _softer, fill, holds
+from .likely import Lead
 from .logs import issue_for, match_log
 from .paste_predicates import SYMBOL_PREDICATES, symbol_causes
 from .predicates import Hit
@@ -46,9 +47,11 @@ class Unclear(msgspec.Struct, frozen=True):
     missing: str
     evidence: tuple[str, ...]
     paste: str = ASK_FOR
+    likely: Lead | None = None  # the cause such lines most often had in labelled public reports (a base rate)
 
     def to_dict(self) -> dict[str, object]:
-        return {"error": self.error, "missing": self.missing, "evidence": list(self.evidence), "paste": self.paste}
+        said = {"error": self.error, "missing": self.missing, "evidence": list(self.evidence), "paste": self.paste}
+        return said | ({"likely": self.likely.to_dict()} if self.likely is not None else {})
 
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .shell import escape_controls
+from .text import likely_words
 
 # what can start emphasis, code, a link or image, HTML, a table cell or strikethrough anywhere in a line
 _SPECIAL_RE = re.compile(r"([\\`*_\[\]<>|~!&])")
@@ -71,4 +72,6 @@ def doctor_markdown(findings: Sequence[Any], observed: Sequence[str], unclear: S
         if u.evidence:
             out += ["Evidence:", "", *_block(u.evidence), ""]
         out += [f"To name it, paste {_prose(u.paste)}.", ""]
+        if u.likely is not None:
+            out += [_prose(likely_words(u.likely)), ""]
     return "\n".join(out).rstrip("\n") + "\n"

@@ -348,6 +348,13 @@ def source_table(p: Any, detected_by: str) -> Table:
     return t
 
 
+def likely_words(lead: Any) -> str:
+    """A "cause not named" entry's lead, in words: the cause such lines most often had, and how often."""
+    others = f"; {lead.others}" if lead.others else ""
+    return (f"most often, in labelled public reports showing {lead.lines}: {lead.cause} ({lead.were} of {lead.of}"
+            f"{others}); a base rate to check first, not settled by this paste")
+
+
 def doctor_human(findings: Any, host: Host, env: Any, unclear: Any = (), unknown: frozenset[str] = frozenset(),
                  *, checked: bool = True, nothing: str | None = None) -> list[Any]:
     """One screen: what was checked (unless ``checked`` is false), then each finding with its evidence and fix,
@@ -379,4 +386,6 @@ def doctor_human(findings: Any, host: Host, env: Any, unclear: Any = (), unknown
         for ev in u.evidence:
             out.append(_t(f"  > {ev}", "dim"))
         out.append(_t(f"  to name it, paste {u.paste}", lines=True))
+        if u.likely is not None:
+            out.append(_t(f"  {likely_words(u.likely)}", lines=True))
     return out
