@@ -4,6 +4,7 @@ the GPUs and the driver the paste shows. :mod:`.predicates` imports it, so its p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -99,3 +100,48 @@ def _build_cuda_above_driver(f: Facts) -> Iterator[Hit]:
                       fill={"package": seen.value.package, "cuda": seen.value.cuda, "served": shown,
                             "need": f"NVIDIA driver >= {floor}" if floor is not None
                             else f"a driver that serves CUDA {cuda.major}.{cuda.minor}"})
+
+
+#: the CUDA an install command asks for: conda's ``cudatoolkit=10.2``, ``pytorch-cuda=12.1``, ``cuda-version=12.4``;
+#: pip's PyTorch index ``.../whl/cu118`` (and ``nightly/cu118``) or a ``+cu118`` local version
+_ASKED_CUDA_RE = re.compile(r"\b(?:cudatoolkit|pytorch-cuda|cuda-version|cuda-toolkit|cuda-runtime)\s*={1,2}\s*"
+                            r"(?P<v>\d{1,2}\.\d)\b|/whl/(?:nightly/|test/)?cu(?P<whl>\d{2,3})\b|\+cu(?P<tag>\d{2,3})\b")
+
+
+def _asked_cuda(detail: str) -> Version | None:
+    m = _ASKED_CUDA_RE.search(detail)
+    if m is None:
+        return None
+    if m["v"]:
+        return Version(m["v"])
+    digits = m["whl"] or m["tag"]
+    return Version(f"{digits[:-1]}.{digits[-1]}")
+
+
+def _floor_anywhere(f: Facts, cuda: Version) -> DriverVersion | None:
+    """The lowest driver that runs code of CUDA ``cuda`` on any platform (its major's minor-version-compatibility
+    floor, else the toolkit's own): a driver below it is too old whatever the OS."""
+    major, tk = f.matrix.cuda_major(cuda.major), f.matrix.toolkit(cuda)
+    floors = [major.minor_compat_driver.linux, major.minor_compat_driver.windows] if major is not None else []
+    if not any(floors) and tk is not None:
+        floors = [tk.min_driver.linux, tk.min_driver.windows]
+    known = [d for d in floors if d is not None]
+    return min(known) if known else None
+
+
+@predicate("install-asks-cuda-above-driver", ("driver",), ("cuda", "driver", "need"))
+def _install_asks_cuda_above_driver(f: Facts) -> Iterator[Hit]:
+    """An install command asking for a CUDA runtime (conda's ``cudatoolkit=10.2``, pip's PyTorch index ``cu118``) on a
+    machine whose driver, as the paste shows it, is below that CUDA's floor on every platform: what it installs cannot
+    run on this driver."""
+    e = f.log
+    driver = e.best("driver") if e is not None else None
+    if e is None or driver is None:
+        return
+    for command in (s for s in e.signals if s.value.code == "install-command"):
+        cuda = _asked_cuda(command.value.detail or "")
+        floor = _floor_anywhere(f, cuda) if cuda is not None else None
+        if cuda is not None and floor is not None and driver.value < floor:
+            yield Hit(evidence=(pasted_line(command), pasted_line(driver)), seen=(command,),
+                      fill={"cuda": f"{cuda.major}.{cuda.minor}", "driver": str(driver.value), "need": str(floor)})
+            return

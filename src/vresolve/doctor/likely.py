@@ -91,8 +91,9 @@ def _words(feature: str) -> str:
 def _runner_up(said: str) -> str:
     """``"unclear 10"`` -> "10 had a cause no code of doctor's describes"."""
     label, _, n = said.rpartition(" ")
+    were = "was" if n == "1" else "were"
     return f"{n} " + {"unclear": "had a cause no code of doctor's describes", "unknown": "had no cause the thread settled",
-                      "healthy": "were no fault"}.get(label, f"were {label}")
+                      "healthy": f"{were} no fault"}.get(label, f"{were} {label}")
 
 
 class Lead(msgspec.Struct, frozen=True, kw_only=True):

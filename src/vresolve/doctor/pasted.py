@@ -71,6 +71,7 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
                      "pod-gpu-without-driver-library", "conda-cpu-pytorch-where-cuda-asked",
                      "pypi-windows-torch-wheel", "pypi-aarch64-torch-cpu-release", "onnxruntime-providers-without-cuda",
                      "gpu-not-found-toolkit-above-driver", "extension-arch-list-misses-gpu", "build-cuda-above-driver",
+                     "install-asks-cuda-above-driver",
                      "nvml-library-missing-gpu-expected", "torch-replaced-across-install",
                      "dataloader-worker-died-small-shm", "pip-pin-older-than-every-offered",
                      "nccl-loopback-across-nodes", "torch-cpu-build-beside-driver")
@@ -635,7 +636,7 @@ def overruled(findings: Sequence[Finding], e: Evidence, matrix: Matrix | None = 
     signature's "library not found" of a CUDA library of another major than the one the paste shows installed (the
     package asking for it is built for the other CUDA: ``cuda-library-of-other-major``); a signature's GPU "too old"
     where every GPU the paste's reports show meets what its lines ask for."""
-    from .paste_predicates import library_of_other_major
+    from .library_predicates import library_of_other_major
 
     other = library_of_other_major(e)
     if other is not None:

@@ -522,6 +522,7 @@ from . import (  # noqa: E402, F401
     cpu_install,
     ext_predicates,
     family_predicates,
+    library_predicates,
     limit_predicates,
     pip_versions,
     runtime_predicates,

@@ -100,6 +100,10 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # a shared library (a DLL on Windows) a program could not load
         ("library", "load", r"\b[Cc]ould not load (?:dynamic )?library\b|\berror while loading shared libraries\b"),
         ("library", "not found", r"\b[\w.-]+\.dll['\"]? not found\b"),
+        # Python's ImportError on Windows for an extension module whose DLL (or one it needs) failed to load, quoted
+        # without its exception's name ("DLL load failed while importing exllamav2_ext: The specified procedure could
+        # not be found.": the Windows loader's words for a symbol the DLL lacks)
+        ("library", "dll load failed", r"\bDLL load failed\b"),
         # the loader's own words for a shared object it could not open, on a line of their own (the OSError a
         # debugger shows apart: "libtorch_cuda_cu.so: cannot open shared object file")
         ("library", "cannot open shared object", r"^\s*[\w.+-]+\.so(?:\.[\d.]+)?: cannot open shared object file\b"),
@@ -142,7 +146,7 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("build", "cmake error", r"^\s*CMake Error\b"),
         ("build", "configuring incomplete", r"\bConfiguring incomplete, errors occurred\b"),
         ("build", "***", r"\bmake(?:\[\d+\])?: \*\*\* .*\bError -?\d+"),
-        ("build", "ninja: ", r"\bninja: (?:build stopped|error):"),
+        ("build", "ninja: ", r"\b[Nn]inja: (?:[Bb]uild stopped|error):"),
         ("build", "error:", r"^\s*(?:[\w./-]*/)?(?:[\w-]+-)?(?:gcc|g\+\+|cc|c\+\+|clang(?:\+\+)?|nvcc|cl)(?:-\d+(?:\.\d+)*)?"
                             r"(?:\.exe)?: (?:fatal )?error:|\bcollect2(?:\.exe)?: error:"),
         ("build", "cannot find -l", r"\bld(?:\.\w+)?(?:\.exe)?: cannot find -l\S+"),
@@ -202,6 +206,9 @@ _WARNED: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # `ollama ps`' PROCESSOR column: a model loaded wholly on the CPU
         ("gpu-unused", "100% cpu", r"(?<![\d/])100% CPU\b"),
         ("gpu-unused", "skipping registering gpu", r"\bSkipping registering GPU devices\b"),
+        # TensorFlow's gpu_device.cc: "Ignoring visible gpu device (...) with Cuda compute capability 3.0. The minimum
+        # required Cuda capability is 3.5."
+        ("gpu-unused", "ignoring visible gpu", r"\bIgnoring visible gpu device\b"),
         ("gpu-unused", "jaxlib is not installed", r"\bCUDA-enabled jaxlib is not installed\b"),
         ("gpu-unused", "cuda is not available", r"\bbut CUDA is not available\b"),
         ("gpu-unused", "executionprovider", r"\bFailed to create (?:CUDA|TensorRT)ExecutionProvider\b"),

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import msgspec
+
 from ...values import Capability, DriverVersion
 from .collect import Collector, apply_rules
 from .lines import Line
@@ -272,8 +274,23 @@ RULES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
 )
 
 
+#: the loader's "undefined symbol: NAME" wrapped after "undefined" (a terminal or an issue form's width)
+_UNDEFINED_RULES = tuple(rule for rule in RULES if rule[0] == "undefined")
+
+
 class MessageReader:
-    """The facts in programs' messages (see the module's docstring)."""
+    """The facts in programs' messages (see the module's docstring), and an undefined symbol whose message a paste
+    wrapped after "undefined" (read across the break, on the first line's number)."""
+
+    def __init__(self) -> None:
+        self._prev: Line | None = None
 
     def feed(self, line: Line, out: Collector) -> bool:
+        prev, self._prev = self._prev, line
+        if prev is not None and prev.no + 1 == line.no and prev.lower.rstrip().endswith("undefined") \
+                and line.lower.lstrip().startswith("symbol:"):
+            joined = msgspec.structs.replace(prev, text=f"{prev.text} {line.body.strip()}",
+                                             body=f"{prev.body} {line.body.strip()}",
+                                             lower=f"{prev.lower} {line.lower.strip()}")
+            apply_rules(_UNDEFINED_RULES, joined, out)
         return apply_rules(RULES, line, out)

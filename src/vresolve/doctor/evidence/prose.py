@@ -25,7 +25,7 @@ HOW = "prose"
 #: a GPU model as people write it (vendor and family words optional): RTX 4090, RTX3090, GTX 1080 Ti, A100,
 #: H100, Tesla V100S, L40S, RTX A6000, RTX 6000 Ada Generation, MI300X
 GPU_PATTERN = (r"(?:(?:NVIDIA|Nvidia|nvidia)\s+)?(?:(?:GeForce|Tesla|Quadro|TITAN|Titan)\s+)?"
-               r"(?:[Rr][Tt][Xx]\s?(?:PRO\s+)?(?:A\d{4}|\d{4})|[Gg][Tt][Xx]\s?\d{3,4}|(?:10|20|30|40|50)[5-9]0\s?Ti|A\d{2,4}[GX]?|H\d{3}|H20|B\d{3}"
+               r"(?:[Rr][Tt][Xx]\s?(?:PRO\s+)?(?:A\d{4}|\d{4})|[Gg][Tt][Xx]\s?\d{3,4}|(?:10|20|30|40|50)[5-9]0\s?[Tt][Ii]|A\d{2,4}[GX]?|H\d{3}|H20|B\d{3}"
                r"|GB\d{3}|GH\d{3}|L4|L20|L40S?|T4|T400|T600|T1000|T1200|V100S?|P100|P40|K10|K20X?|K40|K80|M10|M40|M60|MI\d{3}X?)"
                r"(?:[ -](?:Ti|SUPER|Super|Laptop GPU|laptop GPU|PCIe|PCIE|SXM\d?|NVL|\d+GB|HBM\d?e?|Ada Generation"
                r"|Max-Q))*")
@@ -34,7 +34,7 @@ _GPU_RE = re.compile(rf"(?:(?<![\w/.-])|(?<=\d[x×]))(?P<name>{GPU_PATTERN})(?![
 #: what a line naming a GPU model holds (lower-cased), checked before the pattern
 _GPU_NEEDLES = ("gpu", "nvidia", "tesla", "rtx", "gtx", "quadro", "titan", "a100", "h100", "h200", "v100", "a40",
                 "a10", "l40", "t4", "l4", "t400", "t600", "t1000", "t1200", "k20", "k40", "m40", "a6000", "a800", "h800", "h20", "b200", "b100", "p100", "p40", "k80", "m60",
-                "mi2", "mi3", "gb200", "gh200", "a30", "l20")
+                "mi2", "mi3", "gb200", "gh200", "a30", "l20", "0ti", "0 ti")
 _MENTION_NEEDLES = ("torch", "vllm", "python", "cud", "flash", "xformers", "triton", "sgl", "transformers", "nvcc",
                     "tensorrt")
 _OS_NEEDLES = ("ubuntu", "debian", "centos", "rocky", "alma", "red hat", "rhel", "fedora", "opensuse", "amazon linux",

@@ -63,7 +63,8 @@ class SaidReader:
         if self._seen:
             return False
         lower = line.lower
-        if not any(needle in lower for needle in _NEEDLES) or _NOT_A_FAILURE_RE.search(line.body):
+        if not any(needle in lower for needle in _NEEDLES) or _NOT_A_FAILURE_RE.search(line.body) \
+                or lower.lstrip("#/ ").startswith("or "):  # an alternative offered ("# or run on CPU with INT8")
             return False
         words = _QUOTED_RE.sub(lambda q: " " * len(q[0]), line.body)  # (a message quoted in backticks: not their words)
         for pattern in _SAID_RES:

@@ -177,6 +177,10 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
          r"\bcapability (?:of )?(?:at least |>= ?)?(?P<detail>\d+\.\d+)(?: ?\+| or (?:higher|newer|above|greater|later)"
          r"| and (?:above|up|newer|higher))? (?:is )?(?:required|needed)\b"),
         ("capability-below-required", "capability", r"\brequires? (?:compute )?(?P<detail>\d+\.\d+) (?:compute )?capability\b"),
+        # a refusal naming the GPU's own capability without the floor (text-generation-inference's "GPU with CUDA
+        # capability 7 0 is not supported")
+        ("capability-below-required", "capability", r"\bGPUs? with (?:CUDA |compute )*capability \d+[ .,]\d+ (?:is|are) "
+                                                    r"not supported\b"),
         ("capability-below-required", "too old", r"\b(?:CUDA )?GPUs? (?:is|are) too old\b"
          r"|capability [<>=]{1,2} ?\(\d+, ?\d+\) but your GPU has capability \(\d+, ?\d+\) \(too old\)"),
         # torch's Inductor refusing a GPU below Triton's floor ("Found Tesla P40 which is too old to be supported by the

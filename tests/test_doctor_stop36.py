@@ -1,0 +1,109 @@
+"""Rules from the twenty-fourth to twenty-sixth held-out sets' misses, once measured (issue 25, stop 36).
+
+- a CUDA library's soname from before CUDA 11 names its minor (``libcudart.so.10.0`` is 10.0's; CUDA 11 made minor
+  versions compatible and keeps ``libcudart.so.11.0`` for every 11.x): asked for where the paste shows another
+  toolkit, it is a package built for another CUDA (``cuda-variant-mismatch``), not a library merely not found.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import DATA, doctor_paste, doctor_text
+
+HELDOUT = DATA / "heldout"
+
+
+def _causes(doc: dict) -> dict[str, str]:
+    """Each cause's most severe finding."""
+    order = ("info", "warning", "error")
+    out: dict[str, str] = {}
+    for f in doc.get("findings", []):
+        if order.index(f["severity"]) >= order.index(out.get(f["cause"], "info")):
+            out[f["cause"]] = f["severity"]
+    return out
+
+
+@pytest.mark.parametrize("number", ["682", "379"])
+def test_a_pre_cuda_11_soname_of_another_minor_is_another_variant(number: str,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # 682 tensorflow/tensorflow#17629: libcublas.so.9.0 missing with CUDA 9.1 installed (TensorFlow 1.6's wheels are
+    # CUDA 9.0 builds); 379 apache/mxnet#14514: mxnet-cu100mkl (CUDA 10.0) asks libcudart.so.10.0 on CUDA 10.1
+    _, doc = doctor_paste(next(HELDOUT.glob(f"{number}-*.txt")), capsys)
+    assert _causes(doc).get("cuda-variant-mismatch") == "warning", "a CUDA said in the user's words: one step softer"
+    [finding] = [f for f in doc["findings"] if f["cause"] == "cuda-variant-mismatch"]
+    assert "is CUDA 9.0's, but this environment has CUDA 9.1" in finding["title"] or \
+        "is CUDA 10.0's, but this environment has CUDA 10.1" in finding["title"]
+
+
+@pytest.mark.parametrize("text", [
+    # CUDA 11's minor version compatibility: libcudart.so.11.0 is what every 11.x toolkit provides
+    "I have CUDA 11.4 installed\nImportError: libcudart.so.11.0: cannot open shared object file: No such file or "
+    "directory\n",
+    # cuBLAS from CUDA 10.1 on is libcublas.so.10 (no minor): CUDA 10.2 provides it
+    "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 10.2, V10.2.89\nOSError: libcublas.so.10: "
+    "cannot open shared object file: No such file or directory\n",
+])
+def test_a_soname_the_shown_toolkit_provides_is_not_another_variant(text: str, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    _, doc = doctor_text(text, tmp_path, capsys)
+    assert "cuda-variant-mismatch" not in _causes(doc)
+
+
+def test_an_undefined_symbol_wrapped_after_undefined_is_read(capsys: pytest.CaptureFixture[str]) -> None:
+    # Dao-AILab/flash-attention#950: "flash_attn_2_cuda...so: undefined" / " symbol: _ZN3c104impl3cow11cow_deleterEPv"
+    # (a torch symbol: flash-attn built against another torch than 2.1.2)
+    code, doc = doctor_paste(next(HELDOUT.glob("129-*.txt")), capsys)
+    assert code == 1 and _causes(doc).get("companion-mismatch") == "error"
+
+
+@pytest.mark.parametrize("number, line", [
+    # turboderp-org/exllamav2#434: Python's Windows ImportError without its name
+    ("634", "DLL load failed while importing exllamav2_ext"),
+    # turboderp/exllama#65: ninja's words capitalised
+    ("290", "Ninja: Build stopped: subcommand failed"),
+    # tensorflow/tensorflow#6083: TensorFlow skipping a GPU below its minimum capability, at info level
+    ("581", "Ignoring visible gpu device"),
+])
+def test_failures_of_other_wordings_are_not_no_problems(number: str, line: str,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = doctor_paste(next(HELDOUT.glob(f"{number}-*.txt")), capsys)
+    assert code == 1 and doc["unclear"] and line in doc["unclear"][0]["error"]
+
+
+def test_an_alternative_offered_is_no_failure_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a healthy question's code (held-out 134): "# or run on CPU with INT8" offers an option, says no failure
+    code, doc = doctor_text('GPU: A100\nmodel = WhisperModel(path, device="cuda")\n# or run on CPU with INT8\n', tmp_path,
+                            capsys)
+    assert code == 0 and not doc["unclear"]
+    (tmp_path / "said").mkdir()
+    code, doc = doctor_text("My install runs on the CPU, not the GPU\n", tmp_path / "said", capsys)
+    assert doc["unclear"], "the failure said is still read"
+
+
+@pytest.mark.parametrize("number, cause", [
+    # Wan-Video/Wan2.1#25: "FlashAttention only supports Ampere GPUs or newer" on "4 2080ti" (written lower-case)
+    ("095", "gpu-too-old-for-feature"),
+    # huggingface/text-generation-inference#533: "GPU with CUDA capability 7 0 is not supported" beside a V100
+    ("638", "gpu-too-old-for-feature"),
+    # ai4d-iasc/trixie#6: `conda install pytorch torchvision cudatoolkit=10.2` on driver 418.67 (CUDA 10.2: 440.33)
+    ("288", "driver-too-old"),
+])
+def test_development_misses_of_the_stop36_sets(number: str, cause: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = doctor_paste(next(HELDOUT.glob(f"{number}-*.txt")), capsys)
+    assert code == 1 and _causes(doc).get(cause) == "error"
+
+
+@pytest.mark.parametrize("text", [
+    # a driver at the floor of what is asked for
+    "conda install pytorch cudatoolkit=10.2 -c pytorch\nDriver Version: 440.33.01\nRuntimeError: boom\n",
+    # CUDA 11's minor version compatibility: 11.8 runs from 450.80.02 on
+    "pip install torch --index-url https://<index>/whl/cu118\nDriver Version: 470.82.01\n"
+    "RuntimeError: boom\n",
+])
+def test_an_install_the_driver_can_run_is_not_driver_too_old(text: str, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    _, doc = doctor_text(text, tmp_path, capsys)
+    assert "driver-too-old" not in _causes(doc)
