@@ -90,10 +90,30 @@ def test_an_alternative_offered_is_no_failure_said(tmp_path: Path, capsys: pytes
     ("638", "gpu-too-old-for-feature"),
     # ai4d-iasc/trixie#6: `conda install pytorch torchvision cudatoolkit=10.2` on driver 418.67 (CUDA 10.2: 440.33)
     ("288", "driver-too-old"),
+    # tamakoji/pytorch-syncbn#7: torch.utils.cpp_extension's "Command '['which', 'c++']' returned non-zero exit status 1"
+    ("121", "c-compiler-missing"),
+    # ChristophReich1996/Cell-DETR#13: "nvcc fatal : Failed to preprocess host compiler properties." (-ccbin gcc-6.3.0)
+    ("685", "c-compiler-missing"),
+    # tensorflow/tensorflow#1158: "kernel version 384.90.0 does not match DSO versio[n]" (the paste cut there)
+    ("582", "nvml-driver-mismatch"),
+    # jax-ml/jax#1297: "jaxlib is version 0.1.23, but this version of jax requires version 0.1.26."
+    ("577", "companion-mismatch"),
+    # pytorch/functorch#926: torch's "cuDNN version incompatibility: PyTorch was compiled against (8, 3, 2) but linked
+    # against (8, 0, 3)" with a cluster's cuDNN on LD_LIBRARY_PATH
+    ("118", "cuda-variant-mismatch"),
+    # pytorch/pytorch#90673: libtorch_cuda_cu.so "undefined symbol: cusparseSpSM_analysis, version libcusparse.so.11"
+    ("119", "cuda-variant-mismatch"),
 ])
 def test_development_misses_of_the_stop36_sets(number: str, cause: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = doctor_paste(next(HELDOUT.glob(f"{number}-*.txt")), capsys)
     assert code == 1 and _causes(doc).get(cause) == "error"
+
+
+def test_a_cuda_stated_older_than_the_gpu_refused_by_nvcc(capsys: pytest.CaptureFixture[str]) -> None:
+    # facebookresearch/detectron2#272: "Unsupported gpu architecture 'compute_75'" with "CUDA9.2" and an RTX2060 stated
+    # (sm_75 needs the nvcc of CUDA 10.0): the user's words, one step softer
+    _, doc = doctor_paste(next(HELDOUT.glob("109-*.txt")), capsys)
+    assert _causes(doc).get("toolkit-mismatch") == "warning"
 
 
 @pytest.mark.parametrize("text", [
@@ -107,3 +127,13 @@ def test_an_install_the_driver_can_run_is_not_driver_too_old(text: str, tmp_path
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     _, doc = doctor_text(text, tmp_path, capsys)
     assert "driver-too-old" not in _causes(doc)
+
+
+def test_a_cuda_library_function_is_told_from_torchs_and_unknown_ones() -> None:
+    from vresolve.doctor.evidence.symbols import attribute
+
+    assert attribute("cusparseSpSM_analysis").owner == "cuda-library"
+    assert attribute("cublasLtMatmulAlgoGetHeuristic").owner == "cuda-library"
+    assert attribute("_ZN3c104cuda9SetDeviceEi").owner == "torch"
+    assert attribute("cusparse").owner == "unknown"  # (not a function of its API)
+    assert attribute("some_other_function").owner == "unknown"

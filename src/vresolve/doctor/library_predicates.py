@@ -194,3 +194,21 @@ def _torch_library_not_found_by_extension(f: Facts) -> Iterator[Hit]:
     evidence = (pasted_line(libs[0]), *((pasted_line(built),) if built is not None else ()))
     yield Hit(evidence=evidence, seen=(libs[0],), fill={"library": libs[0].value.soname,
                                                          "built": said or "another torch build"})
+
+
+@predicate("cuda-library-symbol-missing", (), ("symbol", "library"))
+def _cuda_library_symbol_missing(f: Facts) -> Iterator[Hit]:
+    """A CUDA library's own function (``cusparseSpSM_analysis``, ``version libcusparse.so.11``) undefined for a
+    binary that was linked against it: the loader found another version of that library than the one the binary was
+    built with (an older one first on the loader's path, or another CUDA's in a mixed environment)."""
+    e = f.log
+    found = next((s for s in e.symbols if s.value.owner == "cuda-library"), None) if e is not None else None
+    if found is not None:
+        name = found.value.mangled
+        library = next((lib for lib in _CUDA_API_LIBRARIES if name.lower().startswith(lib.lower())), "CUDA library")
+        yield Hit(evidence=(pasted_line(found),), seen=(found,), fill={"symbol": name, "library": library})
+
+
+#: the libraries a CUDA API function's name starts with, the longest first (``cublasLt`` before ``cublas``)
+_CUDA_API_LIBRARIES = ("cusparse", "cublasLt", "cublas", "cudnn", "nccl", "cufft", "curand", "cusolver", "cupti")
+

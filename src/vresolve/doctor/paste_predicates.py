@@ -483,8 +483,8 @@ def _ptxas_older_than_gpu(f: Facts) -> Iterator[Hit]:
 @predicate("nvcc-older-than-arch", ("nvcc", "gpus"), ("nvcc", "first"))
 def _nvcc_older_than_arch(f: Facts) -> Iterator[Hit]:
     """nvcc refusing a GPU architecture (``Unsupported gpu architecture 'compute_75'``) where the nvcc the paste shows
-    is older than the first toolkit that targets it (cuda.yaml's ``nvcc_archs``): the toolkit predates the GPU.
-    ``missing`` when the paste shows no nvcc version; no hit when the nvcc is recent enough (an architecture it dropped,
+    is older than the first toolkit that targets it (cuda.yaml's ``nvcc_archs``): the toolkit predates the GPU (one
+    step softer where only the user's words state the CUDA: "CUDA9.2"). ``missing`` when the paste shows no version; no hit when the nvcc is recent enough (an architecture it dropped,
     or a wrong one)."""
     from ..values import Capability
 
@@ -500,6 +500,14 @@ def _nvcc_older_than_arch(f: Facts) -> Iterator[Hit]:
     first = min((t.version for t in f.matrix.toolkits if t.can_target(cc)), default=None)
     nvcc = e.best("nvcc")
     have = public_version(nvcc.value.release) if nvcc is not None else None
+    stated = e.best("cuda") if nvcc is None or have is None else None  # a CUDA the user states ("CUDA9.2")
+    said = public_version(stated.value) if stated is not None else None
+    if stated is not None and said is not None and first is not None and (said.major, said.minor) < (first.major,
+                                                                                                     first.minor):
+        yield Hit(evidence=(pasted_line(refused), pasted_line(stated),
+                            f"{cc.base.sm} needs the nvcc of CUDA {first} or later (cuda.yaml nvcc_archs); the CUDA "
+                            f"stated is {said}"), seen=(refused,), softer=True, fill={"nvcc": str(said), "first": str(first)})
+        return
     if nvcc is None or have is None:
         yield Hit(evidence=(pasted_line(refused),), missing=Missing(
             error=refused.text.strip(), missing="the version of the nvcc that ran (to set against the architecture)",

@@ -71,7 +71,7 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
                      "pod-gpu-without-driver-library", "conda-cpu-pytorch-where-cuda-asked",
                      "pypi-windows-torch-wheel", "pypi-aarch64-torch-cpu-release", "onnxruntime-providers-without-cuda",
                      "gpu-not-found-toolkit-above-driver", "extension-arch-list-misses-gpu", "build-cuda-above-driver",
-                     "install-asks-cuda-above-driver",
+                     "install-asks-cuda-above-driver", "cuda-library-symbol-missing",
                      "nvml-library-missing-gpu-expected", "torch-replaced-across-install",
                      "dataloader-worker-died-small-shm", "pip-pin-older-than-every-offered",
                      "nccl-loopback-across-nodes", "torch-cpu-build-beside-driver")
@@ -174,7 +174,7 @@ def _causes(e: Evidence, table: dict[str, str], facts: Facts) -> Iterator[tuple[
 #: "vllm>=0.4.3,<=0.7.3 is required ..., but found vllm==0.8.1") are about the GPU stack doctor judges: torch, its
 #: companions, vLLM (another package's check, tokenizers' or a checkpoint's "version (3) does not match", is not)
 _STACK_PACKAGES = re.compile(r"(?:torch\w*|xformers|flash[-_]attn\w*|vllm[-_]flash[-_]attn|flashinfer[\w-]*|vllm|"
-                             r"triton|sgl[-_]kernel)", re.IGNORECASE)
+                             r"triton|sgl[-_]kernel|jaxlib)", re.IGNORECASE)
 def _capability_asked(sig: Seen[Any], e: Evidence, matrix: Matrix) -> Capability | None:
     """The compute capability a capability refusal asks for ("8.9"; an FP8 refusal's, the number another refusal on
     its line says), else the floor its line states ("capability >= 90"), else the floor features.yaml gives its

@@ -141,8 +141,9 @@ _PREFIXES: tuple[tuple[str, str], ...] = (
     ("ci", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s"),
     ("journal", r"(?:[A-Z][a-z]{2} {1,2}\d{1,2}|\d{4}-\d\d-\d\d) \d\d:\d\d:\d\d(?:\.\d+)? [\w.-]+ "
                 r"[\w.@/()-]{1,60}?(?:\[\d+\])?: "),
-    # (not a row of conda's table of downloads, "pytorch-cuda-11.7  |  h778d358_3  7 KB  pytorch")
-    ("compose", r"(?![\w.-]*-\d[\w.+]*\s*\|\s*\S+\s+\d[\d.]*\s[KMG]B\b)[A-Za-z0-9][\w.-]*\s+\|(?:\s?(?=\S|\s+\S)|\s*$)"),
+    # (not a row of conda's table of downloads, "pytorch-cuda-11.7  |  h778d358_3  7 KB  pytorch": its build string
+    # holds an underscore or is a number; "vllm-1  | 1050ti 4 GB" is a service's line)
+    ("compose", r"(?![\w.-]*-\d[\w.+]*\s*\|\s*(?:\S*_\S*|\d+)\s+\d[\d.]*\s[KMG]B\b)[A-Za-z0-9][\w.-]*\s+\|(?:\s?(?=\S|\s+\S)|\s*$)"),
     ("ray", r"\((?:[\w.-]+(?: [\w.=-]+)*? )?pid=\d+(?:, ip=[\w.:-]+)?\)(?: |$)"
             r"|\((?:raylet|gcs_server|dashboard\w*|autoscaler|monitor|log_monitor)\b[^()\n]{0,40}\)(?: |$)"),
     ("vllm", r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"

@@ -101,7 +101,7 @@ class Symbol(msgspec.Struct, frozen=True, kw_only=True):
     """An undefined symbol, demangled when the ``cxxfilt`` package is installed, and whose it is.
 
     ``owner``: ``torch`` (``at::``, ``c10::``, ``torch::``, torch's C shim: the library was built against another
-    torch), ``nvjitlink`` (``__nvJitLinkComplete_12_4``: the nvJitLink loaded is older than ``needs``), ``unknown``.
+    torch), ``cuda-library`` (a CUDA library's C API: ``cusparseSpSM_analysis``), ``nvjitlink`` (``__nvJitLinkComplete_12_4``: the nvJitLink loaded is older than ``needs``), ``unknown``.
     """
 
     mangled: str

@@ -31,10 +31,16 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("invalid-device-function", "invalid device function", r"invalid device function"),
         ("driver-too-old", "too old", r"driver on your system is too old(?: \(found version (?P<detail>\d+)\))?"),
         ("driver-insufficient", "insufficient", r"driver version is insufficient for CUDA runtime version"),
+        # torch's own check of the cuDNN it loaded (torch/backends/cudnn/__init__.py): another cuDNN came first
+        ("cudnn-loaded-other", "cudnn version incompatibility",
+         r"cuDNN version incompatibility: PyTorch was compiled\s+against \(?[\d, ]+\)?\s+but (?:linked against|found "
+         r"runtime version)"),
         ("nvml-mismatch", "mismatch", r"(?P<detail>Driver\s*/\s*library version mismatch|NVML\s*/\s*RM version mismatch)"),
         # the kernel module's own account of the same mismatch in dmesg/journal (older and newer wordings: "the client
         # has the version X, but this kernel module has the version Y", "the client 'kwin' (pid 1005) has the version")
         ("nvml-mismatch", "api mismatch", r"NVRM: (?P<detail>API mismatch): the client\b"),
+        # TensorFlow's cuda_diagnostics.cc: the kernel module's version against the user-space libcuda's
+        ("nvml-mismatch", "does not match dso", r"(?P<detail>kernel version [\d.]+ does not match DSO)\b"),
         # NVML's own error string for a missing libnvidia-ml (pynvml's NVML_ERROR_LIBRARY_NOT_FOUND), and the library
         # itself not found by the container runtime's hook or a loader: the driver's user-space part is not there
         ("nvml-library-missing", "nvml shared library", r"NVML Shared Library Not Found|NVMLError_LibraryNotFound"),
@@ -150,6 +156,9 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("xformers-cannot-load", "xformers can't load", r"xFormers can't load C\+\+/CUDA extensions"),
         ("version-mismatch", "does not match", r"(?P<detail>[\w-]+) version \(\S+\) does not match"),
         ("version-check", "is required", r"(?P<detail>[\w.-]+)[<>=!~][^ ]* is required for .*, but found [\w.-]+=="),
+        # JAX's own check of the jaxlib beside it (jax/version.py: "jaxlib is version X, but this version of jax
+        # requires version Y.")
+        ("version-check", "but this version of", r"(?P<detail>jaxlib) is version \S+, but this version of jax requires"),
         ("libcuda-missing", "cuda", r"libcuda\.so(?:\.1)? cannot found|cannot find -lcuda"
                                        r"|libcuda\.so\.1: cannot open shared object file"),
         ("cuda-not-available", "cuda is not", r"CUDA is not (?:available|visible)"),
@@ -224,6 +233,11 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # "Microsoft Visual C++ Redistributable is not installed", which names no compiler version
         ("host-compiler-missing", "visual c++", r"Microsoft Visual C\+\+ \d+\.\d+ (?:or greater )?is required"),
         ("host-compiler-missing", "vcvarsall", r"Unable to find vcvarsall\.bat"),
+        # torch.utils.cpp_extension's check of the compiler (``which c++`` run for it), and nvcc unable to run the host
+        # compiler it was given (``-ccbin``) to learn its properties
+        ("host-compiler-missing", "which", r"Command '\['which', '(?P<detail>c\+\+|g\+\+|gcc|cc)'\]' returned non-zero"),
+        ("host-compiler-missing", "host compiler properties", r"\bnvcc fatal\s*: Failed to preprocess host compiler "
+                                                              r"properties"),
         # gcc's driver without its compiler proper: cc1plus is g++'s (installed by g++), cc1 gcc's own
         ("host-compiler-missing", "cannot execute",
          r"\b(?:[\w.-]+-)?(?:gcc|g\+\+|cc|c\+\+)(?:-\d+)?(?:\.exe)?: (?:fatal )?error: cannot execute "

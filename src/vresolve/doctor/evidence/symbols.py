@@ -56,6 +56,11 @@ def outer_name(mangled: str) -> str | None:
     return mangled[m.end():m.end() + int(m[1])] or None
 
 
+#: a CUDA library's C API (cuSPARSE's ``cusparseSpSM_analysis``, cuBLAS's ``cublasLtMatmul``, cuDNN's, NCCL's, cuFFT's,
+#: cuRAND's, cuSOLVER's, CUPTI's): its functions are named after the library
+_CUDA_LIBRARY_RE = re.compile(r"(?:cusparse|cublas(?:Lt)?|cudnn|nccl|cufft|curand|cusolver(?:Dn|Sp)?|cupti)[A-Z_]")
+
+
 def attribute(name: str, library: str | None = None) -> Symbol:
     """The symbol ``name`` (as the loader printed it), demangled where possible, with its owner."""
     demangled = demangle(name)
@@ -67,4 +72,5 @@ def attribute(name: str, library: str | None = None) -> Symbol:
         d = _DEMANGLED_RE.match(demangled or name)
         outer = d[1] if d else None
     torch = outer in _TORCH or name.startswith(("torch_", "aoti_torch_"))
-    return Symbol(mangled=name, demangled=demangled, owner="torch" if torch else "unknown", library=library)
+    owner = "torch" if torch else "cuda-library" if _CUDA_LIBRARY_RE.match(name) else "unknown"
+    return Symbol(mangled=name, demangled=demangled, owner=owner, library=library)
