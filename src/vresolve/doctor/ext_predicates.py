@@ -52,12 +52,15 @@ def _extension_arch_list(f: Facts) -> Iterator[Hit]:
                       softer=not failing)
 
 
-def _build_floor(f: Facts, cuda: Version) -> DriverVersion | None:
-    """The lowest driver that runs code built with CUDA ``cuda`` on Linux: its major's minor-version-compatibility
-    floor, else (CUDA 10 and older) the toolkit's own floor."""
+def _build_floor(f: Facts, cuda: Version, platforms: tuple[str, ...] = ("linux",)) -> DriverVersion | None:
+    """The lowest driver that runs code built with CUDA ``cuda`` on any of ``platforms`` ("linux", "windows"): its
+    major's minor-version-compatibility floor, else (CUDA 10 and older) the toolkit's own floor."""
     major, tk = f.matrix.cuda_major(cuda.major), f.matrix.toolkit(cuda)
-    compat = major.minor_compat_driver.linux if major is not None else None
-    return compat if compat is not None else (tk.min_driver.linux if tk is not None else None)
+    floors = [getattr(major.minor_compat_driver, p) for p in platforms] if major is not None else []
+    if not any(floors):
+        floors = [getattr(tk.min_driver, p) for p in platforms] if tk is not None else []
+    known = [d for d in floors if d is not None]
+    return min(known) if known else None
 
 
 def _served(f: Facts) -> tuple[Version | None, Seen[Any] | None, Seen[Any] | None]:
@@ -118,17 +121,6 @@ def _asked_cuda(detail: str) -> Version | None:
     return Version(f"{digits[:-1]}.{digits[-1]}")
 
 
-def _floor_anywhere(f: Facts, cuda: Version) -> DriverVersion | None:
-    """The lowest driver that runs code of CUDA ``cuda`` on any platform (its major's minor-version-compatibility
-    floor, else the toolkit's own): a driver below it is too old whatever the OS."""
-    major, tk = f.matrix.cuda_major(cuda.major), f.matrix.toolkit(cuda)
-    floors = [major.minor_compat_driver.linux, major.minor_compat_driver.windows] if major is not None else []
-    if not any(floors) and tk is not None:
-        floors = [tk.min_driver.linux, tk.min_driver.windows]
-    known = [d for d in floors if d is not None]
-    return min(known) if known else None
-
-
 @predicate("install-asks-cuda-above-driver", ("driver",), ("cuda", "driver", "need"))
 def _install_asks_cuda_above_driver(f: Facts) -> Iterator[Hit]:
     """An install command asking for a CUDA runtime (conda's ``cudatoolkit=10.2``, pip's PyTorch index ``cu118``) on a
@@ -140,7 +132,7 @@ def _install_asks_cuda_above_driver(f: Facts) -> Iterator[Hit]:
         return
     for command in (s for s in e.signals if s.value.code == "install-command"):
         cuda = _asked_cuda(command.value.detail or "")
-        floor = _floor_anywhere(f, cuda) if cuda is not None else None
+        floor = _build_floor(f, cuda, ("linux", "windows")) if cuda is not None else None
         if cuda is not None and floor is not None and driver.value < floor:
             yield Hit(evidence=(pasted_line(command), pasted_line(driver)), seen=(command,),
                       fill={"cuda": f"{cuda.major}.{cuda.minor}", "driver": str(driver.value), "need": str(floor)})

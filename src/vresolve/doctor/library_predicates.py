@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .evidence import Evidence, Seen
 
-from .evidence.model import Library, Nvcc
+from .evidence.model import Library
 from .paste_predicates import pasted_line
 from .predicate_base import Facts, Hit, predicate
 
@@ -30,7 +30,11 @@ _CUDA_MAJOR_LIBRARIES = ("cudart", "cublas", "cublasLt", "nvrtc", "cusparse", "c
                          "nvJitLink")
 
 
-def _cuda_version_of(name: str) -> tuple[int, int | None] | None:
+#: a CUDA version as (major, minor), the minor None where not shown
+CudaVersion = tuple[int, "int | None"]
+
+
+def _cuda_version_of(name: str) -> CudaVersion | None:
     """The CUDA (major, minor) a pasted package, tag or version names: ``nvidia-cublas-cu12`` -> (12, None),
     ``12.1`` -> (12, 1)."""
     if m := re.fullmatch(r"nvidia-[\w-]+-cu(\d{2})", name):
@@ -39,13 +43,7 @@ def _cuda_version_of(name: str) -> tuple[int, int | None] | None:
     return (int(m[1]), int(m[2])) if m else None
 
 
-def _cuda_major_of(name: str) -> int | None:
-    """The CUDA major a pasted package, tag or version names: ``nvidia-cublas-cu12`` -> 12, ``12.1`` -> 12."""
-    version = _cuda_version_of(name)
-    return version[0] if version else None
-
-
-def _asked_cuda(lib: Library) -> tuple[int, int | None] | None:
+def _asked_cuda(lib: Library) -> CudaVersion | None:
     """The CUDA a CUDA library's soname asks for: its major from CUDA 11 on (``libcudart.so.11.0`` is every 11.x's:
     minor version compatibility), its major and minor before (``libcudart.so.10.0`` is 10.0's, not 10.1's;
     ``libcublas.so.10`` names no minor); None for a library whose soname carries its own version (cuDNN, NCCL)."""
@@ -56,38 +54,29 @@ def _asked_cuda(lib: Library) -> tuple[int, int | None] | None:
     return int(major), int(minor) if int(major) <= 10 and minor.isdigit() else None
 
 
-def _other_cuda(asked: tuple[int, int | None], shown: tuple[int, int | None]) -> bool:
+def _other_cuda(asked: CudaVersion, shown: CudaVersion) -> bool:
     """Whether a CUDA shown is another than the one a soname asks for (minors compared where both have one)."""
     if asked[0] != shown[0]:
         return True
     return asked[1] is not None and shown[1] is not None and asked[1] != shown[1]
 
 
-def other_cuda_versions(e: Evidence) -> list[tuple[tuple[int, int | None], Seen[Any]]]:
-    """:func:`other_cuda_majors` with each CUDA's minor where the line shows one (torch's, the toolkit's)."""
-    out: list[tuple[tuple[int, int | None], Seen[Any]]] = []
-    for major, seen in other_cuda_majors(e):
-        value = seen.value.release if isinstance(seen.value, Nvcc) else seen.value
-        version = _cuda_version_of(value) if isinstance(value, str) else None
-        out.append((version if version is not None and version[0] == major else (major, None), seen))
-    return out
-
-
-def other_cuda_majors(e: Evidence) -> list[tuple[int, Seen[Any]]]:
-    """The CUDA majors the paste shows for this environment, each with its line: torch's CUDA, pip's
-    ``nvidia-*-cuNN`` packages, the toolkit (nvcc, collect_env's "CUDA runtime version"). Not the driver's "CUDA
-    Version" (the newest it serves, not what is installed)."""
-    out: list[tuple[int, Seen[Any]]] = []
+def other_cuda_versions(e: Evidence) -> list[tuple[CudaVersion, Seen[Any]]]:
+    """The CUDA versions (major, minor where the line shows one) the paste shows for this environment, each with its
+    line: torch's CUDA, pip's ``nvidia-*-cuNN`` packages, the toolkit (nvcc, collect_env's "CUDA runtime version"),
+    a toolkit's directory. Not the driver's "CUDA Version" (the newest it serves, not what is installed)."""
+    out: list[tuple[CudaVersion, Seen[Any]]] = []
     cuda = e.torch_cuda_seen()
-    if cuda is not None and cuda.value is not None and (major := _cuda_major_of(cuda.value)) is not None:
-        out.append((major, cuda))
-    out += [(major, d) for d in e.dists if (major := _cuda_major_of(d.value.name)) is not None]
-    out += [(major, n) for n in e.nvcc if (major := _cuda_major_of(n.value.release)) is not None]
-    out += [(major, r) for r in e.cuda_runtime if (major := _cuda_major_of(r.value)) is not None]
+    if cuda is not None and cuda.value is not None and (v := _cuda_version_of(cuda.value)) is not None:
+        out.append((v, cuda))
+    out += [(v, d) for d in e.dists if (v := _cuda_version_of(d.value.name)) is not None]
+    out += [(v, n) for n in e.nvcc if (v := _cuda_version_of(n.value.release)) is not None]
+    out += [(v, r) for r in e.cuda_runtime if (v := _cuda_version_of(r.value)) is not None]
     # a toolkit's directory, named after its version by NVIDIA's installers, on the loader's path or as CUDA_HOME
     # (/usr/local/cuda-12.0/lib64; Windows' "CUDA\v12.1")
-    out += [(int(m[1] or m[2]), p) for p in e.ld_library_path for d in p.value if (m := _TOOLKIT_DIR_RE.search(d))]
-    out += [(int(m[1] or m[2]), v) for v in e.env if v.value[0] in ("CUDA_HOME", "CUDA_PATH")
+    out += [((int(m[1] or m[2]), None), p) for p in e.ld_library_path for d in p.value
+            if (m := _TOOLKIT_DIR_RE.search(d))]
+    out += [((int(m[1] or m[2]), None), v) for v in e.env if v.value[0] in ("CUDA_HOME", "CUDA_PATH")
             and (m := _TOOLKIT_DIR_RE.search(v.value[1]))]
     return out
 
@@ -127,7 +116,7 @@ def library_of_other_major(e: Evidence) -> tuple[Seen[Any], Seen[Any], str, str]
     return None
 
 
-def _said(version: tuple[int, int | None]) -> str:
+def _said(version: CudaVersion) -> str:
     return f"{version[0]}.{version[1]}" if version[1] is not None else str(version[0])
 
 
