@@ -217,8 +217,8 @@ def _cpu_torch_gpu_not_shown(f: Facts) -> Iterator[Hit]:
     paste shows, said as a warning, for a report that shows no failure (a failure is judged by what it shows:
     :func:`_cpu_torch_gpu_unused`)."""
     e = f.log
-    if e is None or f.host.gpus or e.failures or any(s.value.code not in CONTEXT_SIGNALS for s in e.signals):
-        return  # (a paste that shows a failure is judged by it: vLLM's kernels missing beside a CPU torch, ...)
+    if e is None or f.host.gpus:
+        return
     hit = _cpu_torch(e)
     if hit is not None:
         yield hit

@@ -39,6 +39,8 @@ _DOWNLOAD_RE = re.compile(r"^\s*(?P<name>[A-Za-z0-9][\w.-]*?)-(?P<version>\d[^\s
                           r"\d[\d.]*\s*[KMG]?B\b")
 #: a conda (mamba, micromamba) command that installs: the specs it names
 _COMMAND_RE = re.compile(r"\b(?:conda|mamba|micromamba)\s+(?:install|create)\b(?P<args>.*)$")
+#: a line a user put for rows they left out of a plan (``......``, ``…``, ``[...]``): the plan goes on after it
+_ELIDED_RE = re.compile(r"^\s*(?:\[?(?:\.{3,}|…+)\]?\s*)$")
 #: options of conda's command line that take a value (not a spec)
 _VALUED = frozenset({"-c", "--channel", "-n", "--name", "-p", "--prefix", "--file", "--override-channels-from"})
 #: conda's packages of pytorch under another name (the old nightly's)
@@ -80,6 +82,8 @@ class CondaPlanReader:
             return True
         if self._state == "plan" and (m := _ROW_RE.match(body)) and self._row(m, line, out):
             return True
+        if self._state == "plan" and _ELIDED_RE.match(body):
+            return True
         self._state = ""
         return False
 
@@ -98,7 +102,10 @@ class CondaPlanReader:
         m = _COMMAND_RE.search(body)
         if m is None:
             return
-        words = m["args"].replace("`", " ").split()
+        args = m["args"]
+        if "`" in body[:m.start()]:  # a command quoted in a sentence ends where its quotes close
+            args = args.split("`", 1)[0]
+        words = args.replace("`", " ").split()
         skip = False
         for word in words:
             if skip or word.startswith("-"):

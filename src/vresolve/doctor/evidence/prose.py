@@ -84,7 +84,7 @@ _NOT_A_VERSION_NEXT = ("~", "-", "*", "x ")
 _INSTALL_COMMAND_RE = re.compile(r"(?:^\s*|[$>#!`]\s*)(?:sudo\s+)?(?:python3?(?:\.exe)?\s+-m\s+)?"
                                  r"(?:pip3?(?:\.exe)?|uv pip|conda|mamba|micromamba)\s+install\b")
 
-Handler = Callable[[str, Line, Collector], None]
+Handler = Callable[[str, Line, Collector], bool]  # whether it read a fact
 
 
 def _holds(text: str, needles: tuple[str, ...]) -> bool:
@@ -95,36 +95,46 @@ def _holds(text: str, needles: tuple[str, ...]) -> bool:
 
 
 def _version_field(field: str) -> Handler:
-    def handler(value: str, line: Line, out: Collector) -> None:
+    def handler(value: str, line: Line, out: Collector) -> bool:
         version = version_token(value)
         if version:
             out.add(field, version, line, PROSE, HOW)
+            return True
+        return False
     return handler
 
 
 def _dist(name: str) -> Handler:
-    def handler(value: str, line: Line, out: Collector) -> None:
+    def handler(value: str, line: Line, out: Collector) -> bool:
         version = version_token(value)
         if version:
             out.add_dist(Dist(name=name, version=version), line, PROSE, HOW)
+            return True
+        return False
     return handler
 
 
-def _os(value: str, line: Line, out: Collector) -> None:
+def _os(value: str, line: Line, out: Collector) -> bool:
     if value and value[0].isalpha():
         out.add("os", value, line, PROSE, HOW)
+        return True
+    return False
 
 
-def _gpu(value: str, line: Line, out: Collector) -> None:
+def _gpu(value: str, line: Line, out: Collector) -> bool:
     name = re.sub(r"^\d+\s*[x×*]\s*", "", value.strip(" .。,;"))  # "2x A100 80GB"
     if name and name[0].isalnum():
         out.add("gpus", Gpu(name=name), line, PROSE, HOW)
+        return True
+    return False
 
 
-def _driver(value: str, line: Line, out: Collector) -> None:
+def _driver(value: str, line: Line, out: Collector) -> bool:
     version = version_token(value)
     if version and re.fullmatch(r"\d{3}(?:\.\d+){0,2}", version):
         out.add("driver", DriverVersion.parse(version), line, PROSE, HOW)
+        return True
+    return False
 
 
 def _cc(text: str | None) -> Capability | None:
@@ -134,49 +144,63 @@ def _cc(text: str | None) -> Capability | None:
         return None
 
 
-def _capability(value: str, line: Line, out: Collector) -> None:
+def _capability(value: str, line: Line, out: Collector) -> bool:
     cc = _cc(value.split()[0]) if value else None
     if cc is not None:
         out.add("gpus", Gpu(compute_capability=cc), line, PROSE, HOW)
+        return True
+    return False
 
 
-def _nvcc(value: str, line: Line, out: Collector) -> None:
+def _nvcc(value: str, line: Line, out: Collector) -> bool:
     version = version_token(value)
     if version:
         out.add("nvcc", Nvcc(release=".".join(version.split(".")[:2])), line, PROSE, HOW)
+        return True
+    return False
 
 
-def _container(value: str, line: Line, out: Collector) -> None:
+def _container(value: str, line: Line, out: Collector) -> bool:
     if value and " " not in value:
         out.add("container", value, line, PROSE, HOW)
+        return True
+    return False
 
 
-def _available(value: str, line: Line, out: Collector) -> None:
+def _available(value: str, line: Line, out: Collector) -> bool:
     word = value.split()[0].lower() if value else ""
     if word in ("true", "yes", "false", "no"):
         out.add("cuda_available", word in ("true", "yes"), line, PROSE, HOW)
+        return True
+    return False
 
 
-def _built_with_cuda(value: str, line: Line, out: Collector) -> None:
+def _built_with_cuda(value: str, line: Line, out: Collector) -> bool:
     """A script's "PyTorch built with CUDA: False" (``torch.backends.cuda.is_built()``): False is a CPU build."""
     word = value.split()[0].lower() if value else ""
     if word in ("false", "no"):
         out.add("torch_cuda", None, line, PROSE, HOW)
+        return True
+    return False
 
 
-def _pip(value: str, line: Line, out: Collector) -> None:
+def _pip(value: str, line: Line, out: Collector) -> bool:
     version = version_token(value)
     if version:
         out.add("tools", ("pip", version), line, PROSE, HOW)
+        return True
+    return False
 
 
 KEYS: dict[str, Handler] = {
     **dict.fromkeys(("python", "python version", "python_version"), _version_field("python")),
-    **dict.fromkeys(("os", "system", "operating system", "distro"), _os),
-    **dict.fromkeys(("cuda", "cuda version", "cuda_version", "cuda toolkit", "cuda toolkit version"),
+    **dict.fromkeys(("os", "system", "operating system", "operating systems", "distro", "os platform",
+                     "os platform and distribution", "os version", "platform"), _os),
+    **dict.fromkeys(("cuda", "cuda version", "cuda/cudnn version", "cuda_version", "cuda toolkit", "cuda toolkit version"),
                     _version_field("cuda")),
     **dict.fromkeys(("cudnn", "cudnn version"), _version_field("cudnn")),
-    **dict.fromkeys(("gpu", "gpus", "gpu model", "gpu type", "graphics card", "gpu name"), _gpu),
+    **dict.fromkeys(("gpu", "gpus", "gpu model", "gpu type", "graphics card", "gpu name", "gpu model and memory"),
+                    _gpu),
     **dict.fromkeys(("driver", "driver version", "nvidia driver", "nvidia driver version", "gpu driver"), _driver),
     **dict.fromkeys(("torch", "pytorch", "torch version", "pytorch version", "torch_version"), _dist("torch")),
     **dict.fromkeys(("vllm", "vllm version"), _dist("vllm")),
@@ -198,13 +222,26 @@ def _families(body: str, line: Line, out: Collector) -> None:
             out.add("gpu_families", m["family"].split()[0].lower(), line, PROSE, HOW, m.span())
 
 
+#: a GitHub issue form's field: a heading (``### Python version``) whose answer is the next line (``3.9.10``)
+_FORM_HEADING_RE = re.compile(r"^#{2,4}\s+(?P<key>[^#:]{2,52}?)\s*$")
+
+
 class ProseReader:
     """A user's words about the setup (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self._heading: str | None = None  # an issue form's field whose answer may be the next line
 
     def feed(self, line: Line, out: Collector) -> bool:
         body = line.body.strip()
         if not body:
             return False
+        heading, self._heading = self._heading, None
+        if (m := _FORM_HEADING_RE.match(body)) is not None:
+            self._heading = m["key"]
+            return True
+        if heading is not None and len(body) <= 80 and self._key_value(f"{heading}: {body}", line, out):
+            return True  # "### OS Platform and Distribution" then "Windows 11": read as one field
         if self._key_value(body, line, out) or self._row(body, line, out):
             return True
         if _BARE_GPU_RE.match(body) and _GPU_RE.search(body):
@@ -225,12 +262,12 @@ class ProseReader:
         key, value = kv
         key = " ".join(key.replace("版本", " version").split())  # "Python版本：3.10.11" (read "Python 版本:3.10.11")
         handler = KEYS.get(key)
-        if handler is not None:
-            handler(value, line, out)
-            return True
-        version = version_token(value) if re.fullmatch(r"[a-z][a-z0-9._-]*", key) else None
-        if version and "." in version and version == value.lstrip("v"):
-            out.add_dist(Dist(name=dist_name(key), version=version), line, PROSE, HOW)  # "flash-attn: 2.5.7"
+        if handler is not None:  # (one that reads nothing leaves the line to the words' reading: "CUDA: Cuda 9.0")
+            return handler(value, line, out)
+        named = re.fullmatch(r"(?P<name>[a-z][a-z0-9._-]*)(?: version)?", key)
+        version = version_token(value) if named is not None else None
+        if named is not None and version and "." in version and version == value.lstrip("v"):
+            out.add_dist(Dist(name=dist_name(named["name"]), version=version), line, PROSE, HOW)  # "flash-attn: 2.5.7"
             return True
         return False
 

@@ -246,7 +246,7 @@ SIGNALS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         # list_physical_devices('GPU'), the "GPU is NOT AVAILABLE" snippet): kept only where the paste shows
         # TensorFlow 2.11 or later on native Windows, which has no GPU build (:mod:`.tensorflow`)
         ("tensorflow-windows-cpu-build", "gpu", r"\bGPU is NOT AVAILABLE\b|\bNum GPUs Available:?\s+0\b"
-         r"|list_physical_devices\(['\"]GPU['\"]\)\)?\s*(?:=|->|:|\bis\b)?\s*\[\]"),
+         r"|list_physical_devices\(['\"]GPU['\"]\)\)?\s*(?:=|->|:|\bis\b|#)?\s*\[\]"),
         # JAX's own word that its jaxlib has no CUDA backend while it sees an NVIDIA GPU (jax/_src/xla_bridge.py); not
         # its older, undecided "No GPU/TPU found, falling back to CPU"
         ("jaxlib-without-cuda", "cuda-enabled jaxlib", r"a CUDA-enabled jaxlib is not installed"),
