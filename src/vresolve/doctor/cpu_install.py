@@ -243,3 +243,20 @@ def _cpu_torch_gpu_unused(f: Facts) -> Iterator[Hit]:
                                *(s for s in signals if s.value.code in _GPU_UNUSED_SIGNALS)]
     if unused and len(unused) == len(failures) + len(signals):
         yield Hit(evidence=(*hit.evidence, pasted_line(unused[0])), fill=hit.fill)
+
+
+@predicate("library-report-without-cuda", ("gpus",), ("library",))
+def _library_report_without_cuda(f: Facts) -> Iterator[Hit]:
+    """A compiled package's own report of its build without CUDA (detectron2's and MMCV's "CUDA Compiler: not
+    available", k2's "With CUDA: False", a torch extension's "Building with CUDA: False"), where the paste shows CUDA
+    was wanted (a GPU, a driver, a CUDA torch, a CUDA asked for), not on macOS: that package cannot use the GPU, and
+    its CUDA ops fail or fall back to the CPU."""
+    e = f.log
+    if e is None or e.value("system") == "darwin":
+        return
+    report = next((s for s in e.signals if s.value.code == "report-without-cuda"), None)
+    wanted = cuda_wanted(e) if report is not None else None
+    if report is None or wanted is None:
+        return
+    yield Hit(evidence=tuple(dict.fromkeys((pasted_line(report), pasted_line(wanted)))),
+              fill={"library": str(report.value.detail)})

@@ -74,7 +74,7 @@ PASTED_PREDICATES = ("vllm-wheel-cuda-major-not-torch", "container-started-witho
                      "install-asks-cuda-above-driver", "cuda-library-symbol-missing",
                      "nvml-library-missing-gpu-expected", "torch-replaced-across-install",
                      "dataloader-worker-died-small-shm", "pip-pin-older-than-every-offered",
-                     "nccl-loopback-across-nodes", "torch-cpu-build-beside-driver")
+                     "nccl-loopback-across-nodes", "torch-cpu-build-beside-driver", "library-report-without-cuda")
 
 
 def _line(seen: Seen[Any]) -> str:

@@ -190,6 +190,17 @@ BUILT_WITHOUT_CUDA: tuple[Statement, ...] = (
     _s("built-without-cuda", "a torch extension", "not compiled with",
        r"^\s*(?:[\w.]*Error: )?Not compiled with (?:GPU|CUDA) support\b",
        "facebookresearch/detectron2: detectron2/layers/csrc"),
+    # a compiled package's own report of its build, without CUDA: a fact, not an error (``report-without-cuda``:
+    # judged beside what the paste shows of the machine, :mod:`vresolve.doctor.cpu_install`)
+    _s("report-without-cuda", "detectron2", "cuda compiler",
+       r"^\s*(?:Detectron2 )?CUDA [Cc]ompiler\s{2,}not available\s*$",
+       "facebookresearch/detectron2: detectron2/layers/csrc/vision.cpp (get_cuda_version without WITH_CUDA)"),
+    _s("report-without-cuda", "MMCV", "mmcv cuda compiler", r"^\s*MMCV CUDA Compiler:\s*not available\s*$",
+       "open-mmlab/mmcv: mmcv/ops/csrc/pytorch/info.cpp (get_compiling_cuda_version without MMCV_WITH_CUDA)"),
+    _s("report-without-cuda", "k2", "with cuda", r"^\s*With CUDA:\s*False\s*$",
+       "k2-fsa/k2: k2/python/k2/version/version.py"),
+    _s("report-without-cuda", "a torch extension's build", "building with cuda", r"\bBuilding with CUDA:\s*False\b",
+       "rusty1s/pytorch_scatter: setup.py (WITH_CUDA false where torch sees no GPU or CUDA_HOME is None)"),
     _s("llama-cpp-without-gpu", "llama.cpp", "gpu offload", r"\bnot compiled with GPU offload support\b",
        "ggml-org/llama.cpp: common (llama_supports_gpu_offload() false)"),
     # a CUDA build of llama.cpp shown being made (cmake's GGML_CUDA, older LLAMA_CUBLAS/LLAMA_CUDA; make's; pip's
@@ -227,7 +238,7 @@ _STATEMENTS = (*BUILT_WITHOUT_CUDA, *NOT_BUILT_FOR_GPU)
 #: every signal code these families type
 CODES = frozenset({e.code for e in CUDA_ERRORS} | {s.code for s in _STATEMENTS})
 #: the codes that show a fact, not a failure (a CUDA build command: what built the program)
-MARKERS = frozenset({"cuda-build-command"})
+MARKERS = frozenset({"cuda-build-command", "report-without-cuda"})
 _NEEDLES = ("cuda", "ptx", "driver", "device", "error", "failure", "initiali", "call to cu", "stub", "busy", "ecc")
 
 #: what settles a statement that only no device was found
