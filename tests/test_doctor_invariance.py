@@ -133,7 +133,8 @@ def _excerpts() -> list[tuple[Path, str]]:
     out = []
     for folder in (DATA / "corpus", DATA / "heldout"):
         for meta in sorted(folder.glob("*.yaml")):
-            if folder.name == "heldout" and not (meta.name[:3].isdigit() and int(meta.name[:3]) < HELDOUT_BELOW):
+            number = meta.name.split("-")[0]  # (3 digits, and 4 from stop 37 on)
+            if folder.name == "heldout" and not (number.isdigit() and int(number) < HELDOUT_BELOW):
                 continue
             cause = (yaml.safe_load(meta.read_text()) or {}).get("expected_cause", "unknown")
             if cause != "unknown":
