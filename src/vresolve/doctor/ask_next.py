@@ -37,12 +37,14 @@ _ASK = {
     "command": ("the output of `which PROGRAM` and `echo $PATH` in the shell that ran it, and how the program was "
                 "installed (for nvcc: the CUDA toolkit's directory, `ls -d /usr/local/cuda*/bin`, and `CUDA_HOME`)"),
     "said": "the command you ran and its whole output (the error itself, not a summary of it), and " + _ENV,
+    "said-error": "the command you ran and its whole output (the error itself, not a summary of it), and " + _ENV,
 }
 _MISSING = {
     "cut": "the build's end: the paste stops at a compile step, with neither its error nor its success",
     "command": ("the output of `which PROGRAM` and `echo $PATH` in the shell that ran it, and how the program was "
                 "installed (for nvcc: the CUDA toolkit's directory, `ls -d /usr/local/cuda*/bin`, and `CUDA_HOME`)"),
     "said": "the error itself: the paste says the failure in words, without the program's own message",
+    "said-error": "the error itself: the paste says there was an error, without the program's own message",
     "gpu-unused": "why the library does not use the GPU: the GPU and driver it runs on, and how the library was built",
     "installer": "what the installer matched against: the interpreter, the platform and the index",
 }

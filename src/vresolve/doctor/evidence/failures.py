@@ -99,7 +99,7 @@ _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
                          r"|\]: Failed to start [\w@. -]+\.?$"),
         # a shared library (a DLL on Windows) a program could not load
         ("library", "load", r"\b[Cc]ould not load (?:dynamic )?library\b|\berror while loading shared libraries\b"),
-        ("library", "not found", r"\b[\w.-]+\.dll['\"]? not found\b"),
+        ("library", "not found", r"\b[\w.-]+\.(?:dll|so(?:\.[\d.]+)?|dylib)['\"]? (?:was |is )?not found\b"),
         # Python's ImportError on Windows for an extension module whose DLL (or one it needs) failed to load, quoted
         # without its exception's name ("DLL load failed while importing exllamav2_ext: The specified procedure could
         # not be found.": the Windows loader's words for a symbol the DLL lacks)
@@ -251,7 +251,7 @@ _LOWER_LEVEL_RE = re.compile(r"(?<![\w-])(?:WARNING|WARN|INFO|DEBUG)(?![\w-])|\[
 _TRACEBACK_RE = re.compile(r"^\s*Traceback \(most recent call last\):")
 
 #: the kinds, the most telling first (the one a "cause not named" leads with)
-FAILURE_KINDS = (*dict.fromkeys(kind for kind, _, _ in _RULES), "gpu-feature", "gpu-unused", "traceback", "cut", "said")
+FAILURE_KINDS = (*dict.fromkeys(kind for kind, _, _ in _RULES), "gpu-feature", "gpu-unused", "traceback", "cut", "said", "said-error")
 
 
 def _error_level(line: Line) -> re.Match[str] | None:

@@ -28,7 +28,7 @@ from .messages import MessageReader
 from .model import Evidence
 from .prose import ProseReader
 from .repl import ReplReader
-from .said import SaidReader
+from .said import SaidReader, retype_said
 from .shm import ShmReader, retype_shm
 from .signals import SignalReader
 from .smi import SmiReader
@@ -93,4 +93,4 @@ def read_evidence(source: Source, *, line_limit: int = LINE_LIMIT) -> Evidence:
     out.keep_deferred()
     if out.has("signals") and not out.kinds:
         out.kinds.add("log")
-    return retype_tensorflow(retype_shm(retype_isolation(out.freeze(count, cut_lines))))
+    return retype_said(retype_tensorflow(retype_shm(retype_isolation(out.freeze(count, cut_lines)))))

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import re
 
+from msgspec.structs import replace
+
 from .collect import Collector
 from .lines import Line
-from .model import MESSAGE
+from .model import MESSAGE, Evidence
+from .signals import CONTEXT_SIGNALS
 
-__all__ = ["SaidReader"]
+__all__ = ["SaidReader", "retype_said"]
 
 #: what the failure is said of: the GPU stack, a program of it, or its install
 _OBJECT = (r"(?:GPUs?|CUDA|cuda|NVIDIA|nvidia|vllm|vLLM|torch|pytorch|PyTorch|the driver|tensorflow|TensorFlow|jax|flash[-_]attn"
@@ -29,6 +32,12 @@ _OBJECT = (r"(?:GPUs?|CUDA|cuda|NVIDIA|nvidia|vllm|vLLM|torch|pytorch|PyTorch|th
 _GPU = r"(?:GPUs?|CUDA|cuda|NVIDIA|nvidia|the driver|graphics card)"
 _NEGATION = (r"\b(?:can(?:'|’)?t|cannot|can not|could(?:n(?:'|’)?t| not)|unable to|fail(?:s|ed)? to|does(?:n(?:'|’)?t| not)"
              r"|did(?:n(?:'|’)?t| not)|won(?:'|’)?t|will not)\s+(?:be able to\s+)?")
+#: the user's word that they got an error, whatever it is of (kind ``said-error``): a pointer to a failure, dropped where
+#: the paste shows a failure of its own (:func:`retype_said`)
+_GOT_ERROR_RE = re.compile(
+    r"\b(?:I|we)(?:'m|'ve| am| have| had| was| keep| still)?\s+(?:got|get|getting|encounter(?:ed|ing)?|hit|hitting"
+    r"|fac(?:e|ed|ing)|receiv(?:e|ed|ing)|ran into|run into|running into)\s+(?:the following |this |an? |the same "
+    r"|following |these |some |another )?(?:\w+ ){0,2}?(?:error|errors|exception|traceback|crash)\b", re.IGNORECASE)
 _SAID_RES = (
     # a negated install, build or run of the stack ("can't install vllm", "fails to load torch"), the object within a
     # few words
@@ -50,7 +59,7 @@ _SAID_RES = (
 _NOT_A_FAILURE_RE = re.compile(r"\b(?:now (?:it )?works|works now|solved|fixed|resolved|no longer|how (?:do|can|to)|is it possible"
                                r"|should I|want to|would like to|if you)\b", re.IGNORECASE)
 _QUOTED_RE = re.compile(r"`[^`\n]*`")
-_NEEDLES = ("n't", "’t", "not", "unable", "fail", "false", "cpu")
+_NEEDLES = ("n't", "’t", "not", "unable", "fail", "false", "cpu", "error", "exception", "traceback", "crash")
 
 
 class SaidReader:
@@ -58,6 +67,7 @@ class SaidReader:
 
     def __init__(self) -> None:
         self._seen = False
+        self._got_error = False
 
     def feed(self, line: Line, out: Collector) -> bool:
         if self._seen:
@@ -72,4 +82,19 @@ class SaidReader:
                 out.add("failures", "said", line, MESSAGE, "failure", m.span())
                 self._seen = True
                 return True
+        if not self._got_error and (m := _GOT_ERROR_RE.search(words)):
+            out.add("failures", "said-error", line, MESSAGE, "failure", m.span())
+            self._got_error = True
         return False
+
+
+def retype_said(e: Evidence) -> Evidence:
+    """``e`` without the user's word that they got an error (``said-error``) where the paste shows a failure of its
+    own (a failure line of another kind, an exception, a typed signal): that failure is judged instead."""
+    if not any(f.value == "said-error" for f in e.failures):
+        return e
+    failed = any(ev.value.action in ("build-failed", "resolution-failed", "no-matching-distribution") for ev in e.installer)
+    if any(f.value != "said-error" for f in e.failures) or e.exceptions or failed \
+            or any(s.value.code not in CONTEXT_SIGNALS for s in e.signals):
+        return replace(e, failures=tuple(f for f in e.failures if f.value != "said-error"))
+    return e
