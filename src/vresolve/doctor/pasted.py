@@ -524,6 +524,11 @@ def _cpu_torch_is_the_mismatch(e: Evidence) -> bool:
     return have is None or built <= {have}
 
 
+#: rows whose warning states a fact beside a paste's failures without explaining them (a CPU-only torch where the
+#: paste shows no GPU): the failures stay "cause not named"
+_FACT_NOTES = frozenset({"torch-cpu-build-gpu-not-shown"})
+
+
 def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = (),
                  host: Host | None = None) -> tuple[list[Finding], list[Unclear]]:
     """Findings for the causes the paste's typed lines show, one per cause (with every line that shows
@@ -559,7 +564,7 @@ def judge_pasted(e: Evidence, matrix: Matrix, already: Sequence[Finding] = (),
                for h in {id(h): h for _, h in typed.values()}.values() if h.missing is not None]
     if any(f.severity == "error" for f in (*out, *already)):
         return out, []  # a cause is named: the failure is explained
-    if out:
+    if out and not all(rows.get(f.cause) is not None and rows[f.cause].id in _FACT_NOTES for f in out):
         return out, pending
     return out, unclear or pending or _unexplained(e)
 
