@@ -118,3 +118,20 @@ def test_a_shared_object_not_found_is_a_failure(capsys: pytest.CaptureFixture[st
     # 1002 torchrec: "File fbgemm_gpu_py.so not found" on import
     code, doc = doctor_paste(_paste("1002"), capsys)
     assert code == 1 and doc["unclear"]
+
+
+@pytest.mark.parametrize("text", [
+    "训练时报错，无法训练\n",  # "an error was raised in training, cannot train"
+    "基于Paddle nvidia-docker 启动时，无法正常检测到gpu\n",  # "started in nvidia-docker, the GPU is not detected"
+    "pip install flash-attn 安装失败\n",  # "the install failed"
+])
+def test_a_failure_said_in_chinese_is_never_no_problems(text: str, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = doctor_text(text, tmp_path, capsys)
+    assert code == 1 and doc["unclear"]
+
+
+def test_a_chinese_question_without_a_failure_stays_silent(capsys: pytest.CaptureFixture[str]) -> None:
+    # 1099 (healthy): "最新版本的微调代码损失无法正常下降" (the loss does not go down): a training question, no failure
+    code, doc = doctor_paste(_paste("1099"), capsys)
+    assert code == 0 and not doc["unclear"]

@@ -37,7 +37,9 @@ _NEGATION = (r"\b(?:can(?:'|’)?t|cannot|can not|could(?:n(?:'|’)?t| not)|una
 _GOT_ERROR_RE = re.compile(
     r"\b(?:I|we)(?:'m|'ve| am| have| had| was| keep| still)?\s+(?:got|get|getting|encounter(?:ed|ing)?|hit|hitting"
     r"|fac(?:e|ed|ing)|receiv(?:e|ed|ing)|ran into|run into|running into)\s+(?:the following |this |an? |the same "
-    r"|following |these |some |another )?(?:\w+ ){0,2}?(?:error|errors|exception|traceback|crash)\b", re.IGNORECASE)
+    r"|following |these |some |another )?(?:\w+ ){0,2}?(?:error|errors|exception|traceback|crash)\b"
+    # in Chinese: "报错" (an error was raised), "出错" (it went wrong), an install, run, build or load that "失败" (failed)
+    r"|报错|出错|(?:安装|运行|编译|加载|启动|导入|初始化|调用|训练|推理)失败", re.IGNORECASE)
 _SAID_RES = (
     # a negated install, build or run of the stack ("can't install vllm", "fails to load torch"), the object within a
     # few words
@@ -45,6 +47,8 @@ _SAID_RES = (
     # the GPU said not to be seen or used ("doesn't detect my GPU", "unable to use CUDA", "can't find the GPU"; not
     # "couldn't find the docs for vllm")
     re.compile(_NEGATION + r"(?:use|detect|find|see|recogni[sz]e|access|work)\w*\b[^.?!]{0,30}?\b" + _GPU + r"(?![\w-])"),
+    # in Chinese: "无法检测到gpu", "无法使用显卡" (cannot detect / use the GPU)
+    re.compile(r"(?:无法|不能|没法)(?:正常)?(?:使用|调用|识别|检测到?|找到|加载|运行在?)[^，。,.]{0,8}?(?:GPU|gpu|显卡|CUDA|cuda)"),
     # the GPU stack said not to be available or used ("CUDA is not available", "torch.cuda.is_available() returns
     # False", "not using the GPU")
     re.compile(r"\bis_available\(\)\s*(?:returns?|returned|gives?|is|=+)\s*:?\s*False\b"
@@ -59,7 +63,8 @@ _SAID_RES = (
 _NOT_A_FAILURE_RE = re.compile(r"\b(?:now (?:it )?works|works now|solved|fixed|resolved|no longer|how (?:do|can|to)|is it possible"
                                r"|should I|want to|would like to|if you)\b", re.IGNORECASE)
 _QUOTED_RE = re.compile(r"`[^`\n]*`")
-_NEEDLES = ("n't", "’t", "not", "unable", "fail", "false", "cpu", "error", "exception", "traceback", "crash")
+_NEEDLES = ("n't", "’t", "not", "unable", "fail", "false", "cpu", "error", "exception", "traceback", "crash", "报错",
+            "出错", "失败", "无法", "不能", "没法")
 
 
 class SaidReader:
