@@ -190,7 +190,8 @@ def test_a_logger_s_error_tag_quoted_in_a_sentence_is_a_failure(tmp_path: Path, 
     """NVIDIA/TensorRT-LLM#222: an engine built for another GPU (no cause of the vocabulary): not "no problems"."""
     code, doc = _doctor(tmp_path, TRT.format(level="ERROR"), capsys)
     assert code == 1 and doc["unclear"] and not [f for f in doc["findings"] if f["severity"] == "error"]
-    code, doc = _doctor(tmp_path, TRT.format(level="INFO"), capsys)
+    # an info-level tag is no failure (where the user's own words say none: "I'm getting error" is one, stop 37)
+    code, doc = _doctor(tmp_path, TRT.format(level="INFO").replace("I'm getting error", "I see"), capsys)
     assert code == 0 and not doc["unclear"]
 
 

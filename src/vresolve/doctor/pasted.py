@@ -504,6 +504,8 @@ def _rows_judged(facts: Facts, lines: dict[str, list[str]], rows: dict[str, Know
             m = hit.missing
             unclear.append(Unclear(error=m.error, missing=m.missing, evidence=hit.evidence, paste=m.paste))
             continue
+        if row.id in _FACT_NOTES and row.cause in lines:  # (a fact beside failures: the typed lines' row says it)
+            continue
         shown = lines.setdefault(row.cause, [])
         shown += [line for line in dict.fromkeys(hit.evidence) if line not in shown][:max(0, 5 - len(shown))]
         if rows.setdefault(row.cause, row) is row:
@@ -522,6 +524,14 @@ def _cpu_torch_is_the_mismatch(e: Evidence) -> bool:
     have = public_version(torch.value.version) if torch is not None else None
     built = {public_version(bf.value.torch) for bf in e.built_for if bf.value.torch}
     return have is None or built <= {have}
+
+
+def cited_by_warnings(unclear: list[Unclear], findings: Sequence[Finding]) -> list[Unclear]:
+    """``unclear`` without the errors every line of which an optional kernel's finding cites (vLLM's ERROR-level log
+    that its optional Triton kernels did not import): a kernel the program goes on without is what they show. (A
+    softer finding that leaves its error not settled, a compiler killed with memory not shown, keeps it.)"""
+    cited = {ev.partition(":")[0] for f in findings if f.cause == "optional-kernel-missing" for ev in f.evidence}
+    return [u for u in unclear if not u.evidence or not all(ev.partition(":")[0] in cited for ev in u.evidence)]
 
 
 #: rows whose warning states a fact beside a paste's failures without explaining them (a CPU-only torch where the

@@ -61,7 +61,9 @@ _SAID_RES = (
 )
 #: words that say the failure is not (or no longer) there, or asked about, not had
 _NOT_A_FAILURE_RE = re.compile(r"\b(?:now (?:it )?works|works now|solved|fixed|resolved|no longer|how (?:do|can|to)|is it possible"
-                               r"|should I|want to|would like to|if you)\b", re.IGNORECASE)
+                               r"|should I|want to|would like to|if you"
+                               # a program said to use one GPU only: what it supports, not a broken stack
+                               r"|(?:on|use|across) (?:multiple|several|more than one|many) GPUs)\b", re.IGNORECASE)
 _QUOTED_RE = re.compile(r"`[^`\n]*`")
 _NEEDLES = ("n't", "’t", "not", "unable", "fail", "false", "cpu", "error", "exception", "traceback", "crash", "报错",
             "出错", "失败", "无法", "不能", "没法")
