@@ -85,6 +85,16 @@ def excerpt(directory: Path, number: str) -> Path:
     return path
 
 
+def worst_severities(doc: dict[str, Any]) -> dict[str, str]:
+    """Each cause of a doctor answer with its most severe finding's severity."""
+    order = ("info", "warning", "error")
+    out: dict[str, str] = {}
+    for f in doc.get("findings", []):
+        if order.index(f["severity"]) >= order.index(out.get(f["cause"], "info")):
+            out[f["cause"]] = f["severity"]
+    return out
+
+
 def error_causes(doc: dict[str, Any]) -> list[str]:
     """The causes of a doctor answer's error findings, in order."""
     return [f["cause"] for f in doc["findings"] if f["severity"] == "error"]

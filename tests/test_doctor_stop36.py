@@ -11,19 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import DATA, doctor_paste, doctor_text
+from .conftest import DATA, doctor_paste, doctor_text, worst_severities
 
 HELDOUT = DATA / "heldout"
-
-
-def _causes(doc: dict) -> dict[str, str]:
-    """Each cause's most severe finding."""
-    order = ("info", "warning", "error")
-    out: dict[str, str] = {}
-    for f in doc.get("findings", []):
-        if order.index(f["severity"]) >= order.index(out.get(f["cause"], "info")):
-            out[f["cause"]] = f["severity"]
-    return out
 
 
 @pytest.mark.parametrize("number", ["682", "379"])
@@ -32,7 +22,7 @@ def test_a_pre_cuda_11_soname_of_another_minor_is_another_variant(number: str,
     # 682 tensorflow/tensorflow#17629: libcublas.so.9.0 missing with CUDA 9.1 installed (TensorFlow 1.6's wheels are
     # CUDA 9.0 builds); 379 apache/mxnet#14514: mxnet-cu100mkl (CUDA 10.0) asks libcudart.so.10.0 on CUDA 10.1
     _, doc = doctor_paste(next(HELDOUT.glob(f"{number}-*.txt")), capsys)
-    assert _causes(doc).get("cuda-variant-mismatch") == "warning", "a CUDA said in the user's words: one step softer"
+    assert worst_severities(doc).get("cuda-variant-mismatch") == "warning", "a CUDA said in the user's words: one step softer"
     [finding] = [f for f in doc["findings"] if f["cause"] == "cuda-variant-mismatch"]
     assert "is CUDA 9.0's, but this environment has CUDA 9.1" in finding["title"] or \
         "is CUDA 10.0's, but this environment has CUDA 10.1" in finding["title"]
@@ -55,14 +45,14 @@ def test_a_pre_cuda_11_soname_of_another_minor_is_another_variant(number: str,
 def test_look_alikes_the_facts_rule_out(text: str, cause: str, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     _, doc = doctor_text(text, tmp_path, capsys)
-    assert cause not in _causes(doc)
+    assert cause not in worst_severities(doc)
 
 
 def test_an_undefined_symbol_wrapped_after_undefined_is_read(capsys: pytest.CaptureFixture[str]) -> None:
     # Dao-AILab/flash-attention#950: "flash_attn_2_cuda...so: undefined" / " symbol: _ZN3c104impl3cow11cow_deleterEPv"
     # (a torch symbol: flash-attn built against another torch than 2.1.2)
     code, doc = doctor_paste(next(HELDOUT.glob("129-*.txt")), capsys)
-    assert code == 1 and _causes(doc).get("companion-mismatch") == "error"
+    assert code == 1 and worst_severities(doc).get("companion-mismatch") == "error"
 
 
 @pytest.mark.parametrize("number, line", [
@@ -112,14 +102,14 @@ def test_an_alternative_offered_is_no_failure_said(tmp_path: Path, capsys: pytes
 ])
 def test_development_misses_of_the_stop36_sets(number: str, cause: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = doctor_paste(next(HELDOUT.glob(f"{number}-*.txt")), capsys)
-    assert code == 1 and _causes(doc).get(cause) == "error"
+    assert code == 1 and worst_severities(doc).get(cause) == "error"
 
 
 def test_a_cuda_stated_older_than_the_gpu_refused_by_nvcc(capsys: pytest.CaptureFixture[str]) -> None:
     # facebookresearch/detectron2#272: "Unsupported gpu architecture 'compute_75'" with "CUDA9.2" and an RTX2060 stated
     # (sm_75 needs the nvcc of CUDA 10.0): the user's words, one step softer
     _, doc = doctor_paste(next(HELDOUT.glob("109-*.txt")), capsys)
-    assert _causes(doc).get("toolkit-mismatch") == "warning"
+    assert worst_severities(doc).get("toolkit-mismatch") == "warning"
 
 
 def test_a_cuda_library_function_is_told_from_torchs_and_unknown_ones() -> None:
