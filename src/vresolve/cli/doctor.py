@@ -45,7 +45,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     else:
         host, env, findings = _live(args, m, evidence, log, pasted_report=evidence is not None and header is None)
     if evidence is not None:  # what only the log's typed lines show, judged the same way for both
-        from ..doctor.pasted import cited_by_warnings, judge_pasted, keep_available, merge_log_findings, overruled
+        from ..doctor.pasted import judge_pasted, keep_available, merge_log_findings, optional_kernels_cited, overruled
 
         # a cause the log's typed lines show is cited by line; a signature's finding of it gives way
         pasted, unclear = judge_pasted(evidence, m, [f for f in findings if f.source != "log"],
@@ -57,7 +57,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             from ..doctor.beside import live_torch_covers
 
             findings = live_torch_covers(findings, host, env)
-        unclear = cited_by_warnings(unclear, findings)
+        unclear = optional_kernels_cited(unclear, findings)
         if unclear:  # not settled: the cause such lines most often had, as a lead (a base rate, not a finding)
             import msgspec
 

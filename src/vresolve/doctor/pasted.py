@@ -526,7 +526,7 @@ def _cpu_torch_is_the_mismatch(e: Evidence) -> bool:
     return have is None or built <= {have}
 
 
-def cited_by_warnings(unclear: list[Unclear], findings: Sequence[Finding]) -> list[Unclear]:
+def optional_kernels_cited(unclear: list[Unclear], findings: Sequence[Finding]) -> list[Unclear]:
     """``unclear`` without the errors every line of which an optional kernel's finding cites (vLLM's ERROR-level log
     that its optional Triton kernels did not import): a kernel the program goes on without is what they show. (A
     softer finding that leaves its error not settled, a compiler killed with memory not shown, keeps it.)"""
